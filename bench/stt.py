@@ -163,12 +163,26 @@ def _voices(spec: str) -> tuple[str, ...]:
     return VOICES if spec.strip() == "all" else tuple(v.strip() for v in spec.split(",") if v.strip())
 
 
-def load_engine(engine: str, settings: MicrophoneSettings, cache: Path) -> tuple[Recognizer, dict[str, Any]]:
+def parse_options(spec: str) -> dict[str, str]:
+    """``fwdflat=no,beam=1e-40`` → ``{"fwdflat": "no", "beam": "1e-40"}`` (typed by the engine)."""
+    pairs = [p.split("=", 1) for p in spec.split(",") if p.strip()]
+    bad = [p for p in pairs if len(p) != 2]
+    if bad:
+        raise ValueError(f"decoder options must be key=value pairs, got {spec!r}")
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def load_engine(
+    engine: str, settings: MicrophoneSettings, cache: Path, options: dict[str, str] | None = None
+) -> tuple[Recognizer, dict[str, Any]]:
     if engine.startswith("pocketsphinx"):
         from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 
         biased = engine.endswith("biased")
-        return PocketsphinxRecognizer(biasing=biased, cache_dir=cache), {"biasing": biased, "model": "en-us (wheel)"}
+        merged = {**settings.pocketsphinx_options, **(options or {})}
+        recognizer = PocketsphinxRecognizer(biasing=biased, cache_dir=cache, options=merged)
+        info = {"biasing": biased, "model": "en-us (wheel)", "decoder_options": recognizer.options}
+        return recognizer, info
     from workers.microphone.engine_vosk import VoskRecognizer
 
     if engine == "vosk-ko":
@@ -205,7 +219,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     settings = config.section(MicrophoneSettings)
     hangover = args.hangover if args.hangover is not None else settings.hangover_ms
     try:
-        recognizer, info = load_engine(engine, settings, config.core.data_dir / "cache")
+        recognizer, info = load_engine(engine, settings, config.core.data_dir / "cache", parse_options(args.ps_options))
     except EngineUnavailable as exc:
         return {**line, "status": "absent", "reason": str(exc)}
     line.update(info)
@@ -320,10 +334,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap-ms", type=int, default=GAP_MS)
     parser.add_argument("--pace", choices=("virtual", "realtime"), default="virtual")
     parser.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default: the last allowed)")
+    parser.add_argument(
+        "--ps-options",
+        action="append",
+        default=[],
+        help="pocketsphinx decoder options over the defaults, e.g. 'fwdflat=no,bestpath=no'; repeat the "
+        "flag to compare configurations ('' = the defaults); one line per engine, hangover and set",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="run every combination this many times, interleaved")
     args = parser.parse_args(argv)
+    for spec in args.ps_options:
+        try:
+            parse_options(spec)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.engine:
         if args.engine not in ENGINES:
             parser.error(f"unknown engine {args.engine!r}")
+        args.ps_options = ",".join(args.ps_options)
         print(json.dumps(run_engine(args), ensure_ascii=False), flush=True)
         return 0
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -331,34 +359,43 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown engine(s) {unknown}; choose from {', '.join(ENGINES)}")
     hangovers = [int(h) for h in args.hangovers.split(",") if h.strip()] or [None]
+    option_sets = args.ps_options or [""]
+    runs = [
+        (engine, hangover, options)
+        for _ in range(max(1, args.repeat))
+        for engine in engines
+        for hangover in hangovers
+        for options in (option_sets if engine.startswith("pocketsphinx") else [""])
+    ]
     status = 0
-    for engine in engines:
-        for hangover in hangovers:
-            cmd = [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--engine",
-                engine,
-                "--asterisk",
-                str(args.asterisk),
-                "--gap-ms",
-                str(args.gap_ms),
-                "--pace",
-                args.pace,
-                "--voices",
-                args.voices,
-            ]
-            if hangover is not None:
-                cmd += ["--hangover", str(hangover)]
-            if args.cpu is not None:
-                cmd += ["--cpu", str(args.cpu)]
-            proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
-            out = proc.stdout.strip().splitlines()
-            if proc.returncode != 0 or not out:
-                status = 1
-                print(json.dumps({"bench": "stt", "engine": engine, "status": "failed", "exit": proc.returncode}), flush=True)
-            else:
-                print(out[-1], flush=True)
+    for engine, hangover, options in runs:
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--engine",
+            engine,
+            "--asterisk",
+            str(args.asterisk),
+            "--gap-ms",
+            str(args.gap_ms),
+            "--pace",
+            args.pace,
+            "--voices",
+            args.voices,
+        ]
+        if hangover is not None:
+            cmd += ["--hangover", str(hangover)]
+        if args.cpu is not None:
+            cmd += ["--cpu", str(args.cpu)]
+        if options:
+            cmd += ["--ps-options", options]
+        proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
+        out = proc.stdout.strip().splitlines()
+        if proc.returncode != 0 or not out:
+            status = 1
+            print(json.dumps({"bench": "stt", "engine": engine, "status": "failed", "exit": proc.returncode}), flush=True)
+        else:
+            print(out[-1], flush=True)
     return status
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
+from workers.microphone.engine_pocketsphinx import DECODER_DEFAULTS, PocketsphinxRecognizer
+from workers.microphone.engines import load_recognizer
 from workers.microphone.evaluation import (
     Sample,
     asterisk_corpus,
@@ -18,6 +19,8 @@ from workers.microphone.evaluation import (
     pocketsphinx_corpus,
     transcribe,
 )
+from workers.microphone.recognizer import EngineUnavailable
+from workers.microphone.settings import MicrophoneSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 # Bounds: the measured corpus WER of this pocketsphinx build plus a margin for other builds.
@@ -78,9 +81,7 @@ def test_asterisk_prompts_wer(general: PocketsphinxRecognizer) -> None:
     assert wer <= ASTERISK_BOUND, pairs
 
 
-def test_domain_biasing_lowers_wer_on_negotiation_speech(
-    general: PocketsphinxRecognizer, biased: PocketsphinxRecognizer
-) -> None:
+def test_domain_biasing_lowers_wer_on_negotiation_speech(general: PocketsphinxRecognizer, biased: PocketsphinxRecognizer) -> None:
     one_voice = negotiation_samples(("en-us",))[:6]
     wer_general, _ = corpus_wer(general, one_voice)
     wer_biased, pairs = corpus_wer(biased, one_voice)
@@ -114,3 +115,33 @@ def test_confidence_is_the_word_posterior(general: PocketsphinxRecognizer) -> No
             (right if w.word in reference else wrong).append(w.conf)
     assert right and wrong
     assert sum(right) / len(right) >= sum(wrong) / len(wrong) + 0.15, (right, wrong)
+
+
+def test_decoder_options_from_settings(tmp_path: Path) -> None:
+    """``[microphone] pocketsphinx_options`` reach the decoder typed like pocketsphinx's own
+    defaults (a TOML or environment ``"yes"`` turns a boolean on), over the engine defaults."""
+    settings = MicrophoneSettings(
+        engine="pocketsphinx", biasing=False, pocketsphinx_options={"fwdflat": "yes", "beam": "1e-40", "maxhmmpf": 5000}
+    )
+    recognizer = load_recognizer(settings, tmp_path)
+    assert isinstance(recognizer, PocketsphinxRecognizer)
+    config = recognizer.decoder.config
+    assert config["fwdflat"] is True and config["beam"] == pytest.approx(1e-40, rel=1e-6) and config["maxhmmpf"] == 5000
+    hyp = transcribe(recognizer, pocketsphinx_corpus()[0].audio())
+    assert hyp.text.startswith("go forward ten")
+    # without options the engine's own defaults apply over pocketsphinx's
+    plain = load_recognizer(MicrophoneSettings(engine="pocketsphinx", biasing=False), tmp_path)
+    assert isinstance(plain, PocketsphinxRecognizer)
+    assert DECODER_DEFAULTS and all(plain.decoder.config[key] == value for key, value in DECODER_DEFAULTS.items())
+    assert plain.decoder.config["fwdflat"] is False
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"no_such_option": 1}, "unknown pocketsphinx option 'no_such_option'"), ({"bestpath": "maybe"}, "needs a bool")],
+)
+def test_bad_decoder_option_is_one_readable_line(tmp_path: Path, options: dict[str, str | int], message: str) -> None:
+    settings = MicrophoneSettings(engine="pocketsphinx", biasing=False, pocketsphinx_options=options)
+    with pytest.raises(EngineUnavailable, match=message) as info:
+        load_recognizer(settings, tmp_path)
+    assert "\n" not in str(info.value)

@@ -15,6 +15,7 @@ import math
 import os
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,20 @@ FRAME_MS = 10
 """pocketsphinx's feature frame rate (100 frames per second)."""
 BACKGROUND_WORDS = 3000
 """How many of the most frequent general English words the domain model keeps."""
+DECODER_DEFAULTS: dict[str, bool | int | float | str] = {"fwdflat": False}
+"""Decoder options over pocketsphinx's own defaults, measured with ``bench/stt.py --ps-options``.
+
+pocketsphinx runs two extra passes at the end of an utterance: ``fwdflat`` (a second Viterbi
+search over the whole utterance with a flat lexicon) and ``bestpath`` (a lattice search that
+also yields the word posteriors used as confidences). ``fwdflat`` is most of the end-of-utterance
+time and keeps the general model out of the latency and speed targets, for a mixed effect on
+accuracy, so it is off. ``bench/stt.py --engines pocketsphinx,pocketsphinx-biased --ps-options ''
+--ps-options fwdflat=yes`` on one pinned core, general model, off vs on: RTF 0.24 vs 0.34,
+speech-end → final p95 436 vs 695 ms, WER negotiation 0.785 vs 0.76, pocketsphinx test data
+0.26 vs 0.28, Asterisk prompts 0.50 vs 0.44; domain model: p95 372 vs 531 ms, WER negotiation
+0.31 vs 0.29. ``bestpath`` stays on: it is cheap without ``fwdflat`` and the confidences need its
+lattice (without it every word reads 1.0)."""
+OptionValue = bool | int | float | str
 _FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")
 
 
@@ -71,6 +86,33 @@ def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = ()) -> Path:
     tmp.write_text(build_arpa(sentences, background), encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def _set_option(config: object, key: str, value: OptionValue) -> OptionValue:
+    """One decoder option, typed like pocketsphinx's own default for that key (a string
+    ``"no"`` would otherwise read as true for a boolean option)."""
+    name = key.lstrip("-")
+    try:
+        current = config[name]  # type: ignore[index]
+    except KeyError:
+        raise EngineUnavailable(f"unknown pocketsphinx option {name!r} in [microphone] pocketsphinx_options") from None
+    try:
+        if isinstance(current, bool):
+            if isinstance(value, str):
+                if value.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                value = value.lower() in ("1", "true", "yes", "on")
+            typed: OptionValue = bool(value)
+        elif isinstance(current, int):
+            typed = int(value)
+        elif isinstance(current, float):
+            typed = float(value)
+        else:
+            typed = str(value)
+    except (TypeError, ValueError):
+        raise EngineUnavailable(f"pocketsphinx option {name!r} needs a {type(current).__name__}, got {value!r}") from None
+    config[name] = typed  # type: ignore[index]
+    return typed
 
 
 class PocketsphinxStream:
@@ -122,7 +164,15 @@ class PocketsphinxRecognizer:
 
     name = "pocketsphinx"
 
-    def __init__(self, biasing: bool = True, cache_dir: Path | None = None, extra_words: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        biasing: bool = True,
+        cache_dir: Path | None = None,
+        extra_words: tuple[str, ...] = (),
+        options: Mapping[str, OptionValue] | None = None,
+    ) -> None:
+        """``options`` (pocketsphinx Config keys without the dash, e.g. ``beam``, ``fwdflat``)
+        are applied over :data:`DECODER_DEFAULTS`."""
         try:
             from pocketsphinx import Config, Decoder
         except ImportError as exc:
@@ -136,6 +186,10 @@ class PocketsphinxRecognizer:
             config.set_string("-lm", str(lm))
         else:
             config.set_string("-lm", str(model / "en-us.lm.bin"))
+        self.options: dict[str, OptionValue] = {
+            key: _set_option(config, key, value) for key, value in {**DECODER_DEFAULTS, **(options or {})}.items()
+        }
+        """The decoder options applied over pocketsphinx's defaults, typed."""
         self.decoder = Decoder(config)
         self.lock = threading.Lock()
 

@@ -42,5 +42,8 @@ def load_recognizer(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
     from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 
     return PocketsphinxRecognizer(
-        biasing=settings.biasing, cache_dir=data_dir / "cache", extra_words=tuple(settings.vocabulary)
+        biasing=settings.biasing,
+        cache_dir=data_dir / "cache",
+        extra_words=tuple(settings.vocabulary),
+        options=settings.pocketsphinx_options,
     )

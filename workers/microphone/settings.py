@@ -26,6 +26,10 @@ class MicrophoneSettings(Section):
     """Bias recognition towards the negotiation vocabulary (goods, units, prices, avatar names)."""
     vocabulary: list[str] = Field(default_factory=list)
     """Extra words or phrases for biasing (e.g. new goods)."""
+    pocketsphinx_options: dict[str, bool | int | float | str] = Field(default_factory=dict)
+    """pocketsphinx decoder options (Config keys without the dash: ``fwdflat``, ``bestpath``,
+    ``beam``, ``wbeam``, ``pbeam``, ``lw``, ``maxhmmpf``, ``ds``, ``topn``, ...) applied over the
+    engine's measured defaults (``engine_pocketsphinx.DECODER_DEFAULTS``)."""
     block_ms: int = 20
     vad_aggressiveness: int = 2
     preroll_ms: int = 300
