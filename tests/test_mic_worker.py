@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.audio import SAMPLE_RATE, list_input_devices
-from hardware.audio_files import load_audio, write_wav
+from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError, list_input_devices
+from hardware.audio_files import ReplaySource, load_audio, write_wav
 from hardware.clock import VirtualClock
 from tests.helpers import wait_for
 from tests.test_mic_pocketsphinx import load_synth
@@ -239,3 +239,45 @@ def test_missing_device_is_a_status_error_and_retried(
     assert worker.source is not None and worker.source.description.endswith("unplugged.wav")
     assert errors_before >= 1
     worker.close()
+
+
+class UnpluggedMidSentence(ReplaySource):
+    """A microphone whose cable comes out at ``fail_at_ms`` into the recording."""
+
+    def __init__(self, path: Path, clock: VirtualClock, fail_at_ms: int) -> None:
+        super().__init__(path, clock)
+        self.fail_at_ms = fail_at_ms
+
+    def blocks(self, stop: threading.Event) -> Iterator[AudioBlock]:
+        origin = self.clock.now_ms()
+        for block in super().blocks(stop):
+            if block.t_ms - origin >= self.fail_at_ms:
+                raise AudioSourceError("microphone unplugged")
+            yield block
+
+
+def test_device_failing_mid_utterance_finishes_it_and_recovers(
+    room_and_config: tuple[Room, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
+) -> None:
+    """The device fails in the middle of the first sentence: what was heard becomes a final
+    with its speech_end, the worker reports the error, reopens the device and transcribes the
+    whole recording again with the same recogniser (it is not left mid-utterance)."""
+    room, config = room_and_config
+    path, texts, spans = conversation
+    clock = VirtualClock(T0, speed=None)
+    worker = MicrophoneWorker(config(**{"microphone.source": f"replay:{path}"}), clock=clock, recognizer=recognizer)
+    middle_of_first = (spans[0][0] + spans[0][1]) // 2
+    sources: list[AudioSource] = [UnpluggedMidSentence(path, clock, middle_of_first)]
+    worker._open = lambda _spec: sources.pop() if sources else ReplaySource(path, clock)  # type: ignore[method-assign]
+    thread = run_worker_thread(worker)
+    thread.join(60)
+    assert not thread.is_alive(), "the worker hung after the device failed"
+    assert wait_for(lambda: len(room.finals) >= 4, 10), [f.text for f in room.finals]
+    worker.close()
+    assert any(s.state == "error" and "unplugged" in s.detail for s in room.status)
+    cut, *after = sorted(room.finals, key=lambda t: t.start)
+    assert cut.end <= T0 + middle_of_first + 100 and cut.text
+    assert wer(list(texts), [f.text for f in after]) <= 0.45, [f.text for f in after]
+    starts = sorted(v.utterance_id for v in room.vad if v.event == "speech_start")
+    ends = sorted(v.utterance_id for v in room.vad if v.event == "speech_end")
+    assert starts == ends and len(starts) == 4

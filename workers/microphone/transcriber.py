@@ -27,6 +27,8 @@ class _Open:
     start_ms: int
     stream: RecognizerStream
     last_interim_ms: int
+    heard_until_ms: int
+    """Audio-clock end of the latest block of this utterance."""
     last_text: str = ""
     vad_published: bool = False
 
@@ -99,11 +101,13 @@ class Transcriber:
 
     def _abandon(self) -> None:
         if self._open is not None:
+            current, self._open = self._open, None
             try:
-                self._open.stream.final()
+                current.stream.final()
             except Exception as exc:  # the result is discarded either way
                 log.debug("abandoning utterance: %s", exc)
-            self._open = None
+            if current.vad_published:  # every published speech_start gets its speech_end
+                self.emit_vad(self._vad("speech_end", current.utterance_id, current.heard_until_ms))
         self.segmenter.flush_silently()
 
     def _handle(self, event: SpeechStart | SpeechAudio | SpeechEnd, block: AudioBlock | None) -> None:
@@ -111,13 +115,14 @@ class Transcriber:
             self.stats.utterances += 1
             stream = self.recognizer.stream()
             stream.accept(event.samples)
-            self._open = _Open(event.utterance_id, event.t_ms, stream, event.t_ms)
+            self._open = _Open(event.utterance_id, event.t_ms, stream, event.t_ms, event.t_ms)
             if not self._gated(event.t_ms, event.onset_ms):
                 self._open.vad_published = True
                 self.emit_vad(self._vad("speech_start", event.utterance_id, event.onset_ms))
         elif isinstance(event, SpeechAudio) and self._open is not None:
             self._open.stream.accept(event.samples)
             assert block is not None
+            self._open.heard_until_ms = block.end_ms
             self._maybe_interim(block.end_ms)
         elif isinstance(event, SpeechEnd) and self._open is not None:
             self._finish(event)
@@ -148,12 +153,12 @@ class Transcriber:
         hyp = current.stream.final()
         decode_ms = (time.monotonic() - decode_started) * 1000.0
         echo = self.echo.is_echo(current.start_ms, end.t_ms)
+        if current.vad_published or not echo:  # every published speech_start gets its speech_end
+            self.emit_vad(self._vad("speech_end", current.utterance_id, end.t_ms))
         if echo and self.echo_mode == "drop":
             self.stats.echo_dropped += 1
             log.info("dropped echo utterance %r", hyp.text)
             return
-        if current.vad_published or not echo:
-            self.emit_vad(self._vad("speech_end", current.utterance_id, end.t_ms))
         if not hyp.text.strip():
             self.stats.empty += 1
             return

@@ -119,7 +119,14 @@ class MicrophoneWorker(Worker):
             self.transcriber = self._make_transcriber(recognizer, source)
             self.report_ok(f"listening: {source.description} ({recognizer.name})")
 
-        for block in resilient_blocks(open_fn, stop, self.report_error, recovered, self.settings.retry_s):
+        def failed(reason: str) -> None:
+            # What was said before the device failed was heard: finish that utterance now. It
+            # also hands the recogniser back (one utterance at a time) for the reopened device.
+            if self.transcriber is not None:
+                self.transcriber.flush()
+            self.report_error(reason)
+
+        for block in resilient_blocks(open_fn, stop, failed, recovered, self.settings.retry_s):
             assert self.transcriber is not None
             self.transcriber.process(block)
         if self.transcriber is not None:
