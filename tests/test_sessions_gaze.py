@@ -10,6 +10,7 @@ from transcript.fusion.addressee import GazePolicy, decide
 from transcript.fusion.attention import AttentionHistory
 from transcript.fusion.names import NameMatcher
 from transcript.merging import Merger, Utterance
+from transcript.settings import TranscriptSettings
 from workers.messages import Transcript, Word
 
 AVATARS = ["Celia", "Watson"]
@@ -29,7 +30,7 @@ def _final(words: list[tuple[str, int, int]], start: int, end: int) -> Transcrip
 
 
 def _utterance(part: Transcript) -> Utterance:
-    merger = Merger(gap_ms=0, mergeable_sources=frozenset())
+    merger = Merger.from_settings(TranscriptSettings(merge_gap_s=0, merge_sources=[]))
     (utterance,) = merger.add(part, T0, time.monotonic())
     return utterance
 

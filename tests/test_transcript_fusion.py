@@ -10,8 +10,8 @@ from transcript.fusion.names import NameMatcher
 from transcript.merging import Merger
 from transcript.outgoing import build_message
 from transcript.rounds import RoundTracker
-from transcript.settings import DEFAULT_GREETINGS
-from workers.messages import RoundState, Transcript
+from transcript.settings import DEFAULT_GREETINGS, TranscriptSettings
+from workers.messages import RoundState, Transcript, VadEvent
 
 AVATARS = ["Celia", "Watson"]
 MATCHER = NameMatcher.build(AVATARS, {"Celia": ["cecilia"]}, DEFAULT_GREETINGS)
@@ -114,7 +114,7 @@ def test_history_trims_but_keeps_state_at_horizon() -> None:
 
 
 def test_merge_gap() -> None:
-    m = Merger(gap_ms=1200, mergeable_sources=frozenset({"mic"}))
+    m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
     assert m.add(final("I would like", 0, 1000, conf=0.8), now_ms=T0 + 1300) == []
     assert m.add(final("five eggs", 2000, 2600, conf=1.0), now_ms=T0 + 2900) == []
     assert m.due(T0 + 3700) == []
@@ -128,8 +128,48 @@ def test_merge_gap() -> None:
     assert first.text == "one" and m.pending is not None and m.pending.text == "two"
 
 
+def vad(event: str, utterance_start: float, at: float) -> VadEvent:
+    return VadEvent(source="microphone", event=event, utterance_id=f"u{utterance_start:g}", at=int(T0 + at))  # type: ignore[arg-type]
+
+
+def test_merge_with_live_microphone_timing() -> None:
+    """As a live microphone delivers them: speech 0-1.0 s and 2.0-3.0 s (a 1 s pause). Each
+    final comes after its segment's 400 ms hangover and the decoding, so the second final
+    arrives (3.6 s) after the first's merge window closed (2.6 s); its voice-activity start
+    (heard at 2.2 s) arrives inside the window and keeps the first part waiting for it."""
+    first, second = final("I would like", 0, 1400), final("five eggs", 1700, 3400)
+    alone = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
+    assert alone.add(first, now_ms=T0 + 1500) == []
+    assert [u.text for u in alone.due(T0 + 2600)] == ["I would like"]  # without the voice activity
+    m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
+    assert m.add(first, now_ms=T0 + 1500, now_mono=1.5) == []
+    m.speech(vad("speech_start", 1700, 2000), now_ms=T0 + 2200)
+    assert m.due(T0 + 3300) == []
+    m.speech(vad("speech_end", 1700, 3400), now_ms=T0 + 3400)
+    assert m.add(second, now_ms=T0 + 3600, now_mono=3.6) == []
+    assert m.due(T0 + 4500) == []
+    (merged,) = m.due(T0 + 4600)
+    assert merged.text == "I would like five eggs" and merged.utterance_ids == ["u0", "u1700"]
+    assert merged.arrived_mono == 3.6  # the TTL runs from the latest words
+
+
+def test_speech_that_yields_no_final_releases_the_held_part() -> None:
+    """Speech within the gap whose final never comes (dropped as echo, empty) holds the first
+    part only until its end plus the final wait; speech after the gap does not hold it."""
+    settings = TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"], merge_final_wait_s=1.5)
+    m = Merger.from_settings(settings)
+    m.add(final("I would like", 0, 1400), now_ms=T0 + 1500)
+    m.speech(vad("speech_start", 1700, 2000), now_ms=T0 + 2200)
+    m.speech(vad("speech_end", 1700, 3400), now_ms=T0 + 3400)
+    assert m.due(T0 + 4800) == []
+    assert [u.text for u in m.due(T0 + 4900)] == ["I would like"]
+    m.add(final("one", 10_000, 10_500), now_ms=T0 + 10_600)
+    m.speech(vad("speech_start", 11_800, 11_800), now_ms=T0 + 11_600)  # 1.3 s after: a new turn
+    assert [u.text for u in m.due(T0 + 11_700)] == ["one"]
+
+
 def test_typed_is_not_held_and_clock_skew_is_bounded() -> None:
-    m = Merger(gap_ms=1200, mergeable_sources=frozenset({"mic"}))
+    m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
     (typed,) = m.add(final("@Celia hello", 0, 0, source="typed"), now_ms=T0)
     assert typed.text == "@Celia hello"
     m.add(final("ahead of our clock", 60_000, 61_000), now_ms=T0)
@@ -148,7 +188,7 @@ def test_round_tracker() -> None:
 
 
 def test_message_body_and_extras() -> None:
-    m = Merger(gap_ms=0, mergeable_sources=frozenset())
+    m = Merger.from_settings(TranscriptSettings(merge_gap_s=0, merge_sources=[]))
     (utterance,) = m.add(final("Watson, five eggs", 0, 1500, conf=0.75), now_ms=T0 + 1600)
     h = history((-1000, "Celia"))
     d = decide(utterance.text, utterance.start, utterance.end, h, MATCHER, AVATARS, POLICY)

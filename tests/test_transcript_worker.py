@@ -23,7 +23,7 @@ from transcript.session_log import read_session_log
 from transcript.worker import TranscriptWorker
 from workers.bus import Bus
 from workers.config import Config
-from workers.messages import Attention, OutgoingMessage, RoundState, Transcript, now_ms
+from workers.messages import Attention, OutgoingMessage, RoundState, Transcript, VadEvent, now_ms
 
 PLATFORM_KEYS = {"speaker", "addressee", "text", "role", "environmentUUID", "timestamp", "roundId"}
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +53,9 @@ class Room:
             Transcript(source=source, final=True, utterance_id=f"u{start}", text=text, confidence=0.9,  # type: ignore[arg-type]
                        start=start, end=end, engine="test", echo=echo),
         )
+
+    def vad(self, event: str, utterance_start: int, at: int) -> None:
+        self.bus.publish(self.topics.vad(), VadEvent(source="microphone", event=event, utterance_id=f"u{utterance_start}", at=at))  # type: ignore[arg-type]
 
     def outcomes(self, count: int, timeout: float = 10.0) -> list[OutgoingMessage]:
         assert wait_for(lambda: len(self.outgoing) >= count, timeout), f"got {self.outgoing}"
@@ -186,6 +189,26 @@ def test_finals_closer_than_the_gap_become_one_message(setup: Setup) -> None:
         texts = [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)]
         assert texts == ["Celia I would like five eggs", "and some milk"]
         assert eo.bodies(ep.RELAY_MESSAGE)[0]["utteranceIds"] == [f"u{t}", f"u{t + 500}"]
+
+
+def test_a_pause_mid_sentence_is_merged_at_live_timing(setup: Setup) -> None:
+    """Speech 0-1.0 s, a 0.8 s pause, speech 1.8-2.6 s, published when a live microphone would:
+    each final 0.1 s after its segment's 0.4 s hangover, the second one 1 s after the first's
+    merge window closed; the voice-activity start of the second arrives inside it."""
+    with RecordingServer() as eo:
+        config, room = setup(**{"eo.url": eo.url, "transcript.merge_gap_s": 1.2})
+        room.round("r1", "round")
+        with running(config, room):
+            t0 = now_ms()
+            room.say("Watson I would like", t0, t0 + 1400)
+            time.sleep(0.4)
+            room.vad("speech_start", t0 + 1500, t0 + 1800)
+            time.sleep(2.6)
+            room.vad("speech_end", t0 + 1500, t0 + 3000)
+            room.say("five eggs please", t0 + 1500, t0 + 3000)
+            assert eo.wait_for(1, ep.RELAY_MESSAGE, timeout=10)
+            time.sleep(1.5)
+        assert [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)] == ["Watson I would like five eggs please"]
 
 
 def test_echo_is_dropped_and_typed_is_sent_at_once(setup: Setup) -> None:

@@ -4,14 +4,21 @@ A speaker's pause mid-sentence often ends one recognition result and starts anot
 two messages, the second would be blocked by the EO's R0 (5 s between human messages), so
 finals closer than the merge gap become one message. The price is waiting: a final is held
 until the gap after its end has passed with no new speech.
+
+The next part's final only exists once that speech has ended, the segmenter's hangover has
+passed and the recogniser has finished: always later than the gap after the held part. What
+arrives within the gap is the microphone's voice-activity ``speech_start``; it keeps the held
+utterance open until that part's final (or, should none come, a bounded wait after its
+``speech_end``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from workers.messages import Transcript
+from transcript.settings import TranscriptSettings
+from workers.messages import Transcript, VadEvent
 
 
 @dataclass
@@ -20,9 +27,12 @@ class Utterance:
 
     parts: list[Transcript]
     arrived_mono: float
-    """``time.monotonic()`` when the first part arrived (the TTL runs from here)."""
+    """``time.monotonic()`` when the latest part arrived (the TTL runs from here: a held turn
+    is as fresh as its last words)."""
     hold_until_ms: float
     """Wall-clock ms after which no further part can join."""
+    awaiting: str | None = None
+    """The utterance id of speech that started within the gap and whose final is awaited."""
 
     @property
     def text(self) -> str:
@@ -65,8 +75,21 @@ class Merger:
 
     gap_ms: float
     mergeable_sources: frozenset[str]
+    final_wait_ms: float
+    """After the awaited speech's ``speech_end``, how long its final may take."""
+    speech_wait_ms: float
+    """After the awaited speech's ``speech_start``, how long it may last before the held
+    utterance is sent without it."""
     pending: Utterance | None = None
-    _ready: list[Utterance] = field(default_factory=list)
+
+    @classmethod
+    def from_settings(cls, settings: TranscriptSettings) -> Merger:
+        return cls(
+            settings.merge_gap_s * 1000,
+            frozenset(settings.merge_sources),
+            settings.merge_final_wait_s * 1000,
+            settings.merge_speech_wait_s * 1000,
+        )
 
     def add(self, part: Transcript, now_ms: float, now_mono: float | None = None) -> list[Utterance]:
         """Take a final; returns the utterances now complete (in order)."""
@@ -81,7 +104,9 @@ class Merger:
             )
             if joins:
                 self.pending.parts.append(part)
+                self.pending.arrived_mono = mono
                 self.pending.hold_until_ms = self._hold_until(part, now_ms)
+                self.pending.awaiting = None
                 return ready
             ready.append(self.pending)
             self.pending = None
@@ -95,6 +120,18 @@ class Merger:
     def _hold_until(self, part: Transcript, now_ms: float) -> float:
         # the audio clock of another machine may be off: never hold longer than one gap
         return min(part.end + self.gap_ms, now_ms + self.gap_ms)
+
+    def speech(self, event: VadEvent, now_ms: float) -> None:
+        """A voice-activity event of the microphone: speech that starts within the gap after
+        the held utterance may be its continuation, so the utterance waits for its final."""
+        held = self.pending
+        if held is None or held.source == "typed":
+            return
+        if event.event == "speech_start" and held.awaiting is None and event.at - held.end < self.gap_ms:
+            held.awaiting = event.utterance_id
+            held.hold_until_ms = max(held.hold_until_ms, now_ms + self.speech_wait_ms)
+        elif event.event == "speech_end" and event.utterance_id == held.awaiting:
+            held.hold_until_ms = now_ms + self.final_wait_ms
 
     def due(self, now_ms: float) -> list[Utterance]:
         """The pending utterance if its merge window is over."""

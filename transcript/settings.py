@@ -27,10 +27,16 @@ class TranscriptSettings(Section):
     """Two final transcripts closer than this become one message (the EO's R0 would block the
     second). A final is held until this long after its end, so it is also the added latency
     of spoken messages; 0 disables merging."""
+    merge_final_wait_s: float = Field(1.5, gt=0)
+    """Speech that started within the gap keeps the held final open; after that speech's
+    voice-activity end, its final may take this long (the recogniser's end-of-utterance work)."""
+    merge_speech_wait_s: float = Field(25.0, gt=0)
+    """...and the speech itself may last this long (the microphone cuts utterances at
+    ``max_utterance_ms``, 20 s) before the held final is sent alone."""
     merge_sources: list[str] = Field(default_factory=lambda: ["mic", "file", "replay"])
     """Sources whose finals may be merged; typed messages are sent as typed."""
     ttl_s: float = Field(5.0, gt=0)
-    """A message not delivered this long after its (first) final transcript arrived is no
+    """A message not delivered this long after its (latest) final transcript arrived is no
     longer sent and is recorded as undelivered."""
 
     gaze_start_s: float = Field(0.6, ge=0)

@@ -33,7 +33,7 @@ from transcript.session_log import SessionLog
 from transcript.settings import TranscriptSettings
 from workers.bus import Bus
 from workers.config import Config, OrchestratorSettings
-from workers.messages import Attention, HeadPose, OutgoingMessage, RoundState, Transcript, new_id, now_ms
+from workers.messages import Attention, HeadPose, OutgoingMessage, RoundState, Transcript, VadEvent, new_id, now_ms
 from workers.runtime import Worker
 
 IDLE_POLL_S = 0.1
@@ -74,7 +74,7 @@ class TranscriptWorker(Worker):
             stale_ms=s.camera_stale_s * 1000,
         )
         self.rounds = RoundTracker(s.round_id, s.relay_phases, s.round_deadline_grace_s * 1000)
-        self.merger = Merger(s.merge_gap_s * 1000, frozenset(s.merge_sources))
+        self.merger = Merger.from_settings(s)
         self.session_log: SessionLog | None = None
         if s.session_log:
             directory = Path(s.session_dir) if s.session_dir else core.data_dir / "sessions"
@@ -86,20 +86,26 @@ class TranscriptWorker(Worker):
         self._sent: list[Entry] = []
         """Our delivered messages, to explain outcomes with the documented rules."""
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._inbox: asyncio.Queue[Transcript] | None = None
+        self._inbox: asyncio.Queue[Transcript | VadEvent] | None = None
         self._lock = threading.Lock()
 
     # -- bus handlers (network thread) -------------------------------------------------------
     def _on_transcript(self, _topic: str, message: Transcript) -> None:
-        if not message.final:
-            return
+        if message.final:
+            self._to_loop(message)
+
+    def _on_vad(self, _topic: str, message: VadEvent) -> None:
+        self._to_loop(message)
+
+    def _to_loop(self, message: Transcript | VadEvent) -> None:
         loop, inbox = self._loop, self._inbox
         try:
             if loop is None or inbox is None:
                 raise RuntimeError("not running")
             loop.call_soon_threadsafe(inbox.put_nowait, message)
         except RuntimeError:  # the worker is stopping: keep a trace of what it heard
-            self._log("final", transcript=message.model_dump(mode="json"), ignored="worker stopping")
+            if isinstance(message, Transcript):
+                self._log("final", transcript=message.model_dump(mode="json"), ignored="worker stopping")
 
     def _on_attention(self, _topic: str, message: Attention) -> None:
         if self.history.add(message.since, message.target):
@@ -134,6 +140,7 @@ class TranscriptWorker(Worker):
         # round state last: once its retained message arrives, the broker has processed the
         # earlier subscriptions too (one client's packets are handled in order)
         self.bus.subscribe(topics.transcript_final(), Transcript, self._on_transcript)
+        self.bus.subscribe(topics.vad(), VadEvent, self._on_vad)
         self.bus.subscribe(topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(topics.headpose(), HeadPose, self._on_headpose)
         self.bus.subscribe(topics.round_state(), RoundState, self._on_round)
@@ -145,11 +152,13 @@ class TranscriptWorker(Worker):
                 if due is not None:
                     timeout = max(0.0, min(timeout, (due - now_ms()) / 1000))
                 try:
-                    part = await asyncio.wait_for(self._inbox.get(), timeout)
+                    received = await asyncio.wait_for(self._inbox.get(), timeout)
                 except (asyncio.TimeoutError, TimeoutError):
-                    part = None
-                if part is not None:
-                    for utterance in self._accept(part):
+                    received = None
+                if isinstance(received, VadEvent):
+                    self.merger.speech(received, now_ms())
+                elif received is not None:
+                    for utterance in self._accept(received):
                         self._dispatch(utterance, outbox)
                 for utterance in self.merger.due(now_ms()):
                     self._dispatch(utterance, outbox)
