@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
+
+# The repository first: run as ``python bench/standin_loop.py``, this folder would come first and
+# its avatar.py would stand in for the avatar package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
@@ -21,6 +27,8 @@ from orchestrator_client.recorder import Behavior, RecordingServer
 from orchestrator_client.standin import StandinServer, StandinSettings, default_round
 
 ROUNDS = 20
+REPLY_TIMEOUT_S = 10.0
+"""How long one reply may take before the benchmark gives up (the seller answers in well under 1 s)."""
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -47,9 +55,11 @@ def main() -> None:
                     "role": "buyer", "environmentUUID": "bench", "timestamp": time.time_ns() // 1_000_000,
                 }
                 started = time.perf_counter()
-                http.post(eo.url + ep.RELAY_MESSAGE, json=body)
+                http.post(eo.url + ep.RELAY_MESSAGE, json=body).raise_for_status()
                 relay_ms.append((time.perf_counter() - started) * 1000)
                 while sum(1 for b in human_side.bodies(ep.RECEIVE_MESSAGE) if b["speaker"] == "Celia") <= replies:
+                    if time.perf_counter() - started > REPLY_TIMEOUT_S:
+                        raise SystemExit(f"standin_loop: no reply from Celia within {REPLY_TIMEOUT_S:.0f} s to utterance {index + 1}")
                     time.sleep(0.002)
                 reply_ms.append((time.perf_counter() - started) * 1000)
         finally:
