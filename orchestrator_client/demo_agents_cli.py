@@ -31,7 +31,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from orchestrator_client.demo_agents.worker import DemoAgentsWorker
     from orchestrator_client.service_map import ServiceMapError
     from orchestrator_client.serving import ServerError
-    from workers.runtime import EXIT_UNAVAILABLE, run_worker
+    from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
     overrides: dict[str, object] = {}
     try:
@@ -39,7 +39,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
             overrides["demo_agents.agents"] = _agents(args.agent)
     except ValueError as exc:
         print(f"humaine-env demo-agents: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if args.host:
         overrides["demo_agents.host"] = args.host
     if args.eo_url:

@@ -217,7 +217,7 @@ def test_camera_lost_mid_session_reports_error_and_recovers(
 
 
 def test_cli_without_a_camera_is_one_line_and_unavailable(capsys: pytest.CaptureFixture[str]) -> None:
-    from workers.supervisor import EXIT_UNAVAILABLE
+    from workers.runtime import EXIT_UNAVAILABLE
 
     absent = max((int(c["index"]) for c in list_cameras()), default=-1) + 1  # type: ignore[call-overload]
     code = cli_main(["camera", "--set", "broker.url=mqtt://127.0.0.1:9", "--source", f"webcam:{absent}"])

@@ -19,6 +19,7 @@ from workers.bus import Bus
 from workers.cli import COMMANDS
 from workers.config import BrokerSettings, Config
 from workers.messages import VadEvent, now_ms
+from workers.runtime import EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "workers.cli"]
@@ -74,6 +75,21 @@ def test_every_command_has_help(command: str) -> None:
     assert COMMANDS[command].summary.split(":")[0] in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [(["--bind", "127.0.0.1"], "already answers on 127.0.0.1"), (["--bind", "192.0.2.1"], "not an address of this machine")],
+)
+def test_broker_that_cannot_serve_says_why_in_one_line(mosquitto: MosquittoBroker, flags: list[str], said: str) -> None:
+    """Port taken by a running broker, or an address this machine does not have (a
+    documentation-only address: binding it fails here, nothing is sent to it)."""
+    argv = [*CLI, "broker", "--port", str(mosquitto.port), *flags]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert result.returncode == EXIT_UNAVAILABLE, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def suite_config(tmp_path: Path, broker_port: int) -> Path:
     """A configuration with every port free, so the suite can run beside anything else."""
     path = tmp_path / "humaine-env.toml"
@@ -115,6 +131,8 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         assert set(table) == {"orchestrator", "demo-agents", "avatar", "transcript", "mic", "camera"}, output
         for worker in ("orchestrator", "demo-agents", "avatar", "transcript"):
             assert table[worker].startswith("online"), output
+        # no microphone here and no console: typed input, which ends with the closed stdin
+        assert table["mic"].startswith(("online", "offline", "exited (0)")), output
         assert table["camera"] in ("online", "exited (3)"), output  # no webcam here: said why, not restarted
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         rest, _ = process.communicate(timeout=15)

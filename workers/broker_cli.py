@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import threading
 
 from workers.broker import EmbeddedBroker, broker_answers, parse_broker_url
 from workers.config import Config
-from workers.runtime import install_stop_signals
+from workers.runtime import EXIT_UNAVAILABLE, install_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -22,14 +23,24 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (0.0.0.0 to serve other machines)")
 
 
+def _serves_loopback(bind: str) -> bool:
+    return bind in ("", "0.0.0.0", "::", "localhost") or bind.startswith("127.")
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
     port = args.port or parse_broker_url(config.broker.url).port
-    probe = parse_broker_url(f"mqtt://127.0.0.1:{port}")
-    if broker_answers(probe):
-        print(f"humaine-env broker: something already listens on port {port}; choose another with --port")
-        return 1
+    # a broker already serving this machine's port is worth saying so (binding a specific
+    # other address would fail by itself, and that address is not ours to probe)
+    if _serves_loopback(args.bind) and broker_answers(parse_broker_url(f"mqtt://127.0.0.1:{port}")):
+        print(f"humaine-env broker: an MQTT broker already answers on 127.0.0.1:{port}; use it, or choose another --port",
+              file=sys.stderr)
+        return EXIT_UNAVAILABLE
     broker = EmbeddedBroker(port, host=args.bind)
-    broker.start()
+    try:
+        broker.start()
+    except RuntimeError as exc:
+        print(f"humaine-env broker: {exc} (is {args.bind}:{port} taken, or not an address of this machine?)", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     print(f"embedded MQTT broker listening on {broker.address.url}  (Ctrl-C stops it)", flush=True)
     stop = threading.Event()
     install_stop_signals(stop.set)

@@ -16,18 +16,21 @@ from dataclasses import dataclass
 
 from workers.config import Config, ConfigError
 from workers.logs import setup_logging
+from workers.runtime import EXIT_CONFIG
 
 
 @dataclass(frozen=True)
 class Command:
     module: str
     summary: str
+    worker: str = ""
+    """The name the command's worker publishes its status under, when not the command's own."""
 
 
 COMMANDS: dict[str, Command] = {
     "run": Command("workers.supervisor", "run the whole suite (every available worker) until Ctrl-C"),
     "camera": Command("workers.camera.cli", "camera worker: head pose and addressee"),
-    "mic": Command("workers.microphone.cli", "microphone worker: voice activity and speech-to-text"),
+    "mic": Command("workers.microphone.cli", "microphone worker: voice activity and speech-to-text", worker="microphone"),
     "transcript": Command("transcript.cli", "Rich Transcript worker: utterance + addressee to the EO"),
     "avatar": Command("avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)"),
     "devices": Command("hardware.devices_cli", "list microphones and cameras"),
@@ -40,6 +43,11 @@ COMMANDS: dict[str, Command] = {
     "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)"),
     "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures"),
 }
+
+
+def status_name(command: str) -> str:
+    """The worker name under which ``command`` publishes its retained status."""
+    return COMMANDS[command].worker or command
 
 
 def available(name: str) -> bool:
@@ -110,7 +118,7 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     args.overrides = [*args.overrides, *getattr(args, OVERRIDES_AFTER_COMMAND, [])]
     if not args.command:
         parser.print_help()
-        raise SystemExit(2)
+        raise SystemExit(EXIT_CONFIG)
     return args
 
 
@@ -123,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(module.main(args, config) or 0)
     except ConfigError as exc:
         print(f"humaine-env {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     except KeyboardInterrupt:
         return 130
 

@@ -21,6 +21,8 @@ from workers.topics import Topics
 
 STOP_DEADLINE_S = 2.0
 """A worker must be gone this long after SIGINT/SIGTERM."""
+EXIT_CONFIG = 2
+"""Exit code of a command whose configuration or arguments are invalid (said in one line)."""
 EXIT_UNAVAILABLE = 3
 """Exit code of a worker that cannot run here (device or model missing) and has said why in
 one line; the supervisor does not restart it."""

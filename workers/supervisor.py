@@ -24,10 +24,10 @@ from pydantic import Field
 
 from workers.broker import ensure_broker
 from workers.bus import Bus
-from workers.cli import COMMANDS, available
+from workers.cli import COMMANDS, available, status_name
 from workers.config import Config, OrchestratorSettings, Section, parse_flag_value
 from workers.messages import AgentMessageSeen, OutgoingMessage, Status
-from workers.runtime import EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
+from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,8 @@ ROOM_WORKERS = ("avatar", "transcript", "mic", "camera")
 STAND_INS = ("orchestrator", "demo-agents")
 """Started before the room when no EO is configured: the stand-in EO and the demo sellers."""
 SUITE_ORDER = STAND_INS + ROOM_WORKERS
+FINAL_EXITS = {0: "done", EXIT_CONFIG: "configuration error", EXIT_UNAVAILABLE: "unavailable here"}
+"""Exit codes a restart cannot change: the child has said why in one line."""
 
 
 class RunSettings(Section):
@@ -224,9 +226,9 @@ def _supervise(children: list[Child]) -> None:
         if code is None:
             continue
         if child.next_start == 0.0:
-            if code in (0, EXIT_UNAVAILABLE):
+            if code in FINAL_EXITS:
                 child.finished = True
-                log.info("%s exited (%s) and will not be restarted", child.name, "done" if code == 0 else "unavailable here")
+                log.info("%s exited (%s) and will not be restarted", child.name, FINAL_EXITS[code])
                 continue
             if now - child.started > STABLE_AFTER_S:
                 child.restarts = 0
@@ -242,12 +244,12 @@ def _supervise(children: list[Child]) -> None:
 def _print_table(children: list[Child], statuses: dict[str, Status], stop: threading.Event) -> None:
     deadline = time.monotonic() + STATUS_WAIT_S
     while time.monotonic() < deadline and not stop.is_set():
-        if all(c.name in statuses or (c.process and c.process.poll() is not None) for c in children):
+        if all(status_name(c.name) in statuses or (c.process and c.process.poll() is not None) for c in children):
             break
         time.sleep(0.1)
     rows = []
     for child in children:
-        status = statuses.get(child.name)
+        status = statuses.get(status_name(child.name))
         code = child.process.poll() if child.process else None
         if status is not None:
             state = status.state + (f": {status.detail}" if status.detail else "")

@@ -28,8 +28,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from workers.camera.preview import Preview
     from workers.camera.settings import CameraSettings
     from workers.camera.worker import CameraWorker
-    from workers.runtime import run_worker
-    from workers.supervisor import EXIT_UNAVAILABLE
+    from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
     overrides: dict[str, object] = {}
     if args.source:
@@ -52,5 +51,5 @@ def main(args: argparse.Namespace, config: Config) -> int:
             preview = Preview(args.preview or None, settings.fps)
         except RuntimeError as exc:
             print(f"humaine-env camera: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_CONFIG
     return run_worker(CameraWorker(config, clock=clock, preview=preview))

@@ -24,7 +24,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from workers.microphone.recognizer import EngineUnavailable
     from workers.microphone.settings import MicrophoneSettings
     from workers.microphone.worker import MicrophoneWorker
-    from workers.runtime import run_worker
+    from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
     overrides: dict[str, object] = {}
     for flag, key in (("source", "source"), ("engine", "engine"), ("vosk_model", "vosk_model")):
@@ -41,13 +41,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
         settings = config.section(MicrophoneSettings)
     except ConfigError as exc:
         print(f"humaine-env mic: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     recognizer = None
     if not settings.typed:
         try:  # load before connecting, so a missing model is one line, not a status loop
             recognizer = load_recognizer(settings, config.core.data_dir)
         except EngineUnavailable as exc:
             print(f"humaine-env mic: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_UNAVAILABLE
     clock: Clock | None = VirtualClock(speed=args.speed) if args.speed else None
     return run_worker(MicrophoneWorker(config, clock=clock, recognizer=recognizer))
