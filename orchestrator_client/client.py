@@ -66,6 +66,8 @@ class Failed:
     attempts: int = 1
     latency_ms: float = 0.0
     status_code: int | None = None
+    expired: bool = False
+    """Not sent (any more) because its deadline came first."""
     kind: Literal["failed"] = "failed"
 
 
@@ -149,7 +151,7 @@ class HttpPoster:
             attempt += 1
             if deadline is not None and time.monotonic() >= deadline:
                 reason = f"not sent before its deadline ({last_reason or 'no attempt made'})"
-                return Failed(reason, reached=False, attempts=attempt - 1, latency_ms=_ms_since(started))
+                return Failed(reason, reached=False, attempts=attempt - 1, latency_ms=_ms_since(started), expired=True)
             # an attempt started before the deadline gets its full time to be answered
             budget = self.timeouts.total_s
             outcome, retryable = await self._attempt(method, url, payload, budget, started, attempt)
@@ -164,6 +166,7 @@ class HttpPoster:
                     reached=False,
                     attempts=attempt,
                     latency_ms=_ms_since(started),
+                    expired=True,
                 )
             log.debug("%s %s: %s; retrying in %.2f s", method, url, last_reason, pause)
             await asyncio.sleep(pause)
@@ -281,10 +284,11 @@ def combine(outcomes: dict[str, Outcome]) -> Outcome:
         f"{name}: {o.reason if isinstance(o, Failed) else 'blocked: ' + o.rationale}" for name, o in failed.items()
     )
     reached = any(not isinstance(o, Failed) or o.reached for o in outcomes.values())
+    expired = not reached and all(isinstance(o, Failed) and o.expired for o in failed.values())
     delivered_to = sorted(set(outcomes) - set(failed))
     if delivered_to:
         reasons += f" (delivered to {', '.join(delivered_to)})"
-    return Failed(reasons, reached=reached, attempts=attempts, latency_ms=latency)
+    return Failed(reasons, reached=reached, attempts=attempts, latency_ms=latency, expired=expired)
 
 
 def _ms_since(started: float) -> float:

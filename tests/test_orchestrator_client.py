@@ -17,6 +17,7 @@ from orchestrator_client.client import (
     EOClient,
     Failed,
     HttpPoster,
+    Outcome,
     RetryPolicy,
     Timeouts,
     combine,
@@ -46,7 +47,7 @@ def _client(url: str, **retry: float) -> EOClient:
     return EOClient(url, HttpPoster(timeouts=FAST, retry=RetryPolicy(**retry)))  # type: ignore[arg-type]
 
 
-async def _relay(url: str, message: HumanUtterance, deadline_s: float = 5.0, **retry: float):
+async def _relay(url: str, message: HumanUtterance, deadline_s: float = 5.0, **retry: float) -> Outcome:
     client = _client(url, **retry)
     try:
         return await client.relay_message(message, deadline=time.monotonic() + deadline_s)
@@ -87,7 +88,7 @@ def test_eo_down_past_deadline_fails_without_reaching() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     started = time.monotonic()
     outcome = asyncio.run(_relay(url, _utterance(), deadline_s=0.8))
-    assert isinstance(outcome, Failed) and not outcome.reached
+    assert isinstance(outcome, Failed) and not outcome.reached and outcome.expired
     assert "deadline" in outcome.reason and "cannot connect" in outcome.reason
     assert time.monotonic() - started < 3.0
 
@@ -95,7 +96,7 @@ def test_eo_down_past_deadline_fails_without_reaching() -> None:
 def test_bounded_attempts_when_eo_stays_down() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     outcome = asyncio.run(_relay(url, _utterance(), deadline_s=30.0, max_attempts=3, backoff_s=0.01))
-    assert isinstance(outcome, Failed) and outcome.attempts == 3 and not outcome.reached
+    assert isinstance(outcome, Failed) and outcome.attempts == 3 and not outcome.reached and not outcome.expired
 
 
 def test_slow_eo_times_out_without_duplicate() -> None:

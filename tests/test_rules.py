@@ -10,7 +10,7 @@ def human(at: float, addressee: str = "Celia", text: str = "I want 2 eggs") -> P
     return Proposal("Human", addressee, text, at)
 
 
-def agent(name: str, at: float, text: str = "How about 3 USD", bid: str | None = None, price: float | None = None):
+def agent(name: str, at: float, text: str = "How about 3 USD", bid: str | None = None, price: float | None = None) -> Proposal:
     return Proposal(name, "Human", text, at, bid, price)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from hardware.clock import Clock, RealClock
 from orchestrator_client.client import Blocked, Delivered, Failed, Outcome
 from orchestrator_client.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
 from transcript.delivery import Delivery
@@ -55,7 +56,9 @@ class _Job:
 class TranscriptWorker(Worker):
     name = "transcript"
 
-    def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None) -> None:
+    def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None, clock: Clock | None = None) -> None:
+        """``clock``: the clock of the audio the transcripts come from, for the merge hold
+        (default: wall time, as for a live microphone; a paced replay passes its session clock)."""
         # resolve everything that can be misconfigured before connecting anywhere
         self.settings = config.section(TranscriptSettings)
         core = config.core
@@ -75,6 +78,7 @@ class TranscriptWorker(Worker):
         )
         self.rounds = RoundTracker(s.round_id, s.relay_phases, s.round_deadline_grace_s * 1000)
         self.merger = Merger.from_settings(s)
+        self.clock: Clock = clock or RealClock()
         self.session_log: SessionLog | None = None
         if s.session_log:
             directory = Path(s.session_dir) if s.session_dir else core.data_dir / "sessions"
@@ -150,17 +154,17 @@ class TranscriptWorker(Worker):
                 timeout = IDLE_POLL_S
                 due = self.merger.next_due_ms()
                 if due is not None:
-                    timeout = max(0.0, min(timeout, (due - now_ms()) / 1000))
+                    timeout = max(0.0, min(timeout, (due - self.clock.now_ms()) / 1000))
                 try:
                     received = await asyncio.wait_for(self._inbox.get(), timeout)
                 except (asyncio.TimeoutError, TimeoutError):
                     received = None
                 if isinstance(received, VadEvent):
-                    self.merger.speech(received, now_ms())
+                    self.merger.speech(received, self.clock.now_ms())
                 elif received is not None:
                     for utterance in self._accept(received):
                         self._dispatch(utterance, outbox)
-                for utterance in self.merger.due(now_ms()):
+                for utterance in self.merger.due(self.clock.now_ms()):
                     self._dispatch(utterance, outbox)
         finally:
             self._loop = None
@@ -188,7 +192,7 @@ class TranscriptWorker(Worker):
             return []
         if not part.text.strip():
             return []
-        return self.merger.add(part, now_ms())
+        return self.merger.add(part, self.clock.now_ms())
 
     def _dispatch(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None]) -> None:
         """Fuse, build and queue (or record as undelivered) one complete utterance."""
@@ -246,7 +250,7 @@ class TranscriptWorker(Worker):
             self._record(job, "delivered", "", **extra)
         elif isinstance(outcome, Blocked):
             self._record(job, "blocked", outcome.rationale, **extra)
-        elif isinstance(outcome, Failed) and not outcome.reached and "deadline" in outcome.reason:
+        elif isinstance(outcome, Failed) and outcome.expired:
             self._record(job, "undelivered", f"expired: {outcome.reason}", **extra)
         else:
             assert isinstance(outcome, Failed)
