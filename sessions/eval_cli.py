@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from workers.config import Config
+from workers.config import Config, ConfigError
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from sessions.evaluate import evaluate
     from sessions.format import Session, SessionFormatError
     from sessions.replay import ReplayError
+    from workers.broker import broker_for
 
     try:
         sessions = [Session(p) for p in args.sessions]
@@ -31,8 +32,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if missing:
             print(f"humaine-env eval: no truth.json in {', '.join(missing)}", file=sys.stderr)
             return 1
-        summary = evaluate(sessions, config, engines=args.engine or [None], speed=args.speed)
-    except (SessionFormatError, ReplayError) as exc:
+        with broker_for(config) as config:
+            summary = evaluate(sessions, config, engines=args.engine or [None], speed=args.speed)
+    except (SessionFormatError, ReplayError, ConfigError) as exc:
         print(f"humaine-env eval: {exc}", file=sys.stderr)
         return 1
     if not args.mistakes:

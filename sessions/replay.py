@@ -101,6 +101,7 @@ class BusRecorder:
 
     def __init__(self, config: Config, client_id: str) -> None:
         self.bus = Bus(config, client_id)
+        self.broker_url = config.broker.url
         self.events: list[BusEvent] = []
         self._lock = threading.Condition()
 
@@ -108,7 +109,7 @@ class BusRecorder:
         self.bus.subscribe(self.bus.topics.everything(), Envelope, self._on)
         self.bus.start()
         if not self.bus.wait_connected(CONNECT_TIMEOUT_S):
-            raise ReplayError(f"cannot reach the MQTT broker at {self.bus.config.broker.url}")
+            raise ReplayError(f"cannot reach the MQTT broker at {self.broker_url} (start mosquitto, or set [broker] url)")
 
     def _on(self, topic: str, message: Envelope) -> None:
         with self._lock:
@@ -299,21 +300,23 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
         config = replay_config(base, session, environment, eo.url, speed, engine)
         recorder = BusRecorder(config, f"replay-recorder-{environment}")
         recorder.start()
-        transcript = TranscriptWorker(config, worker_id="transcript")
+        progress = CameraProgress()
+        held: HeldClock | None = None
+        if speed is None:
+            camera_clock: Clock = VirtualClock(info.start_ms, None)
+            audio_clock: Clock = FollowingClock(info.start_ms, progress, AUDIO_LAG_MS)
+        else:
+            held = HeldClock(info.start_ms, speed)
+            camera_clock = audio_clock = held
+        # paced: finals are held for merging in session time, as live; as fast as possible,
+        # wall time (the session's times are long past, so nothing waits)
+        transcript = TranscriptWorker(config, worker_id="transcript", clock=held)
         t_thread = _start(transcript)
         if not transcript.bus.wait_connected(CONNECT_TIMEOUT_S):
             raise ReplayError("the transcript worker cannot reach the MQTT broker")
         time.sleep(SETTLE_S)  # its subscriptions are acknowledged before anything is published
         result = ReplayResult(session, speed, engine or "", environment)
         try:
-            progress = CameraProgress()
-            held: HeldClock | None = None
-            if speed is None:
-                camera_clock: Clock = VirtualClock(info.start_ms, None)
-                audio_clock: Clock = FollowingClock(info.start_ms, progress, AUDIO_LAG_MS)
-            else:
-                held = HeldClock(info.start_ms, speed)
-                camera_clock = audio_clock = held
             camera = None
             if session.video_path and info.camera is not None:
                 camera = CameraWorker(config, worker_id="camera", clock=camera_clock, opener=progress.opener)

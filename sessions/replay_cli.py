@@ -2,7 +2,8 @@
 
 Prints one JSON line per outgoing message (text, addressee, how it was decided, outcome) and a
 closing summary line; ``--speed 1`` replays in real time, the default as fast as possible
-(deterministic). Needs an MQTT broker (the configured one).
+(deterministic). Uses the configured MQTT broker, or the embedded one when none answers on this
+machine (``[broker] mode = "auto"``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import json
 import sys
 
-from workers.config import Config
+from workers.config import Config, ConfigError
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -24,11 +25,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, config: Config) -> int:
     from sessions.format import Session, SessionFormatError
     from sessions.replay import ReplayError, replay
+    from workers.broker import broker_for
 
     try:
         session = Session(args.session)
-        result = replay(session, config, speed=args.speed, engine=args.engine)
-    except (SessionFormatError, ReplayError) as exc:
+        with broker_for(config) as config:
+            result = replay(session, config, speed=args.speed, engine=args.engine)
+    except (SessionFormatError, ReplayError, ConfigError) as exc:
         print(f"humaine-env replay: {exc}", file=sys.stderr)
         return 1
     for env in result.messages:

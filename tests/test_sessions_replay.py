@@ -2,12 +2,16 @@
 
 Floors come from measurement on this session (8/8 addressees right with pocketsphinx, yaw/pitch
 MAE 1.35/0.82 degrees) with margin: one wrong addressee or a pose error about twice the
-measured one fails; the full corpus figures are in docs/sessions.md's commands.
+measured one fails. The full corpus: ``python scripts/make_corpus.py`` then ``humaine-env eval`` on its folders.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +47,19 @@ def test_replay_is_deterministic_and_accurate(session: Session, config: Config) 
     assert summary["addressee_accuracy"] >= ADDRESSEE_FLOOR, summary
     assert summary["yaw_mae"] <= YAW_MAE_FLOOR and summary["pitch_mae"] <= PITCH_MAE_FLOOR, summary
     assert summary["wer"] < 0.5, summary
+
+
+def test_eval_command_with_no_broker_running(session: Session, tmp_path: Path) -> None:
+    """``humaine-env eval`` as a user runs it on a fresh machine: nothing listens on the
+    configured broker address, so the embedded broker serves the replay; one JSON line."""
+    from tests.helpers import free_port
+
+    argv = [sys.executable, "-m", "workers.cli", "eval", str(session.path), "--log-level", "WARNING",
+            "--set", f'broker.url="mqtt://127.0.0.1:{free_port()}"', "--set", f'data_dir="{tmp_path}"']
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (line,) = result.stdout.strip().splitlines()
+    summary = json.loads(line)
+    assert summary["sessions"] == 1 and summary["utterances"] == len(session.truth().utterances)
+    assert summary["addressee_accuracy"] >= ADDRESSEE_FLOOR and summary["yaw_mae"] <= YAW_MAE_FLOOR, summary
+    assert "Traceback" not in result.stderr

@@ -11,10 +11,12 @@ import asyncio
 import logging
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from workers.config import BrokerSettings, ConfigError
+from workers.config import BrokerSettings, Config, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +76,17 @@ class EmbeddedBroker:
         self._stop_requested: asyncio.Event | None = None
 
     def start(self, timeout: float = 10.0) -> BrokerAddress:
+        # amqtt logs a failed start as a traceback; it is reported below, in one line
         for name in ("amqtt", "transitions"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         self._thread = threading.Thread(target=self._serve, name="embedded-broker", daemon=True)
         self._thread.start()
         if not self._started.wait(timeout):
             raise RuntimeError("the embedded MQTT broker did not start in time")
         if self._error is not None:
             raise RuntimeError(f"the embedded MQTT broker could not start: {self._error}")
+        for name in ("amqtt", "transitions"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         return self.address
 
     def _serve(self) -> None:
@@ -142,3 +147,16 @@ def ensure_broker(settings: BrokerSettings) -> tuple[BrokerAddress, EmbeddedBrok
         embedded.address.url,
     )
     return embedded.address, embedded
+
+
+@contextmanager
+def broker_for(config: Config) -> Iterator[Config]:
+    """``config`` pointed at the broker :func:`ensure_broker` resolves, for a command that
+    runs its workers in this process (replay, eval): the embedded broker, when one was
+    started, serves until the block ends."""
+    address, embedded = ensure_broker(config.broker)
+    try:
+        yield config.with_overrides({"broker.url": address.url, "broker.mode": "external"})
+    finally:
+        if embedded is not None:
+            embedded.stop()
