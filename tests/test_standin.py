@@ -17,6 +17,7 @@ from orchestrator_client.models import confirm_accept_answer, ms_to_iso
 from orchestrator_client.recorder import Behavior, RecordingServer
 from orchestrator_client.rules import R1_RATIONALE, R2_RATIONALE, R3_RATIONALE, R4_RATIONALE
 from orchestrator_client.standin import StandinServer, StandinSettings, default_round
+from orchestrator_client.standin.engine import SERVICE_FAILED
 from orchestrator_client.standin.round_setup import UNIT_COSTS
 
 OBSERVED = json.loads((Path(__file__).parent / "fixtures" / "eo-observed-traffic.json").read_text())
@@ -268,11 +269,11 @@ def test_survives_every_input_that_crashes_the_platform_eo(room: Room) -> None:
     # the human side fails /confirmAccept
     room.human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(status=500)
     failed = room.post(ep.RELAY_MESSAGE, agent("Celia", "Deal", offer("Accept")))
-    assert failed.status_code == 502 and failed.json()["booked"] is False and "confirmAccept" in failed.json()["error"]
+    assert failed.status_code == SERVICE_FAILED and failed.json()["booked"] is False and "confirmAccept" in failed.json()["error"]
     # the human side is down
     room.human.stop()
     down = room.post(ep.RELAY_MESSAGE, human("Watson, 3 eggs", addressee="Watson"))
-    assert down.status_code == 502 and down.json()["permitted"] is True
+    assert down.status_code == SERVICE_FAILED and down.json()["permitted"] is True
     assert room.watson.bodies(ep.RECEIVE_MESSAGE)[-1]["text"] == "Watson, 3 eggs"
     # still serving
     assert room.http.get(f"{room.eo.url}/health").json()["rounds"] == {"r1": "round"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -52,16 +53,16 @@ def answers(url: str, timeout: float = CONNECT_PROBE_S) -> bool:
         return False
 
 
-def wait_for_services(urls: Iterable[str], timeout: float) -> list[str]:
-    """Wait until every URL accepts connections or ``timeout`` passes; returns those that
-    still do not."""
+def wait_for_services(urls: Iterable[str], timeout: float, stop: threading.Event | None = None) -> list[str]:
+    """Wait until every URL accepts connections, ``timeout`` passes or ``stop`` is set;
+    returns those that still do not."""
+    stop = stop or threading.Event()
     pending = list(urls)
     deadline = time.monotonic() + timeout
     while True:
         pending = [url for url in pending if not answers(url)]
-        if not pending or time.monotonic() >= deadline:
+        if not pending or time.monotonic() >= deadline or stop.wait(POLL_S):
             return pending
-        time.sleep(POLL_S)
 
 
 def start_round_sync(eo_url: str, body: InitializeRound, timeout: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:

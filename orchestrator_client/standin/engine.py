@@ -46,6 +46,11 @@ FORWARD_RETRIES = RetryPolicy(max_attempts=2, backoff_s=0.05, backoff_max_s=0.05
 """A service that refuses connections is tried twice, then reported: a round cannot wait."""
 
 
+SERVICE_FAILED = 424
+"""Answer to a message the human-side service did not take (down, or failing /confirmAccept):
+a 4xx (Failed Dependency) like every other refusal of the stand-in, where the platform EO exits."""
+
+
 class StandinError(Exception):
     """A request the stand-in refuses (where the real EO would crash). ``detail`` rides along
     in the JSON answer."""
@@ -328,14 +333,14 @@ class StandinOrchestrator:
         human_outcome = outcomes[-1]
         if confirm_error is not None:
             raise StandinError(
-                502,
+                SERVICE_FAILED,
                 f"the human-side service {rnd.human.name} failed /confirmAccept ({confirm_error}); the deal is "
                 f"not booked (the platform EO exits on this)",
                 **{k: v for k, v in answer.items() if k != "status"},
             )
         if not isinstance(human_outcome, Delivered):
             raise StandinError(
-                502,
+                SERVICE_FAILED,
                 f"the human-side service {rnd.human.name} at {rnd.human.url} did not take the message "
                 f"({_outcome_text(human_outcome)}); the platform EO exits on this",
                 **{k: v for k, v in answer.items() if k != "status"},

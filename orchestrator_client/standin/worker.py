@@ -38,7 +38,7 @@ class StandinWorker(Worker):
 
     def _start_round(self, stop: threading.Event) -> None:
         body = auto_round(self.settings)
-        missing = wait_for_services(service_urls(body), self.settings.wait_for_services_s)
+        missing = wait_for_services(service_urls(body), self.settings.wait_for_services_s, stop)
         if stop.is_set():
             return
         if missing:
