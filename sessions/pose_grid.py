@@ -15,7 +15,7 @@ import numpy as np
 from sessions.face_render import Camera, FaceRenderer, room_background
 from sessions.faces import face_model
 from workers.camera.facemesh import FaceMeshDetector
-from workers.camera.headpose import HeadPoseEstimator
+from workers.camera.headpose import HeadPoseEstimator, Method
 
 YAWS: tuple[float, ...] = (-45.0, -30.0, -15.0, 0.0, 15.0, 30.0, 45.0)
 PITCHES: tuple[float, ...] = (-25.0, -12.5, 0.0, 12.5, 25.0)
@@ -54,10 +54,13 @@ def measure(
     yaws: tuple[float, ...] = YAWS,
     pitches: tuple[float, ...] = PITCHES,
     camera: Camera | None = None,
+    method: Method = "kabsch",
 ) -> GridResult:
+    """``method``: the camera worker's estimator (``kabsch``) or ``pnp`` given the renderer's
+    exact field of view, for the comparison recorded in :mod:`workers.camera.headpose`."""
     camera = camera or Camera()
     result = GridResult()
-    estimator = HeadPoseEstimator()
+    estimator = HeadPoseEstimator(method, fov_deg=camera.hfov_deg)
     with FaceMeshDetector(max_faces=1, static_image_mode=True) as detector:
         for n, face in enumerate(faces):
             renderer = FaceRenderer(face_model(face), camera, room_background(camera, seed=n))
