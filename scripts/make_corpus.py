@@ -1,4 +1,4 @@
-"""Generate the ground-truth session corpus (cached under .cache/sessions; see docs/sessions.md).
+"""Generate the ground-truth session corpus (cached under .cache/sessions; the README's "Recorded sessions" describes it).
 
 ``python scripts/make_corpus.py [--out DIR]`` prints one line per session folder.
 """

@@ -64,7 +64,8 @@ def test_display_shows_round_speech_gestures_and_the_buyer(
         observer.wait(RoundState, phase="round")
         expect(page.locator("#round-phase")).to_have_attribute("data-phase", "round")
         expect(page.locator("#round-id")).to_have_text("r1")
-        expect(page.locator("#round-timer")).to_have_text("01:00", timeout=UI_TIMEOUT_MS)  # 60 s round
+        # a 60 s round counting down (the page may render a few seconds after the event on a busy machine)
+        expect(page.locator("#round-timer")).to_have_text(re.compile(r"^(01:00|00:[45]\d)$"), timeout=UI_TIMEOUT_MS)
 
         # the buyer looks at Watson (camera worker's retained attention on MQTT)
         observer.bus.publish(observer.topics.attention(), Attention(source="camera", target="Watson", since=now_ms()))
@@ -107,7 +108,7 @@ def test_display_shows_round_speech_gestures_and_the_buyer(
 
         assert http.post(ep.END_ROUND, json=captured("/endRound")).status_code == 200
         expect(page.locator("#round-phase")).to_have_attribute("data-phase", "post")
-        expect(page.locator("#round-timer")).to_have_text("00:05", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#round-timer")).to_have_text(re.compile(r"^00:0[1-5]$"), timeout=UI_TIMEOUT_MS)  # 5 s post phase
 
     # a page opened now gets the current picture from the snapshot
     page.reload()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from orchestrator_client.models import HumanUtterance
+from orchestrator_client.models import BUYER, HUMAN, HumanUtterance
 from transcript.fusion.addressee import AddresseeDecision
 from transcript.fusion.attention import NOBODY
 from transcript.merging import Utterance
@@ -38,10 +38,10 @@ def build_message(
     """The body for ``/relayMessage``. Validated as a :class:`HumanUtterance` when there is a
     round; without one it is only recorded (``roundId`` null), never sent."""
     body: dict[str, Any] = {
-        "speaker": "Human",
+        "speaker": HUMAN,
         "addressee": decision.addressee,
         "text": utterance.text,
-        "role": "buyer",
+        "role": BUYER,
         "environmentUUID": environment_uuid,
         "timestamp": now_ms() if timestamp is None else timestamp,
         "roundId": round_id,
