@@ -192,20 +192,20 @@ def test_finals_closer_than_the_gap_become_one_message(setup: Setup) -> None:
 
 
 def test_a_pause_mid_sentence_is_merged_at_live_timing(setup: Setup) -> None:
-    """Speech 0-1.0 s, a 0.8 s pause, speech 1.8-2.6 s, published when a live microphone would:
-    each final 0.1 s after its segment's 0.4 s hangover, the second one 1 s after the first's
-    merge window closed; the voice-activity start of the second arrives inside it."""
+    """Published as a live microphone would: the first segment's final arrives 0.1 s after the
+    segment ended, so its merge window closes 1.1 s from now; the next speech is heard 0.6 s
+    later (its voice-activity start), and its final arrives 1.3 s after the window closed."""
     with RecordingServer() as eo:
         config, room = setup(**{"eo.url": eo.url, "transcript.merge_gap_s": 1.2})
         room.round("r1", "round")
         with running(config, room):
-            t0 = now_ms()
-            room.say("Watson I would like", t0, t0 + 1400)
-            time.sleep(0.4)
-            room.vad("speech_start", t0 + 1500, t0 + 1800)
-            time.sleep(2.6)
-            room.vad("speech_end", t0 + 1500, t0 + 3000)
-            room.say("five eggs please", t0 + 1500, t0 + 3000)
+            t = now_ms()
+            room.say("Watson I would like", t - 1500, t - 100)
+            time.sleep(0.6)
+            room.vad("speech_start", t + 200, t + 500)
+            time.sleep(1.8)
+            room.vad("speech_end", t + 200, t + 2300)
+            room.say("five eggs please", t + 200, t + 2300)
             assert eo.wait_for(1, ep.RELAY_MESSAGE, timeout=10)
             time.sleep(1.5)
         assert [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)] == ["Watson I would like five eggs please"]
