@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
@@ -20,6 +21,7 @@ from workers.cli import COMMANDS
 from workers.config import BrokerSettings, Config
 from workers.messages import VadEvent, now_ms
 from workers.runtime import EXIT_UNAVAILABLE
+from workers.supervisor import RunSettings, choose_workers, eo_configured
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "workers.cli"]
@@ -88,6 +90,24 @@ def test_broker_that_cannot_serve_says_why_in_one_line(mosquitto: MosquittoBroke
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and said in lines[0], result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("eo", "expected"),
+    [
+        ({}, ["orchestrator", "demo-agents", "avatar", "transcript", "mic", "camera"]),
+        ({"eo.url": "http://eo-host:14010"}, ["avatar", "transcript", "mic", "camera"]),
+        ({"eo.app_settings": "/etc/humaine/appSettings.json"}, ["avatar", "transcript", "mic", "camera"]),
+    ],
+)
+def test_run_starts_stand_ins_only_without_an_eo(eo: dict[str, str], expected: list[str]) -> None:
+    """With an EO configured (by URL or appSettings.json) ``run`` starts only the room's
+    workers against it; without one, the stand-in EO and the demo sellers come first."""
+    config = Config(file_data={}, environ={}, overrides=eo)
+    args = argparse.Namespace(only=None, without="")
+    with_stand_ins = not eo_configured(config)
+    assert choose_workers(args, config.section(RunSettings), with_stand_ins) == expected
+    assert with_stand_ins == (not eo)
 
 
 def suite_config(tmp_path: Path, broker_port: int) -> Path:

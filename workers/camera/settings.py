@@ -2,15 +2,15 @@
 
 Targets are where each avatar is seen from the buyer's seat, as head yaw/pitch in degrees
 (the convention of :class:`workers.messages.HeadPose`); ``humaine-env calibrate`` measures
-and writes them. Example::
+and writes them. Example (Celia to the buyer's left: yaw > 0)::
 
     [camera]
     source = "webcam:0"
     [camera.targets.Celia]
-    yaw = -25.0
+    yaw = 25.0
     pitch = 0.0
     [camera.targets.Watson]
-    yaw = 25.0
+    yaw = -25.0
     pitch = 0.0
 """
 
