@@ -30,7 +30,8 @@ class Utterance:
     """``time.monotonic()`` when the latest part arrived (the TTL runs from here: a held turn
     is as fresh as its last words)."""
     hold_until_ms: float
-    """Wall-clock ms after which no further part can join."""
+    """Time (ms, on the clock of the audio: wall time for a live microphone) after which no
+    further part can join."""
     awaiting: str | None = None
     """The utterance id of speech that started within the gap and whose final is awaited."""
 
