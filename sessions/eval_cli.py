@@ -32,7 +32,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if missing:
             print(f"humaine-env eval: no truth.json in {', '.join(missing)}", file=sys.stderr)
             return 1
-        with broker_for(config) as config:
+        with broker_for(config) as (config, _embedded):
             summary = evaluate(sessions, config, engines=args.engine or [None], speed=args.speed)
     except (SessionFormatError, ReplayError, ConfigError) as exc:
         print(f"humaine-env eval: {exc}", file=sys.stderr)

@@ -29,7 +29,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
     try:
         session = Session(args.session)
-        with broker_for(config) as config:
+        with broker_for(config) as (config, _embedded):
             result = replay(session, config, speed=args.speed, engine=args.engine)
     except (SessionFormatError, ReplayError, ConfigError) as exc:
         print(f"humaine-env replay: {exc}", file=sys.stderr)

@@ -150,13 +150,13 @@ def ensure_broker(settings: BrokerSettings) -> tuple[BrokerAddress, EmbeddedBrok
 
 
 @contextmanager
-def broker_for(config: Config) -> Iterator[Config]:
-    """``config`` pointed at the broker :func:`ensure_broker` resolves, for a command that
-    runs its workers in this process (replay, eval): the embedded broker, when one was
-    started, serves until the block ends."""
+def broker_for(config: Config) -> Iterator[tuple[Config, bool]]:
+    """``config`` pointed at the broker :func:`ensure_broker` resolves, and whether that is the
+    embedded one, started for this block and stopped when it ends (``run``, ``replay``,
+    ``eval``: commands whose workers must all use one broker)."""
     address, embedded = ensure_broker(config.broker)
     try:
-        yield config.with_overrides({"broker.url": address.url, "broker.mode": "external"})
+        yield config.with_overrides({"broker.url": address.url, "broker.mode": "external"}), embedded is not None
     finally:
         if embedded is not None:
             embedded.stop()

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from workers.broker import ensure_broker
+from workers.broker import broker_for
 from workers.bus import Bus
 from workers.cli import COMMANDS, available, status_name
 from workers.config import Config, OrchestratorSettings, Section, parse_flag_value
@@ -144,20 +144,31 @@ def main(args: argparse.Namespace, config: Config) -> int:
     names = choose_workers(args, config.section(RunSettings), with_stand_ins)
     extra = stand_in_overrides(config) if with_stand_ins and any(n in STAND_INS for n in names) else {}
     config = config.with_overrides({k: parse_flag_value(v) for k, v in extra.items()})
-    address, embedded = ensure_broker(config.broker)
+    with broker_for(config) as (config, embedded):
+        _run_suite(args, config, names, extra, with_stand_ins, embedded)
+    print("humaine-env: stopped", flush=True)
+    return 0
+
+
+def _run_suite(
+    args: argparse.Namespace, config: Config, names: list[str], extra: dict[str, str], with_stand_ins: bool, embedded: bool
+) -> None:
+    """Start the children against the resolved broker, print the start-up lines and the
+    table, supervise until Ctrl-C, stop them all."""
+    broker_url = config.broker.url
     stop = threading.Event()
     install_stop_signals(stop.set)
     console_taker = "mic" if "mic" in names and sys.stdin is not None and sys.stdin.isatty() else None
-    children = [Child(n, child_argv(n, args, address.url, extra), console=(n == console_taker)) for n in names]
+    children = [Child(n, child_argv(n, args, broker_url, extra), console=(n == console_taker)) for n in names]
 
     statuses: dict[str, Status] = {}
-    bus = Bus(config.with_overrides({"broker.url": address.url}), f"supervisor-{os.getpid()}", persistent=False)
+    bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)
     bus.subscribe(bus.topics.all_status(), Status, lambda _t, s: statuses.__setitem__(s.worker, s))
     bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, lambda _t, m: print(describe_utterance(m), flush=True))
     bus.subscribe(bus.topics.agent_message(), AgentMessageSeen, _print_reply)
     bus.start()
 
-    print(f"humaine-env: MQTT broker {address.url}{' (embedded)' if embedded else ''}", flush=True)
+    print(f"humaine-env: MQTT broker {broker_url}{' (embedded)' if embedded else ''}", flush=True)
     if with_stand_ins and "orchestrator" in names:
         print(f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers, "
               "a round starts automatically", flush=True)
@@ -177,10 +188,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
     finally:
         _stop_children(children)
         bus.stop()
-        if embedded is not None:
-            embedded.stop()
-    print("humaine-env: stopped", flush=True)
-    return 0
 
 
 def describe_utterance(message: OutgoingMessage) -> str:
