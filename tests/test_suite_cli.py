@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import MosquittoBroker, free_port, wait_for
-from workers.broker import broker_answers, ensure_broker, parse_broker_url
+from workers.broker import EmbeddedBroker, broker_answers, ensure_broker, parse_broker_url
 from workers.bus import Bus
 from workers.cli import COMMANDS
 from workers.config import BrokerSettings, Config
@@ -54,6 +54,26 @@ def test_auto_mode_starts_the_embedded_broker(make_config: Callable[..., Config]
         bus.stop()
     finally:
         embedded.stop()
+
+
+def test_embedded_broker_reports_its_internal_failures_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """A failure inside amqtt's own tasks (seen: its connection handler iterating a dict another
+    client changes) is one warning line, never asyncio's traceback."""
+    broker = EmbeddedBroker(free_port())
+    broker.start()
+    try:
+        loop = broker._loop
+        assert loop is not None
+        context = {"message": "Unhandled exception in client_connected_cb",
+                   "exception": RuntimeError("dictionary changed size during iteration")}
+        with caplog.at_level(logging.WARNING, logger="workers.broker"):
+            loop.call_soon_threadsafe(loop.call_exception_handler, context)
+            assert wait_for(lambda: any("embedded MQTT broker" in r.message for r in caplog.records), 5)
+    finally:
+        broker.stop()
+    (record,) = [r for r in caplog.records if "embedded MQTT broker" in r.message]
+    assert record.levelno == logging.WARNING and record.exc_info is None
+    assert "client_connected_cb" in record.message and "dictionary changed size" in record.message
 
 
 def test_external_mode_never_starts_a_broker() -> None:

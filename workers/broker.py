@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from workers.config import BrokerSettings, Config, ConfigError
@@ -100,6 +101,7 @@ class EmbeddedBroker:
         from amqtt.broker import Broker
 
         self._loop = asyncio.get_running_loop()
+        self._loop.set_exception_handler(_report_broker_error)
         self._stop_requested = asyncio.Event()
         config = {
             "listeners": {
@@ -118,6 +120,18 @@ class EmbeddedBroker:
             self._loop.call_soon_threadsafe(self._stop_requested.set)
         if self._thread is not None:
             self._thread.join(timeout)
+
+
+def _report_broker_error(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """One line for a failure inside amqtt's own tasks, instead of asyncio's traceback.
+
+    amqtt 0.12 can fail one client's connection handler, e.g. "dictionary changed size during
+    iteration" when another client subscribes while it sends retained messages. That client is
+    dropped and our bus reconnects with its persistent session, so nothing is lost; the user
+    needs to know it happened, not to read amqtt's stack."""
+    exc = context.get("exception")
+    detail = f"{type(exc).__name__}: {exc}" if exc is not None else "no exception"
+    log.warning("embedded MQTT broker: %s (%s); the client reconnects", context.get("message", "internal error"), detail)
 
 
 def ensure_broker(settings: BrokerSettings) -> tuple[BrokerAddress, EmbeddedBroker | None]:
