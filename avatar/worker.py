@@ -10,7 +10,7 @@ from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, open_sink
 from workers.config import Config
-from workers.runtime import Worker
+from workers.runtime import Worker, wait_for_stop
 
 SPEECH_DIR = "speech"
 """Where, under ``data_dir``, speech goes as WAV files when there is no sound card."""
@@ -38,7 +38,7 @@ class AvatarWorker(Worker):
     def run(self, stop: threading.Event) -> None:
         self.server.start()
         try:
-            stop.wait()
+            wait_for_stop(stop)
         finally:
             self.server.stop()
 

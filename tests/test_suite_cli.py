@@ -130,6 +130,39 @@ def test_run_starts_stand_ins_only_without_an_eo(eo: dict[str, str], expected: l
     assert with_stand_ins == (not eo)
 
 
+SIGNAL_TO_ANOTHER_THREAD = """
+import signal, threading, time
+from workers.runtime import install_stop_signals, wait_for_stop
+stop = threading.Event()
+install_stop_signals(stop.set)
+def poke():
+    time.sleep(0.3)
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # delivered to this thread, not the main one
+threading.Thread(target=poke).start()
+wait_for_stop(stop)
+"""
+
+SIGNAL_WHILE_THE_EVENT_LOCK_IS_HELD = """
+import os, signal, sys, threading
+from workers.runtime import install_stop_signals
+stop = threading.Event()
+install_stop_signals(stop.set)
+with stop._cond:  # the main thread holds the event's lock, as inside Event.wait or an earlier handler's Event.set
+    os.kill(os.getpid(), signal.SIGTERM)
+    sum(range(100_000))  # the Python handler runs between these bytecodes
+sys.exit(0 if stop.wait(5) else 1)
+"""
+
+
+@pytest.mark.parametrize("script", [SIGNAL_TO_ANOTHER_THREAD, SIGNAL_WHILE_THE_EVENT_LOCK_IS_HELD], ids=["other-thread", "lock-held"])
+def test_a_stop_signal_always_stops_a_worker(script: str) -> None:
+    """Seen in ``run``: a worker that ignored Ctrl-C until killed (the signal went to one of its
+    threads while the main thread waited without a timeout), and one that deadlocked in its
+    own handler (SIGINT and SIGTERM together, the second handler waiting for the lock the first held)."""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+
+
 def suite_config(tmp_path: Path, broker_port: int) -> Path:
     """A configuration with every port free, so the suite can run beside anything else."""
     path = tmp_path / "humaine-env.toml"

@@ -13,7 +13,7 @@ import threading
 
 from workers.broker import EmbeddedBroker, broker_answers, parse_broker_url
 from workers.config import Config
-from workers.runtime import EXIT_UNAVAILABLE, install_stop_signals
+from workers.runtime import EXIT_UNAVAILABLE, install_stop_signals, wait_for_stop
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
     print(f"embedded MQTT broker listening on {broker.address.url}  (Ctrl-C stops it)", flush=True)
     stop = threading.Event()
     install_stop_signals(stop.set)
-    stop.wait()
+    wait_for_stop(stop)
     broker.stop()
     return 0

@@ -26,6 +26,8 @@ EXIT_CONFIG = 2
 EXIT_UNAVAILABLE = 3
 """Exit code of a worker that cannot run here (device or model missing) and has said why in
 one line; the supervisor does not restart it."""
+SIGNAL_POLL_S = 0.2
+"""The longest a main thread blocks at once while it waits to be stopped (see :func:`wait_for_stop`)."""
 HEALTH_INTERVAL_S = 10.0
 """How often the retained status is refreshed with the worker's health figures."""
 
@@ -47,7 +49,7 @@ class Worker:
     # -- to override -------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
         """The worker's main loop; return soon after ``stop`` is set."""
-        stop.wait()
+        wait_for_stop(stop)
 
     def health(self) -> dict[str, Any]:
         """Figures published in the retained status (counters, rates, device state)."""
@@ -82,13 +84,29 @@ class Worker:
                 self.bus.refresh_status()
 
 
+def wait_for_stop(stop: threading.Event) -> None:
+    """Block until ``stop`` is set, waking every :data:`SIGNAL_POLL_S`.
+
+    The kernel may hand SIGINT/SIGTERM to any thread of the process (the MQTT, HTTP and speech
+    threads included); CPython then runs the Python handler only when the main thread next
+    executes, which a main thread blocked in an untimed wait never does. Seen: a worker that
+    ignored Ctrl-C and SIGTERM until killed."""
+    while not stop.wait(SIGNAL_POLL_S):
+        pass
+
+
 def install_stop_signals(on_stop: Callable[[], None]) -> None:
-    """SIGINT and SIGTERM call ``on_stop``; a second SIGINT is left to abort the process."""
+    """SIGINT and SIGTERM call ``on_stop``; a second SIGINT is left to abort the process.
+
+    ``on_stop`` runs on a thread of its own: the Python handler runs in the main thread between
+    any two bytecodes, possibly while that thread holds the lock ``on_stop`` needs (inside
+    ``Event.wait``, or inside the ``Event.set`` of a signal handled a moment earlier: Ctrl-C's
+    SIGINT and the supervisor's SIGTERM arrive together), and that lock is not reentrant."""
 
     def handler(signum: int, _frame: object) -> None:
         logging.getLogger(__name__).info("received %s, stopping", signal.Signals(signum).name)
-        on_stop()
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        threading.Thread(target=on_stop, name="stop-signal", daemon=True).start()
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)

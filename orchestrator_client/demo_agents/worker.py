@@ -9,7 +9,7 @@ from orchestrator_client.demo_agents.runner import DemoAgents
 from orchestrator_client.demo_agents.settings import DemoAgentsSettings
 from orchestrator_client.service_map import resolve_eo_url
 from workers.config import Config, OrchestratorSettings
-from workers.runtime import Worker
+from workers.runtime import Worker, wait_for_stop
 
 
 class DemoAgentsWorker(Worker):
@@ -29,5 +29,5 @@ class DemoAgentsWorker(Worker):
         self.sellers.start()
         listing = ", ".join(f"{name} {url}" for name, url in self.sellers.urls.items())
         self.report_ok(f"{listing}; replies to {self.sellers.eo_url}")
-        stop.wait()
+        wait_for_stop(stop)
         self.sellers.stop()

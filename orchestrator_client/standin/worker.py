@@ -11,7 +11,7 @@ from orchestrator_client.standin.round_setup import auto_round
 from orchestrator_client.standin.server import StandinServer
 from orchestrator_client.standin.settings import StandinSettings
 from workers.config import Config
-from workers.runtime import Worker
+from workers.runtime import Worker, wait_for_stop
 
 
 class StandinWorker(Worker):
@@ -33,7 +33,7 @@ class StandinWorker(Worker):
         self.report_ok(f"listening on {self.server.url}")
         if self.auto_start_round:
             self._start_round(stop)
-        stop.wait()
+        wait_for_stop(stop)
         self.server.stop()
 
     def _start_round(self, stop: threading.Event) -> None:

@@ -23,7 +23,7 @@ from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
 from workers.microphone.vad import Segmenter
-from workers.runtime import Worker
+from workers.runtime import Worker, wait_for_stop
 
 TYPED_ENGINE = "typed"
 
@@ -106,7 +106,7 @@ class MicrophoneWorker(Worker):
             recognizer = self._recognizer or load_recognizer(self.settings, self.config.core.data_dir)
         except EngineUnavailable as exc:
             self.report_error(str(exc))
-            stop.wait()
+            wait_for_stop(stop)
             return
         self._recognizer = recognizer
         pending = [first] if first is not None else []
