@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
 from workers.microphone.domain import build_arpa, corpus_sentences, corpus_vocabulary
 from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
@@ -89,28 +90,18 @@ def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = ()) -> Path:
 
 
 def _set_option(config: object, key: str, value: OptionValue) -> OptionValue:
-    """One decoder option, typed like pocketsphinx's own default for that key (a string
-    ``"no"`` would otherwise read as true for a boolean option)."""
+    """One decoder option, typed like pocketsphinx's own default for that key (pydantic's lax
+    parsing: ``"no"`` is False for a boolean option, ``"1e-40"`` a float)."""
     name = key.lstrip("-")
     try:
         current = config[name]  # type: ignore[index]
     except KeyError:
         raise EngineUnavailable(f"unknown pocketsphinx option {name!r} in [microphone] pocketsphinx_options") from None
+    kind = type(current) if current is not None else str
     try:
-        if isinstance(current, bool):
-            if isinstance(value, str):
-                if value.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                    raise ValueError(value)
-                value = value.lower() in ("1", "true", "yes", "on")
-            typed: OptionValue = bool(value)
-        elif isinstance(current, int):
-            typed = int(value)
-        elif isinstance(current, float):
-            typed = float(value)
-        else:
-            typed = str(value)
-    except (TypeError, ValueError):
-        raise EngineUnavailable(f"pocketsphinx option {name!r} needs a {type(current).__name__}, got {value!r}") from None
+        typed: OptionValue = TypeAdapter(kind).validate_python(value)
+    except ValidationError:
+        raise EngineUnavailable(f"pocketsphinx option {name!r} needs a {kind.__name__}, got {value!r}") from None
     config[name] = typed  # type: ignore[index]
     return typed
 
