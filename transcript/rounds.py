@@ -40,6 +40,11 @@ class RoundTracker:
             self._state = state
 
     @property
+    def known(self) -> bool:
+        """True once a round state was received (or the configuration names the round)."""
+        return self.override is not None or self.state is not None
+
+    @property
     def state(self) -> RoundState | None:
         with self._lock:
             return self._state

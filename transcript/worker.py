@@ -41,6 +41,12 @@ IDLE_POLL_S = 0.1
 """How often the loop looks at the stop flag when nothing happens."""
 STOP_DELIVERY_WAIT_S = 1.0
 """On stop, how long queued messages may still be delivered (the stop deadline is 2 s)."""
+MAX_HELD_FOR_ROUND = 100
+"""Utterances held while no round state is known yet (beyond it the oldest is recorded as
+undelivered); each is held no longer than its TTL."""
+MAX_EARLY = 10_000
+"""Finals and voice events kept between connecting and the loop starting (a restarted worker's
+persistent session delivers its backlog at once)."""
 
 OutcomeName = Literal["delivered", "blocked", "failed", "undelivered"]
 
@@ -91,7 +97,20 @@ class TranscriptWorker(Worker):
         """Our delivered messages, to explain outcomes with the documented rules."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._inbox: asyncio.Queue[Transcript | VadEvent] | None = None
+        self._early: list[Transcript | VadEvent] = []
+        """What arrived before the loop ran (handed to it when it starts)."""
+        self._stopping = False
+        self._held: list[Utterance] = []
+        """Complete utterances waiting for the first round state (a restarted worker gets its
+        queued finals before the retained round state)."""
         self._lock = threading.Lock()
+        # subscribe before the bus connects: the persistent session delivers its backlog at once
+        topics = self.topics
+        self.bus.subscribe(topics.transcript_final(), Transcript, self._on_transcript)
+        self.bus.subscribe(topics.vad(), VadEvent, self._on_vad)
+        self.bus.subscribe(topics.attention(), Attention, self._on_attention)
+        self.bus.subscribe(topics.headpose(), HeadPose, self._on_headpose)
+        self.bus.subscribe(topics.round_state(), RoundState, self._on_round)
 
     # -- bus handlers (network thread) -------------------------------------------------------
     def _on_transcript(self, _topic: str, message: Transcript) -> None:
@@ -102,7 +121,13 @@ class TranscriptWorker(Worker):
         self._to_loop(message)
 
     def _to_loop(self, message: Transcript | VadEvent) -> None:
-        loop, inbox = self._loop, self._inbox
+        with self._lock:
+            loop, inbox, stopping = self._loop, self._inbox, self._stopping
+            if (loop is None or inbox is None) and not stopping:
+                if len(self._early) < MAX_EARLY:
+                    self._early.append(message)
+                    return
+                stopping = True  # the loop never started: nothing will take it
         try:
             if loop is None or inbox is None:
                 raise RuntimeError("not running")
@@ -137,17 +162,13 @@ class TranscriptWorker(Worker):
                 self.session_log.close()
 
     async def _main(self, stop: threading.Event) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._inbox = asyncio.Queue()
+        inbox: asyncio.Queue[Transcript | VadEvent] = asyncio.Queue()
+        with self._lock:
+            self._loop, self._inbox = asyncio.get_running_loop(), inbox
+            for early in self._early:
+                inbox.put_nowait(early)
+            self._early.clear()
         outbox: asyncio.Queue[_Job | None] = asyncio.Queue()
-        topics = self.topics
-        # round state last: once its retained message arrives, the broker has processed the
-        # earlier subscriptions too (one client's packets are handled in order)
-        self.bus.subscribe(topics.transcript_final(), Transcript, self._on_transcript)
-        self.bus.subscribe(topics.vad(), VadEvent, self._on_vad)
-        self.bus.subscribe(topics.attention(), Attention, self._on_attention)
-        self.bus.subscribe(topics.headpose(), HeadPose, self._on_headpose)
-        self.bus.subscribe(topics.round_state(), RoundState, self._on_round)
         sender = asyncio.create_task(self._deliver_loop(outbox))
         try:
             while not stop.is_set():
@@ -156,7 +177,7 @@ class TranscriptWorker(Worker):
                 if due is not None:
                     timeout = max(0.0, min(timeout, (due - self.clock.now_ms()) / 1000))
                 try:
-                    received = await asyncio.wait_for(self._inbox.get(), timeout)
+                    received = await asyncio.wait_for(inbox.get(), timeout)
                 except (asyncio.TimeoutError, TimeoutError):
                     received = None
                 if isinstance(received, VadEvent):
@@ -166,11 +187,14 @@ class TranscriptWorker(Worker):
                         self._dispatch(utterance, outbox)
                 for utterance in self.merger.due(self.clock.now_ms()):
                     self._dispatch(utterance, outbox)
+                self._release_held(outbox)
         finally:
-            self._loop = None
+            with self._lock:
+                self._loop, self._stopping = None, True
             # a held utterance is complete now that no more speech will be taken
             for utterance in self.merger.drain():
                 self._dispatch(utterance, outbox)
+            self._release_held(outbox, everything=True)
             outbox.put_nowait(None)
             try:
                 await asyncio.wait_for(asyncio.shield(sender), STOP_DELIVERY_WAIT_S)
@@ -194,8 +218,14 @@ class TranscriptWorker(Worker):
             return []
         return self.merger.add(part, self.clock.now_ms())
 
-    def _dispatch(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None]) -> None:
-        """Fuse, build and queue (or record as undelivered) one complete utterance."""
+    def _dispatch(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None], hold: bool = True) -> None:
+        """Fuse, build and queue (or record as undelivered) one complete utterance; while no
+        round state is known yet, hold it (see :meth:`_release_held`)."""
+        if hold and not self.rounds.known:
+            self._held.append(utterance)
+            if len(self._held) > MAX_HELD_FOR_ROUND:
+                self._dispatch(self._held.pop(0), outbox, hold=False)
+            return
         decision = decide(
             utterance.text, utterance.speech_start, utterance.end, self.history, self.matcher, self.avatars, self.policy
         )
@@ -208,6 +238,21 @@ class TranscriptWorker(Worker):
             self._record(job, "undelivered", f"not relayed: {check.reason}")
             return
         outbox.put_nowait(job)
+
+    def _release_held(self, outbox: asyncio.Queue[_Job | None], everything: bool = False) -> None:
+        """Dispatch the held utterances once a round state is known, and those whose TTL ran
+        out before one was (recorded undelivered: no round state received)."""
+        if not self._held:
+            return
+        now = time.monotonic()
+        release_all = everything or self.rounds.known
+        keep = []
+        for utterance in self._held:
+            if release_all or now >= utterance.arrived_mono + self.settings.ttl_s:
+                self._dispatch(utterance, outbox, hold=False)
+            else:
+                keep.append(utterance)
+        self._held = keep
 
     async def _deliver_loop(self, outbox: asyncio.Queue[_Job | None]) -> None:
         while True:

@@ -11,19 +11,26 @@ Why it is more than a thin wrapper:
   envelope ``id`` so handlers see each event once.
 * Everyone must know who is alive: a retained ``status`` (online, version, host, started-at)
   is published on connect and a retained ``offline`` is registered as the last will.
-* A bad payload must never kill a subscriber: oversized, non-JSON or invalid payloads are
-  dropped with one log line naming the topic and the reason; handler errors are logged too.
+* A bad payload must never kill a subscriber: oversized, non-JSON (strictly: no NaN, bounded
+  nesting and numbers), invalid payloads and handler failures of any kind drop that one
+  message with one rate-limited log line. The message is still acknowledged, so a persistent
+  session never redelivers a poison message for ever. paho's network thread never sees an
+  exception from us; should it die anyway, :attr:`Bus.alive` says so and the worker runtime's
+  watchdog turns that into a non-zero exit the supervisor restarts.
+* Handlers must be in place before the session resumes: a persistent session delivers what
+  was queued for us the moment we connect, so a message matching no subscription is named in
+  a (rate-limited) line, never dropped silently. Subscribe before :meth:`Bus.start`.
+* A broker that forgot our session (restarted without persistence) lost what it held for us:
+  one warning line says so when it answers a reconnect with no session.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import ssl
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +43,10 @@ from pydantic import ValidationError
 from workers import __version__
 from workers.broker import BrokerAddress, parse_broker_url
 from workers.config import Config
+from workers.logs import RateLimitedLog
 from workers.messages import Envelope, Status, now_ms
+from workers.strict_json import StrictJSONError
+from workers.strict_json import loads as strict_loads
 from workers.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
@@ -87,7 +97,9 @@ class BusStats:
     dropped_oversized: int = 0
     dropped_duplicate: int = 0
     handler_errors: int = 0
+    dropped_unhandled: int = 0
     connects: int = 0
+    sessions_lost: int = 0
 
 
 class Bus:
@@ -115,7 +127,9 @@ class Bus:
         self._subscriptions: list[_Subscription] = []
         self._lock = threading.Lock()
         self._connected = threading.Event()
-        self._drop_log: dict[tuple[str, str], tuple[float, int]] = {}
+        self._drops = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+        self._persistent = persistent
+        self._loop_started = False
         self._status_topic = self.topics.status(worker_id)
 
         self.client = mqtt.Client(
@@ -125,6 +139,9 @@ class Bus:
             protocol=mqtt.MQTTv311,
         )
         self.client.enable_logger(_PAHO_LOG)
+        # our callbacks catch their own failures; this only guards against a bug of ours
+        # killing the network thread (paho then logs the error in one line)
+        self.client.suppress_exceptions = True
         self.client.reconnect_delay_set(self.settings.reconnect_min_s, self.settings.reconnect_max_s)  # type: ignore[arg-type]
         self.client.max_queued_messages_set(0)
         self.client.max_inflight_messages_set(100)
@@ -153,6 +170,7 @@ class Bus:
         """Connect in the background; paho retries with backoff until the broker answers."""
         self.client.connect_async(self.address.host, self.address.port, self.settings.keepalive_s)
         self.client.loop_start()
+        self._loop_started = True
 
     def wait_connected(self, timeout: float | None = None) -> bool:
         return self._connected.wait(timeout)
@@ -160,6 +178,15 @@ class Bus:
     @property
     def connected(self) -> bool:
         return self._connected.is_set()
+
+    @property
+    def alive(self) -> bool:
+        """False once :meth:`start` ran and paho's network thread has died (a worker whose bus
+        thread is dead still looks online to everyone but hears and says nothing)."""
+        if not self._loop_started:
+            return True
+        thread = getattr(self.client, "_thread", None)
+        return thread is not None and thread.is_alive()
 
     def stop(self) -> None:
         """Publish the retained ``offline`` status, then disconnect cleanly."""
@@ -176,6 +203,7 @@ class Bus:
                 pass
         self.client.disconnect()
         self.client.loop_stop()
+        self._loop_started = False
         self._connected.clear()
 
     # -- status ------------------------------------------------------------------------------
@@ -243,6 +271,14 @@ class Bus:
             log.info("connected to MQTT broker %s as %s", self.address.url, self.worker_id)
         else:
             log.info("reconnected to MQTT broker %s (session present: %s)", self.address.url, flags.session_present)
+            if self._persistent and not flags.session_present:
+                self.stats.sessions_lost += 1
+                self._drops.warning(
+                    ("session", self.address.url),
+                    "the MQTT broker %s lost this client's session (restarted without persistence?): "
+                    "QoS 1 messages it held for %s are lost",
+                    self.address.url, self.worker_id,
+                )
         with self._lock:
             topics = {(s.topic.name, s.topic.qos) for s in self._subscriptions}
         for name, qos in sorted(topics):
@@ -258,46 +294,71 @@ class Bus:
             log.warning("lost the MQTT broker %s (%s); reconnecting", self.address.url, reason)
 
     def _on_message(self, _client: mqtt.Client, _userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        """Never raises: whatever goes wrong drops this one message with one rate-limited line,
+        and paho acknowledges it, so a persistent session does not deliver it again."""
+        try:
+            self._receive(msg)
+        except Exception as exc:  # a bug of ours must cost one message, not the network thread
+            self.stats.handler_errors += 1
+            self._log_drop(msg.topic, "internal error", f"{type(exc).__name__}: {exc}")
+
+    def _receive(self, msg: mqtt.MQTTMessage) -> None:
         self.stats.received += 1
+        if not msg.payload:
+            return  # empty payload = a retained message being cleared
         with self._lock:
             matching = [s for s in self._subscriptions if s.topic.matches(msg.topic)]
-        if not matching or not msg.payload:
-            return  # empty payload = a retained message being cleared
+        if not matching:
+            # a persistent session delivers what it queued for us before we subscribe again
+            self.stats.dropped_unhandled += 1
+            self._log_drop(msg.topic, "no handler", "arrived before any subscription for it (subscribe before start)")
+            return
         if len(msg.payload) > self.settings.max_payload_bytes:
             self.stats.dropped_oversized += 1
             self._log_drop(msg.topic, "oversized", f"{len(msg.payload)} bytes > limit {self.settings.max_payload_bytes}")
             return
         try:
-            data = json.loads(msg.payload)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = strict_loads(msg.payload)
+        except StrictJSONError as exc:
             self.stats.dropped_invalid += 1
-            self._log_drop(msg.topic, "not JSON", str(exc))
+            self._log_drop(msg.topic, "not JSON", _short(str(exc)))
             return
         for sub in matching:
-            try:
-                message = sub.model.model_validate(data)
-            except ValidationError as exc:
-                self.stats.dropped_invalid += 1
-                reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'payload'}: {e['msg']}" for e in exc.errors()[:3])
-                self._log_drop(msg.topic, f"invalid {sub.model.__name__}", reason)
-                continue
-            if msg.qos > 0 and not sub.first_time(message.id):
-                self.stats.dropped_duplicate += 1
-                continue
-            try:
-                sub.handler(msg.topic, message)
-            except Exception:
-                self.stats.handler_errors += 1
-                log.exception("handler for %s failed on a message from %s", sub.topic.name, message.source)
+            self._deliver(sub, msg, data)
+
+    def _deliver(self, sub: _Subscription, msg: mqtt.MQTTMessage, data: Any) -> None:
+        try:
+            message = sub.model.model_validate(data)
+        except ValidationError as exc:
+            self.stats.dropped_invalid += 1
+            reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'payload'}: {e['msg']}" for e in exc.errors()[:3])
+            self._log_drop(msg.topic, f"invalid {sub.model.__name__}", _short(reason))
+            return
+        except Exception as exc:  # e.g. RecursionError inside a validator
+            self.stats.dropped_invalid += 1
+            self._log_drop(msg.topic, f"invalid {sub.model.__name__}", f"{type(exc).__name__}: {_short(str(exc))}")
+            return
+        if msg.qos > 0 and not sub.first_time(message.id):
+            self.stats.dropped_duplicate += 1
+            return
+        try:
+            sub.handler(msg.topic, message)
+        except Exception as exc:
+            self.stats.handler_errors += 1
+            log.debug("handler for %s failed", sub.topic.name, exc_info=True)
+            self._log_drop(
+                msg.topic, "handler failed",
+                f"handler for {sub.topic.name} raised {type(exc).__name__}: {_short(str(exc))} on a message from {message.source!r}",
+            )
 
     def _log_drop(self, topic: str, kind: str, reason: str) -> None:
-        """One line per dropped payload, summarised when the same kind repeats quickly."""
-        key = (topic, kind)
-        now = time.monotonic()
-        last, suppressed = self._drop_log.get(key, (0.0, 0))
-        if now - last >= DROP_LOG_INTERVAL_S or last == 0.0:
-            more = f" ({suppressed} more since the last report)" if suppressed else ""
-            log.warning("dropped a payload on %s: %s: %s%s", topic, kind, reason, more)
-            self._drop_log[key] = (now, 0)
-        else:
-            self._drop_log[key] = (last, suppressed + 1)
+        """One line per kind of dropped payload and topic, summarised when it repeats quickly."""
+        self._drops.warning((topic, kind), "dropped a payload on %s: %s: %s", _short(topic), kind, reason)
+
+
+REASON_MAX_CHARS = 200
+"""Longest reason quoted in a log line (a hostile payload's text must not fill the log)."""
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= REASON_MAX_CHARS else text[:REASON_MAX_CHARS] + "..."

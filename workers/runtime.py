@@ -9,6 +9,7 @@ within :data:`STOP_DEADLINE_S`.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -30,6 +31,10 @@ SIGNAL_POLL_S = 0.2
 """The longest a main thread blocks at once while it waits to be stopped (see :func:`wait_for_stop`)."""
 HEALTH_INTERVAL_S = 10.0
 """How often the retained status is refreshed with the worker's health figures."""
+EXIT_BUS_DEAD = 70
+"""Exit code of a worker whose MQTT network thread died: it is restarted by the supervisor."""
+WATCHDOG_INTERVAL_S = 0.5
+"""How often the watchdog looks at the bus's network thread."""
 
 
 class Worker:
@@ -44,6 +49,8 @@ class Worker:
         self.bus = bus or Bus(config, self.worker_id, health=self.health)
         self.topics: Topics = self.bus.topics
         self.stop_event = threading.Event()
+        self.exit_code = 0
+        """What :func:`run_worker` returns; set non-zero by the watchdog and by failures."""
         self._health_thread: threading.Thread | None = None
 
     # -- to override -------------------------------------------------------------------------
@@ -67,8 +74,10 @@ class Worker:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        """Connect the bus. Subscribe in the constructor: the persistent session delivers what
+        the broker queued for this worker as soon as it connects."""
         self.bus.start()
-        self._health_thread = threading.Thread(target=self._refresh_health, name=f"{self.worker_id}-health", daemon=True)
+        self._health_thread = threading.Thread(target=self._watch, name=f"{self.worker_id}-watchdog", daemon=True)
         self._health_thread.start()
 
     def stop(self) -> None:
@@ -78,10 +87,34 @@ class Worker:
         self.stop_event.set()
         self.bus.stop()
 
-    def _refresh_health(self) -> None:
-        while not self.stop_event.wait(HEALTH_INTERVAL_S):
-            if self.bus.connected:
-                self.bus.refresh_status()
+    def fail(self, code: int, detail: str) -> None:
+        """Stop with exit ``code`` after one error line (the supervisor restarts the worker
+        unless ``code`` says a restart cannot help)."""
+        self.log.error("%s", detail)
+        self.exit_code = code
+        self.stop_event.set()
+
+    def _watch(self) -> None:
+        """Refresh the health figures, and turn a dead bus thread into a non-zero exit: such a
+        worker would go on looking online while hearing and saying nothing."""
+        next_health = time.monotonic() + HEALTH_INTERVAL_S
+        while not self.stop_event.wait(WATCHDOG_INTERVAL_S):
+            if not self.bus.alive:
+                self.fail(EXIT_BUS_DEAD, "the MQTT network thread died; exiting so that the worker is restarted")
+                _exit_if_still_running(self.exit_code)
+                return
+            if time.monotonic() >= next_health:
+                next_health += HEALTH_INTERVAL_S
+                if self.bus.connected:
+                    self.bus.refresh_status()
+
+
+def _exit_if_still_running(code: int) -> None:
+    """Give the main thread its stop deadline to return, then end the process with ``code``."""
+    time.sleep(STOP_DEADLINE_S)
+    logging.getLogger(__name__).error("the worker did not stop in %.0f s; exiting", STOP_DEADLINE_S)
+    logging.shutdown()
+    os._exit(code)
 
 
 def wait_for_stop(stop: threading.Event) -> None:
@@ -125,4 +158,4 @@ def run_worker(worker: Worker, install_signals: bool = True) -> int:
     finally:
         worker.close()
     worker.log.debug("stopped after %.1f s", time.monotonic() - started)
-    return 0
+    return worker.exit_code
