@@ -309,9 +309,14 @@ class Bus:
         with self._lock:
             matching = [s for s in self._subscriptions if s.topic.matches(msg.topic)]
         if not matching:
-            # a persistent session delivers what it queued for us before we subscribe again
             self.stats.dropped_unhandled += 1
-            self._log_drop(msg.topic, "no handler", "arrived before any subscription for it (subscribe before start)")
+            if msg.retain:
+                # a state we did not ask for: the embedded broker (amqtt 0.12) sends a new client
+                # the retained messages of other clients' subscriptions; nothing is lost
+                log.debug("ignored a retained message on %s: no subscription of %s matches", msg.topic, self.worker_id)
+            else:
+                # a persistent session delivers what it queued for us before we subscribe again
+                self._log_drop(msg.topic, "no handler", f"no subscription of {self.worker_id} matches (subscribe before start)")
             return
         if len(msg.payload) > self.settings.max_payload_bytes:
             self.stats.dropped_oversized += 1

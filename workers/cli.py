@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from workers.config import Config, ConfigError
 from workers.logs import setup_logging
+from workers.parent import bind_to_parent
 from workers.runtime import EXIT_CONFIG
 
 
@@ -123,6 +124,7 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    bind_to_parent()
     args = parse_arguments(list(sys.argv[1:] if argv is None else argv))
     try:
         config = Config.load(args.config, overrides=args.overrides)

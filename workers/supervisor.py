@@ -10,9 +10,11 @@ pointed at it.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -20,13 +22,15 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator_client.models import Bid
 from workers.broker import broker_for
 from workers.bus import Bus
 from workers.cli import COMMANDS, available, status_name
 from workers.config import Config, OrchestratorSettings, Section, parse_flag_value
 from workers.messages import AgentMessageSeen, OutgoingMessage, Status
+from workers.parent import PARENT_ENV
 from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
 
 log = logging.getLogger(__name__)
@@ -69,8 +73,11 @@ class Child:
     finished: bool = False
 
     def start(self) -> None:
+        """Start the child; it ends when this process ends, even by ``kill -9`` (see
+        :mod:`workers.parent`)."""
         stdin = None if self.console else subprocess.DEVNULL
-        self.process = subprocess.Popen(self.argv, stdin=stdin)
+        env = {**os.environ, PARENT_ENV: str(os.getpid())}
+        self.process = subprocess.Popen(self.argv, stdin=stdin, env=env)
         self.started = time.monotonic()
 
 
@@ -139,11 +146,49 @@ def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict
     return argv
 
 
+def owned_ports(config: Config, names: list[str]) -> list[tuple[str, str, int]]:
+    """``(worker, host, port)`` of every port the chosen workers will listen on."""
+    from avatar.settings import AvatarSettings
+    from orchestrator_client.demo_agents.settings import DemoAgentsSettings
+    from orchestrator_client.standin.settings import StandinSettings
+
+    ports: list[tuple[str, str, int]] = []
+    if "avatar" in names:
+        avatar = config.section(AvatarSettings)
+        ports.append(("avatar", avatar.host, avatar.port))
+    if "orchestrator" in names:
+        standin = config.section(StandinSettings)
+        ports.append(("orchestrator", standin.host, standin.port))
+    if "demo-agents" in names:
+        sellers = config.section(DemoAgentsSettings)
+        ports += [(f"demo-agents ({name})", sellers.host, port) for name, port in sellers.agents.items() if port]
+    return ports
+
+
+def taken_port(ports: list[tuple[str, str, int]]) -> str | None:
+    """A line naming the first port someone else already holds, or ``None``. A child that
+    cannot bind would exit or, worse, the suite would talk to whatever holds the port."""
+    for name, host, port in ports:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return f"port {port} on {host} for {name} is taken (another run, or another service?); stop it or choose another port"
+                return f"cannot listen on {host}:{port} for {name}: {exc.strerror}"
+    return None
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
     with_stand_ins = not eo_configured(config)
     names = choose_workers(args, config.section(RunSettings), with_stand_ins)
     extra = stand_in_overrides(config) if with_stand_ins and any(n in STAND_INS for n in names) else {}
     config = config.with_overrides({k: parse_flag_value(v) for k, v in extra.items()})
+    taken = taken_port(owned_ports(config, names))
+    if taken:
+        print(f"humaine-env run: {taken}", file=sys.stderr, flush=True)
+        return EXIT_UNAVAILABLE
     with broker_for(config) as (config, embedded):
         _run_suite(args, config, names, extra, with_stand_ins, embedded)
     print("humaine-env: stopped", flush=True)
@@ -165,7 +210,7 @@ def _run_suite(
     bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)
     bus.subscribe(bus.topics.all_status(), Status, lambda _t, s: statuses.__setitem__(s.worker, s))
     bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, lambda _t, m: print(describe_utterance(m), flush=True))
-    bus.subscribe(bus.topics.agent_message(), AgentMessageSeen, _print_reply)
+    bus.subscribe(bus.topics.agent_message(), ShownReply, _print_reply)
     bus.start()
 
     print(f"humaine-env: MQTT broker {broker_url}{' (embedded)' if embedded else ''}", flush=True)
@@ -196,29 +241,52 @@ def describe_utterance(message: OutgoingMessage) -> str:
     addressee = body.get("addressee") or "nobody"
     how = body.get("addresseeSource", "")
     outcome = message.outcome + (f": {message.reason}" if message.reason else "")
-    return f'buyer → {addressee}{f" (by {how})" if how and how != "none" else ""}: "{body.get("text", "")}"  [{outcome}]'
+    return f'buyer → {addressee}{f" (by {how})" if how and how != "none" else ""}: "{_clip(str(body.get("text", "")))}"  [{outcome}]'
 
 
-def describe_reply(message: AgentMessageSeen) -> str | None:
+SHOWN_TEXT_CHARS = 300
+"""Longest text quoted in the console (an agent may send pages)."""
+
+
+class ReplyBody(BaseModel):
+    """The parts of a forwarded message the console shows, typed: a hostile but well-formed
+    body (a bid whose ``quantity`` is a string) fails here, at the bus, in one rate-limited
+    line, instead of in the printer."""
+
+    model_config = ConfigDict(extra="allow")
+
+    speaker: str = ""
+    text: str = ""
+    bid: Bid | None = None
+    gesture: str | list[str] | None = None
+
+
+class ShownReply(AgentMessageSeen):
+    message: ReplyBody  # type: ignore[assignment]
+
+
+def describe_reply(message: ShownReply) -> str | None:
     """One readable line per agent reply the EO forwarded (the buyer's own echo is skipped)."""
     body = message.message
-    speaker = str(body.get("speaker", ""))
-    if not speaker or speaker == "Human":
+    if not body.speaker or body.speaker == "Human":
         return None
-    line = f'{speaker} → buyer: "{body.get("text", "")}"'
-    bid = body.get("bid")
-    if isinstance(bid, dict):
-        quantity = ", ".join(f"{n} {good}" for good, n in (bid.get("quantity") or {}).items())
-        price = bid.get("price") or {}
-        line += f"  [{bid.get('type', '?')}{': ' + quantity if quantity else ''}"
-        line += f" for {price.get('value')} {price.get('unit', '')}]" if price else "]"
-    gesture = body.get("gesture")
+    line = f'{body.speaker[:40]} → buyer: "{_clip(body.text)}"'
+    bid = body.bid
+    if bid is not None:
+        quantity = ", ".join(f"{n} {good}" for good, n in bid.quantity.items())
+        line += f"  [{bid.type}{': ' + quantity if quantity else ''}"
+        line += f" for {bid.price.value} {bid.price.unit}]" if bid.price else "]"
+    gesture = body.gesture
     if gesture:
         line += f"  gesture: {', '.join(gesture) if isinstance(gesture, list) else gesture}"
-    return line
+    return _clip(line, 2 * SHOWN_TEXT_CHARS)
 
 
-def _print_reply(_topic: str, message: AgentMessageSeen) -> None:
+def _clip(text: str, limit: int = SHOWN_TEXT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _print_reply(_topic: str, message: ShownReply) -> None:
     line = describe_reply(message)
     if line:
         print(line, flush=True)
@@ -251,17 +319,17 @@ def _supervise(children: list[Child]) -> None:
 def _print_table(children: list[Child], statuses: dict[str, Status], stop: threading.Event) -> None:
     deadline = time.monotonic() + STATUS_WAIT_S
     while time.monotonic() < deadline and not stop.is_set():
-        if all(status_name(c.name) in statuses or (c.process and c.process.poll() is not None) for c in children):
+        if all(_reported(c, statuses) or (c.process and c.process.poll() is not None) for c in children):
             break
         time.sleep(0.1)
     rows = []
     for child in children:
-        status = statuses.get(status_name(child.name))
+        status = _reported(child, statuses)
         code = child.process.poll() if child.process else None
-        if status is not None:
-            state = status.state + (f": {status.detail}" if status.detail else "")
-        elif code is not None:
+        if code is not None:
             state = f"exited ({code})"
+        elif status is not None:
+            state = status.state + (f": {status.detail}" if status.detail else "")
         else:
             state = "starting"
         rows.append((child.name, str(child.process.pid if child.process else "-"), state))
@@ -269,6 +337,17 @@ def _print_table(children: list[Child], statuses: dict[str, Status], stop: threa
     print(f"{'worker':<{width}}  {'pid':>7}  state", flush=True)
     for name, pid, state in rows:
         print(f"{name:<{width}}  {pid:>7}  {state}", flush=True)
+
+
+def _reported(child: Child, statuses: dict[str, Status]) -> Status | None:
+    """The status this very child published: a retained one left by an earlier process (a
+    killed run, another machine) is not this child's."""
+    status = statuses.get(status_name(child.name))
+    if status is None or child.process is None:
+        return None
+    if status.pid != child.process.pid or status.host != socket.gethostname():
+        return None
+    return status
 
 
 def _stop_children(children: list[Child]) -> None:
