@@ -132,29 +132,10 @@ class Bus:
         self._loop_started = False
         self._status_topic = self.topics.status(worker_id)
 
-        self.client = mqtt.Client(
-            CallbackAPIVersion.VERSION2,
-            client_id=f"humaine-{core.environment_uuid}-{worker_id}",
-            clean_session=not persistent,
-            protocol=mqtt.MQTTv311,
-        )
-        self.client.enable_logger(_PAHO_LOG)
-        # our callbacks catch their own failures; this only guards against a bug of ours
-        # killing the network thread (paho then logs the error in one line)
-        self.client.suppress_exceptions = True
+        self.client = self.new_client(f"humaine-{core.environment_uuid}-{worker_id}", clean_session=not persistent)
         self.client.reconnect_delay_set(self.settings.reconnect_min_s, self.settings.reconnect_max_s)  # type: ignore[arg-type]
         self.client.max_queued_messages_set(0)
         self.client.max_inflight_messages_set(100)
-        if self.settings.username:
-            self.client.username_pw_set(self.settings.username, self.settings.password or None)
-        if self.address.tls:
-            self.client.tls_set(
-                ca_certs=self.settings.tls_ca or None,
-                certfile=self.settings.tls_cert or None,
-                keyfile=self.settings.tls_key or None,
-                cert_reqs=ssl.CERT_NONE if self.settings.tls_insecure else ssl.CERT_REQUIRED,
-            )
-            self.client.tls_insecure_set(self.settings.tls_insecure)
         self.client.will_set(
             self._status_topic.name,
             self._status("offline", "connection lost").model_dump_json(),
@@ -163,7 +144,32 @@ class Bus:
         )
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
+        self.client.on_connect_fail = self._on_connect_fail
+        self._lost_reason: str | None = None
         self.client.on_message = self._on_message
+        self.taken_over: Status | None = None
+        """The newer instance of this worker that took our client id over (we then stop)."""
+        self.subscribe(self._status_topic, Status, self._on_own_status)
+
+    def new_client(self, client_id: str, clean_session: bool) -> mqtt.Client:
+        """A paho client with this bus's credentials, TLS and logging (also for probes)."""
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=clean_session,
+                             protocol=mqtt.MQTTv311)
+        client.enable_logger(_PAHO_LOG)
+        # our callbacks catch their own failures; this only guards against a bug of ours
+        # killing the network thread (paho then logs the error in one line)
+        client.suppress_exceptions = True
+        if self.settings.username:
+            client.username_pw_set(self.settings.username, self.settings.password or None)
+        if self.address.tls:
+            client.tls_set(
+                ca_certs=self.settings.tls_ca or None,
+                certfile=self.settings.tls_cert or None,
+                keyfile=self.settings.tls_key or None,
+                cert_reqs=ssl.CERT_NONE if self.settings.tls_insecure else ssl.CERT_REQUIRED,
+            )
+            client.tls_insecure_set(self.settings.tls_insecure)
+        return client
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -189,8 +195,9 @@ class Bus:
         return thread is not None and thread.is_alive()
 
     def stop(self) -> None:
-        """Publish the retained ``offline`` status, then disconnect cleanly."""
-        if self._connected.is_set():
+        """Publish the retained ``offline`` status (unless another instance owns it now), then
+        disconnect cleanly."""
+        if self._connected.is_set() and self.taken_over is None:
             info = self.client.publish(
                 self._status_topic.name,
                 self._status("offline", "stopped").model_dump_json(),
@@ -229,7 +236,7 @@ class Bus:
     def set_status(self, state: str, detail: str = "") -> None:
         """Publish the retained status (``online`` or ``error`` with a readable detail)."""
         self._state, self._detail = state, detail
-        if self._connected.is_set():
+        if self._connected.is_set() and self.taken_over is None:
             self.publish(self._status_topic, self._status(state, detail))
 
     def refresh_status(self) -> None:
@@ -270,7 +277,9 @@ class Bus:
         if self.stats.connects == 1:
             log.info("connected to MQTT broker %s as %s", self.address.url, self.worker_id)
         else:
-            log.info("reconnected to MQTT broker %s (session present: %s)", self.address.url, flags.session_present)
+            closed = f"the broker closed the connection ({self._lost_reason}); " if self._lost_reason else ""
+            self._lost_reason = None
+            log.info("%sreconnected to MQTT broker %s (session present: %s)", closed, self.address.url, flags.session_present)
             if self._persistent and not flags.session_present:
                 self.stats.sessions_lost += 1
                 self._drops.warning(
@@ -290,8 +299,37 @@ class Bus:
     def _on_disconnect(self, _client: mqtt.Client, _userdata: Any, _flags: Any, reason: Any, _props: Any) -> None:
         was_connected = self._connected.is_set()
         self._connected.clear()
-        if was_connected and reason.is_failure:
-            log.warning("lost the MQTT broker %s (%s); reconnecting", self.address.url, reason)
+        if was_connected and reason.is_failure and self.taken_over is None:
+            # said when the reconnection fails: a broker that answers again at once closed the
+            # connection on purpose (another client took our id: see _on_own_status)
+            self._lost_reason = str(reason)
+
+    def _on_connect_fail(self, _client: mqtt.Client, _userdata: Any) -> None:
+        if self._lost_reason is not None:
+            log.warning("lost the MQTT broker %s (%s); reconnecting", self.address.url, self._lost_reason)
+            self._lost_reason = None
+
+    def _on_own_status(self, _topic: str, status: Status) -> None:
+        """Someone else's status on our status topic: our client id is shared.
+
+        The broker lets one connection hold a client id and silently drops the older one, so
+        two instances knock each other off for ever. The newest instance keeps the id: an older
+        one stops reconnecting (the worker then exits, see :mod:`workers.runtime`); the newer
+        one republishes its status over the older one's (and over its last will)."""
+        if status.pid == os.getpid() and status.host == socket.gethostname():
+            return
+        newer = (status.started_at, status.host, status.pid) > (self._started_at, socket.gethostname(), os.getpid())
+        if newer and status.state != "offline":
+            if self.taken_over is None:
+                self.taken_over = status
+                log.error(
+                    "another %s (host %s, pid %s) took over this client id; this one stops",
+                    self.worker_id, status.host, status.pid,
+                )
+                self.client.disconnect()
+            return
+        if not newer:
+            self.refresh_status()
 
     def _on_message(self, _client: mqtt.Client, _userdata: Any, msg: mqtt.MQTTMessage) -> None:
         """Never raises: whatever goes wrong drops this one message with one rate-limited line,

@@ -91,6 +91,9 @@ class BrokerSettings(Section):
     reconnect_max_s: float = 8.0
     max_payload_bytes: int = 256 * 1024
     """Larger payloads are dropped on receipt with a log line."""
+    takeover: bool = False
+    """Start a worker even when another instance of it is online for this environment (its
+    retained status names it): the running one stops. Without it the second one refuses."""
 
 
 class OrchestratorSettings(Section):

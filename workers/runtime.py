@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 
 from workers.bus import Bus
 from workers.config import Config
+from workers.instance import DuplicateInstance, check_single_instance
 from workers.topics import Topics
 
 STOP_DEADLINE_S = 2.0
@@ -74,8 +76,10 @@ class Worker:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Connect the bus. Subscribe in the constructor: the persistent session delivers what
-        the broker queued for this worker as soon as it connects."""
+        """Connect the bus, unless another instance of this worker runs (raises
+        :class:`~workers.instance.DuplicateInstance`). Subscribe in the constructor: the
+        persistent session delivers what the broker queued for this worker as soon as it connects."""
+        check_single_instance(self.bus, self.config.broker.takeover)
         self.bus.start()
         self._health_thread = threading.Thread(target=self._watch, name=f"{self.worker_id}-watchdog", daemon=True)
         self._health_thread.start()
@@ -99,6 +103,11 @@ class Worker:
         worker would go on looking online while hearing and saying nothing."""
         next_health = time.monotonic() + HEALTH_INTERVAL_S
         while not self.stop_event.wait(WATCHDOG_INTERVAL_S):
+            if self.bus.taken_over is not None:
+                other = self.bus.taken_over
+                self.fail(EXIT_UNAVAILABLE, f"stopped: host {other.host}, pid {other.pid} runs this worker now")
+                _exit_if_still_running(self.exit_code)
+                return
             if not self.bus.alive:
                 self.fail(EXIT_BUS_DEAD, "the MQTT network thread died; exiting so that the worker is restarted")
                 _exit_if_still_running(self.exit_code)
@@ -149,7 +158,11 @@ def run_worker(worker: Worker, install_signals: bool = True) -> int:
     """Start ``worker``, run it until stopped, then stop the bus; returns an exit code."""
     if install_signals:
         install_stop_signals(worker.stop)
-    worker.start()
+    try:
+        worker.start()
+    except DuplicateInstance as exc:
+        print(f"humaine-env {worker.worker_id}: {exc}", file=sys.stderr, flush=True)
+        return EXIT_UNAVAILABLE
     started = time.monotonic()
     try:
         worker.run(worker.stop_event)

@@ -74,6 +74,11 @@ class Topics:
     def all_status(self) -> Topic:
         return Topic(f"{self.base}/status/+", QOS_EVENT, True)
 
+    def probe(self, token: str) -> Topic:
+        """A probe's echo: when it comes back, the broker has sent the retained messages of
+        the probe's earlier subscriptions (one client's packets are handled in order)."""
+        return Topic(f"{self.base}/probe/{check_segment(token, 'probe token')}", QOS_STREAM)
+
     # -- camera ------------------------------------------------------------------------------
     def headpose(self) -> Topic:
         """Head pose samples (yaw/pitch/roll) at up to 15 Hz."""
