@@ -197,7 +197,7 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
             if line.startswith("camera "):  # the last row of the start-up table
                 break
         output = "".join(lines)
-        assert f"MQTT broker mqtt://127.0.0.1:{port} (embedded)" in output, output
+        assert f"MQTT broker mqtt://127.0.0.1:{port} (started here: mosquitto, persistent)" in output, output
         assert "stand-in EO at http://127.0.0.1:" in output
         assert "display page http://127.0.0.1:" in output
         table = {ln.split()[0]: ln.split(None, 2)[2].strip() for ln in lines if ln.split() and ln.split()[0] in COMMANDS}

@@ -11,7 +11,7 @@ import logging
 import sys
 import threading
 
-from workers.broker import EmbeddedBroker, broker_answers, parse_broker_url
+from workers.broker import NOT_PERSISTENT, EmbeddedBroker, broker_answers, parse_broker_url
 from workers.config import Config
 from workers.runtime import EXIT_UNAVAILABLE, install_stop_signals, wait_for_stop
 
@@ -35,13 +35,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
         print(f"humaine-env broker: an MQTT broker already answers on 127.0.0.1:{port}; use it, or choose another --port",
               file=sys.stderr)
         return EXIT_UNAVAILABLE
-    broker = EmbeddedBroker(port, host=args.bind)
+    broker = EmbeddedBroker(port, host=args.bind, username=config.broker.username, password=config.broker.password)
     try:
         broker.start()
     except RuntimeError as exc:
         print(f"humaine-env broker: {exc} (is {args.bind}:{port} taken, or not an address of this machine?)", file=sys.stderr)
         return EXIT_UNAVAILABLE
     print(f"embedded MQTT broker listening on {broker.address.url}  (Ctrl-C stops it)", flush=True)
+    log.warning("%s", NOT_PERSISTENT)
     stop = threading.Event()
     install_stop_signals(stop.set)
     wait_for_stop(stop)

@@ -13,7 +13,7 @@ import time
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ENVELOPE_VERSION = 1
 NOBODY = ""
@@ -173,6 +173,11 @@ class AgentMessageSeen(Envelope):
 
 
 RoundPhase = Literal["idle", "warmup", "round", "post", "ended"]
+MAX_PHASE_S = 24 * 3600.0
+"""No phase of a negotiation round lasts longer: a longer one on the bus is refused."""
+MAX_ROUND_ID_CHARS = 128
+MAX_WIRE_INT = 2**53
+"""Ids and ms times beyond this are not exact in JavaScript (the display) and never real."""
 
 
 class RoundState(Envelope):
@@ -187,6 +192,42 @@ class RoundState(Envelope):
     phase_started: int | None = None
     phase_deadline: int | None = None
     """When the current phase is expected to end, ms since the epoch."""
+
+    @field_validator("round_id", mode="before")
+    @classmethod
+    def _not_bool(cls, value: object) -> object:
+        if isinstance(value, bool):  # pydantic would take true for 1
+            raise ValueError("round_id must be an int or a string")
+        return value
+
+    @field_validator("round_id")
+    @classmethod
+    def _sane_id(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and not 0 <= value <= MAX_WIRE_INT:
+            raise ValueError(f"round_id {value} is out of range")
+        if isinstance(value, str) and (not value or len(value) > MAX_ROUND_ID_CHARS or not value.isprintable()):
+            raise ValueError(f"round_id must be 1 to {MAX_ROUND_ID_CHARS} printable characters")
+        return value
+
+    @field_validator("durations")
+    @classmethod
+    def _sane_durations(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, seconds in value.items():
+            if not 0 <= seconds <= MAX_PHASE_S:  # NaN fails this too
+                raise ValueError(f"duration {name!r} = {seconds} s is not between 0 and {MAX_PHASE_S:g} s")
+        return value
+
+    @model_validator(mode="after")
+    def _sane_times(self) -> RoundState:
+        for name in ("phase_started", "phase_deadline"):
+            ms = getattr(self, name)
+            if ms is not None and not 0 <= ms <= MAX_WIRE_INT:
+                raise ValueError(f"{name} {ms} is not a time")
+        if self.phase_started is not None and self.phase_deadline is not None:
+            length_ms = self.phase_deadline - self.phase_started
+            if not 0 <= length_ms <= MAX_PHASE_S * 1000:
+                raise ValueError(f"the phase would last {length_ms / 1000:g} s (0 to {MAX_PHASE_S:g} s)")
+        return self
 
     @property
     def active(self) -> bool:

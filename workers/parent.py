@@ -15,6 +15,8 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
+from typing import Any
 
 PARENT_ENV = "HUMAINE_ENV_PARENT_PID"
 PR_SET_PDEATHSIG = 1
@@ -36,12 +38,33 @@ def bind_to_parent() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _ask_kernel() -> bool:
+def die_with_parent_preexec() -> Callable[[], None] | None:
+    """A ``preexec_fn`` for a child that is not ours to edit (mosquitto): it gets SIGTERM when
+    this process dies. libc is loaded here, in the parent: the function runs between fork and
+    exec, where loading a library could deadlock. ``None`` where prctl does not exist."""
+    libc = _libc()
+    if libc is None:
+        return None
+    prctl = libc.prctl
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+    return preexec
+
+
+def _libc() -> Any:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return int(libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)) == 0
+        libc.prctl  # noqa: B018 (raises AttributeError where there is no prctl)
+        return libc
     except (OSError, AttributeError):
-        return False
+        return None
+
+
+def _ask_kernel() -> bool:
+    libc = _libc()
+    return libc is not None and int(libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)) == 0
 
 
 def _poll_parent(parent: int) -> None:

@@ -3,7 +3,7 @@
 Each worker runs as its own child process so that a crash of one never takes the others
 down: a child that dies is started again with backoff; a child that exits with
 :data:`EXIT_UNAVAILABLE` (no camera, no model...) has said why and is left alone. The broker
-is resolved first (the embedded one is started here when none answers) and every child is
+is resolved first (one is started here when none answers: see :mod:`workers.broker`) and every child is
 pointed at it.
 """
 
@@ -25,7 +25,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator_client.models import Bid
-from workers.broker import broker_for
+from workers.broker import StartedBroker, broker_for
 from workers.bus import Bus
 from workers.cli import COMMANDS, available, status_name
 from workers.config import Config, OrchestratorSettings, Section, parse_flag_value
@@ -189,14 +189,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if taken:
         print(f"humaine-env run: {taken}", file=sys.stderr, flush=True)
         return EXIT_UNAVAILABLE
-    with broker_for(config) as (config, embedded):
-        _run_suite(args, config, names, extra, with_stand_ins, embedded)
+    with broker_for(config) as (config, started):
+        _run_suite(args, config, names, extra, with_stand_ins, started)
     print("humaine-env: stopped", flush=True)
     return 0
 
 
 def _run_suite(
-    args: argparse.Namespace, config: Config, names: list[str], extra: dict[str, str], with_stand_ins: bool, embedded: bool
+    args: argparse.Namespace, config: Config, names: list[str], extra: dict[str, str], with_stand_ins: bool, started: StartedBroker | None
 ) -> None:
     """Start the children against the resolved broker, print the start-up lines and the
     table, supervise until Ctrl-C, stop them all."""
@@ -213,7 +213,7 @@ def _run_suite(
     bus.subscribe(bus.topics.agent_message(), ShownReply, _print_reply)
     bus.start()
 
-    print(f"humaine-env: MQTT broker {broker_url}{' (embedded)' if embedded else ''}", flush=True)
+    print(f"humaine-env: MQTT broker {broker_url}{f' ({started.description})' if started else ''}", flush=True)
     if with_stand_ins and "orchestrator" in names:
         print(f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers, "
               "a round starts automatically", flush=True)
@@ -229,6 +229,8 @@ def _run_suite(
 
     try:
         while not stop.wait(0.2):
+            if started is not None:
+                started.check()
             _supervise(children)
     finally:
         _stop_children(children)

@@ -1,0 +1,175 @@
+"""Fault injection, the broker: ``kill -9`` of the broker ``run`` starts, a broker that keeps
+no sessions, and the embedded broker's authentication."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import free_port, wait_for
+from tests.test_bus import Collector, _transcript
+from workers.broker import EmbeddedBroker, MosquittoServer, ensure_broker
+from workers.bus import Bus
+from workers.config import BrokerSettings, Config, ConfigError
+from workers.messages import RoundState, Transcript
+
+SENT = 12
+
+
+def _connected(config: Config, worker_id: str, got: Collector | None = None) -> Bus:
+    bus = Bus(config, worker_id)
+    if got is not None:
+        bus.subscribe(bus.topics.transcript_final(), Transcript, got)
+    bus.start()
+    assert bus.wait_connected(10)
+    return bus
+
+
+def _publish_through(publisher: Bus, fault: Callable[[], None], tick: Callable[[float], None]) -> None:
+    """SENT finals, 150 ms apart, with ``fault`` run after the fourth and ``tick(seconds since
+    the fault)`` after each later one (on this thread, as run's supervision loop does)."""
+    faulted = 0.0
+    for i in range(SENT):
+        publisher.publish(publisher.topics.transcript_final(), _transcript(i))
+        if i == 3:
+            fault()
+            faulted = time.monotonic()
+        elif faulted:
+            tick(time.monotonic() - faulted)
+        time.sleep(0.15)
+
+
+@pytest.mark.skipif(shutil.which("mosquitto") is None and not Path("/usr/sbin/mosquitto").exists(),
+                    reason="mosquitto is installed by scripts/setup.sh")
+def test_broker_started_by_run_loses_nothing_to_kill_9(tmp_path: Path, make_config: Callable[..., Config]) -> None:
+    port = free_port()
+    address, started = ensure_broker(BrokerSettings(url=f"mqtt://127.0.0.1:{port}", mode="auto"), tmp_path)
+    assert isinstance(started, MosquittoServer)
+    config = make_config(address.url)
+    got = Collector()
+    subscriber = _connected(config, "transcript", got)
+    publisher = _connected(config, "microphone")
+    try:
+        def crash() -> None:
+            assert started.process is not None
+            started.process.send_signal(signal.SIGKILL)
+            started.process.wait(5)
+
+        def supervise(down_for: float) -> None:
+            if down_for > 0.6:
+                started.check()  # what run's supervision loop does
+
+        _publish_through(publisher, crash, supervise)
+        assert wait_for(lambda: len(got) >= SENT, timeout=20), f"{len(got)} of {SENT} arrived"
+        time.sleep(1.0)
+        ids = [m.utterance_id for m in got.items]
+        assert sorted(ids, key=lambda u: int(u[1:])) == [f"u{i}" for i in range(SENT)], ids  # none lost, none twice
+        assert started.restarts == 1
+        assert subscriber.stats.sessions_lost == 0
+    finally:
+        publisher.stop()
+        subscriber.stop()
+        started.stop()
+
+
+def test_a_broker_without_persistence_is_named_in_one_line(
+    tmp_path: Path, make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture
+) -> None:
+    """mosquitto's defaults keep sessions in memory only: after its ``kill -9`` the subscriber's
+    session is gone, and so are the messages queued in it. That cannot be undone from here; it is
+    said, once, naming the broker."""
+    port = free_port()
+    conf = tmp_path / "plain.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\nlog_dest none\nuser {getpass.getuser()}\n")
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+    def start() -> subprocess.Popen[bytes]:
+        process = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert wait_for(lambda: _answers(port), 10)
+        return process
+
+    broker = start()
+    config = make_config(f"mqtt://127.0.0.1:{port}")
+    caplog.set_level(logging.INFO, logger="workers.bus")
+    subscriber = _connected(config, "transcript", Collector())
+    try:
+        broker.kill()
+        broker.wait(5)
+        broker = start()
+        assert wait_for(lambda: subscriber.stats.connects >= 2, 15)
+        warnings = [r.getMessage() for r in caplog.records if "lost this client's session" in r.getMessage()]
+        assert len(warnings) == 1 and f"127.0.0.1:{port}" in warnings[0], warnings
+        assert subscriber.stats.sessions_lost == 1
+    finally:
+        subscriber.stop()
+        broker.kill()
+        broker.wait(5)
+
+
+def _answers(port: int) -> bool:
+    from workers.broker import BrokerAddress, broker_answers
+
+    return broker_answers(BrokerAddress("127.0.0.1", port, False), 0.2)
+
+
+def test_embedded_broker_beyond_loopback_needs_a_password(make_config: Callable[..., Config]) -> None:
+    with pytest.raises(ConfigError, match="username and password"):
+        EmbeddedBroker(free_port(), host="0.0.0.0")
+    broker = EmbeddedBroker(free_port(), host="0.0.0.0", username="room", password="s3cret")
+    broker.start()
+    url = f"mqtt://127.0.0.1:{broker.address.port}"
+    try:
+        good = Bus(make_config(url, **{"broker.username": "room", "broker.password": "s3cret"}), "good")
+        good.start()
+        assert good.wait_connected(10)
+        for who, creds in {"wrong": {"broker.username": "room", "broker.password": "guess"},
+                           "anonymous": {}}.items():
+            bus = Bus(make_config(url, **creds), who)
+            bus.start()
+            assert not bus.wait_connected(2), f"{who} was let in"
+            bus.stop()
+        good.stop()
+    finally:
+        broker.stop()
+
+
+def test_absurd_round_states_are_refused_by_the_model(mosquitto: object, make_config: Callable[..., Config]) -> None:
+    """Anyone on the bus can publish a retained round state; one that is absurd never reaches
+    the workers that rely on it."""
+    config = make_config(mosquitto.url)  # type: ignore[attr-defined]
+    got = Collector()
+    reader = Bus(config, "reader")
+    reader.subscribe(reader.topics.round_state(), RoundState, got)
+    reader.start()
+    writer = _connected(config, "writer")
+    assert reader.wait_connected(10)
+    try:
+        t = int(time.time() * 1000)
+        absurd = [
+            {"round_id": 10**30, "phase": "round"},
+            {"round_id": "r1", "phase": "round", "durations": {"round": 1e308}},
+            {"round_id": "r1", "phase": "round", "phase_started": t, "phase_deadline": t + 10**12},
+            {"round_id": "r1" * 200, "phase": "round"},
+            {"round_id": True, "phase": "round"},
+        ]
+        for n, fields in enumerate(absurd):
+            envelope = {"v": 1, "type": "round_state", "source": "x", "ts": t, "id": f"absurd{n}", **fields}
+            writer.publish_raw(writer.topics.round_state(), json.dumps(envelope).encode())
+        writer.publish(writer.topics.round_state(), RoundState(source="x", round_id="r2", phase="round",
+                                                               phase_started=t, phase_deadline=t + 300_000))
+        assert wait_for(lambda: any(s.round_id == "r2" for s in got.items), 10)
+        assert [s.round_id for s in got.items] == ["r2"]
+        assert reader.stats.dropped_invalid == len(absurd)
+    finally:
+        writer.clear_retained(writer.topics.round_state())
+        writer.stop()
+        reader.stop()
