@@ -88,7 +88,7 @@ class TranscriptWorker(Worker):
         self.session_log: SessionLog | None = None
         if s.session_log:
             directory = Path(s.session_dir) if s.session_dir else core.data_dir / "sessions"
-            self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}")
+            self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error)
         self.counts: dict[str, int] = {
             "finals": 0, "echo_dropped": 0, "messages": 0,
             "delivered": 0, "blocked": 0, "failed": 0, "undelivered": 0,
@@ -111,6 +111,11 @@ class TranscriptWorker(Worker):
         self.bus.subscribe(topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(topics.headpose(), HeadPose, self._on_headpose)
         self.bus.subscribe(topics.round_state(), RoundState, self._on_round)
+
+    def _disk_error(self, detail: str) -> None:
+        """The session log cannot be written: an ``error`` status says so (it is published on
+        connecting when this happens before), the relaying goes on."""
+        self.bus.set_status("error", detail)
 
     # -- bus handlers (network thread) -------------------------------------------------------
     def _on_transcript(self, _topic: str, message: Transcript) -> None:

@@ -14,6 +14,7 @@ import logging
 import math
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -82,10 +83,30 @@ def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = ()) -> Path:
     base = math.log(1.0001)  # LogMath's default base: prob() returns integers in it
     scored = sorted(((general.prob([w]), w) for w in dict_words if w.isalpha() or "'" in w), reverse=True)
     background = {w: math.exp(score * base) for score, w in scored[:BACKGROUND_WORDS]}
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(build_arpa(sentences, background), encoding="utf-8")
-    tmp.replace(path)
+    text = build_arpa(sentences, background)
+    try:
+        return _write_atomically(path, text)
+    except OSError as exc:
+        # a read-only or full data directory must not stop the microphone: the model is
+        # rebuilt in a temporary folder (a few seconds more at each start)
+        fallback = Path(tempfile.gettempdir()) / "humaine-env" / path.name
+        log.warning("cannot write the pocketsphinx cache %s (%s); using %s", path, exc.strerror or exc, fallback)
+        try:
+            return _write_atomically(fallback, text)
+        except OSError as again:
+            raise EngineUnavailable(f"cannot write the pocketsphinx language model anywhere: {again.strerror or again}") from None
+
+
+def _write_atomically(path: Path, text: str) -> Path:
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -1,0 +1,113 @@
+"""Fault injection, disks: the session log on a full disk (``/dev/full`` answers every write
+with ENOSPC, as a full filesystem does) and on a directory that cannot be created."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orchestrator_client import endpoints as ep
+from orchestrator_client.recorder import RecordingServer
+from tests.helpers import MosquittoBroker, wait_for
+from tests.test_bus import Collector
+from tests.test_fault_duplicate import ENV
+from tests.test_transcript_worker import Room
+from transcript.session_log import SessionLog
+from transcript.worker import TranscriptWorker
+from workers.config import Config
+from workers.messages import Status, now_ms
+
+FULL_DISK = Path("/dev/full")
+UTTERANCES = ("Celia one egg", "Watson two eggs", "Celia three eggs", "Watson four eggs")
+
+
+def test_session_log_on_a_full_disk_reports_once_and_never_raises() -> None:
+    errors: list[str] = []
+    session_log = SessionLog(FULL_DISK, errors.append)
+    for i in range(5):
+        session_log.write("final", text=f"line {i}")
+    assert len(errors) == 1 and "No space left on device" in errors[0], errors
+    assert session_log.lines == 0 and session_log.error == errors[0]
+
+
+def test_transcript_worker_relays_on_a_full_disk_with_an_error_status(
+    mosquitto: MosquittoBroker, make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture
+) -> None:
+    eo = RecordingServer().start()
+    config = make_config(mosquitto.url, **{"eo.url": eo.url, "transcript.merge_gap_s": 0})
+    room = Room(config)
+    statuses = Collector()
+    room.bus.subscribe(room.topics.status("transcript"), Status, statuses)
+    room.round("r1", "round")
+    caplog.set_level(logging.INFO)
+    worker = TranscriptWorker(config)
+    worker.session_log = SessionLog(FULL_DISK, worker._disk_error)  # the disk filled up
+    worker.start()
+    thread = threading.Thread(target=worker.run, args=(worker.stop_event,), daemon=True)
+    thread.start()
+    try:
+        assert wait_for(lambda: worker.rounds.state is not None, 10)
+        for i, text in enumerate(UTTERANCES):
+            t = now_ms()
+            room.say(text, t - 900, t - 100 - i, source="typed")
+            assert wait_for(lambda n=i: len(eo.bodies(ep.RELAY_MESSAGE)) == n + 1, 10), f"utterance {i} not relayed"
+        assert [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)] == list(UTTERANCES)
+        assert wait_for(lambda: any(s.state == "error" and "No space left" in s.detail for s in statuses.items), 10)
+        assert thread.is_alive()
+        disk_lines = [r for r in caplog.records if "session log" in r.getMessage()]
+        assert len(disk_lines) == 1 and not any(r.exc_info for r in caplog.records)
+    finally:
+        worker.stop()
+        thread.join(5)
+        worker.close()
+        room.close()
+        eo.stop()
+
+
+def test_unwritable_data_dir_is_one_line_and_an_error_status_not_an_exit(
+    mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
+) -> None:
+    """The data directory cannot hold the session folder (a file stands where it should be:
+    ENOTDIR, like EROFS on a read-only mount): the worker says so once, publishes ``error`` and
+    relays; it neither exits nor crash-loops."""
+    blocker = tmp_path / "data"
+    blocker.write_text("not a directory")
+    eo = RecordingServer().start()
+    config = make_config(mosquitto.url, **{"eo.url": eo.url})
+    env = config.core.environment_uuid
+    room = Room(config)
+    statuses = Collector()
+    room.bus.subscribe(room.topics.status("transcript"), Status, statuses)
+    room.round("r1", "round")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "transcript", "--set", f'environment_uuid="{env}"',
+         "--set", f'broker.url="{mosquitto.url}"', "--set", 'broker.mode="external"',
+         "--set", f'data_dir="{blocker}"', "--set", f'eo.url="{eo.url}"'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_for(lambda: any(s.state == "error" and s.pid == process.pid for s in statuses.items), 20), \
+            [(s.state, s.detail) for s in statuses.items]
+        (status,) = [s for s in statuses.items if s.state == "error" and s.pid == process.pid][:1]
+        assert "session log" in status.detail and "Not a directory" in status.detail
+        t = now_ms()
+        room.say("Celia one egg", t - 900, t - 100, source="typed")
+        assert wait_for(lambda: len(eo.bodies(ep.RELAY_MESSAGE)) == 1, 10)
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=10)
+        assert process.returncode == 0
+        assert "Traceback" not in err
+        assert sum("session log" in line for line in err.splitlines()) == 1, err
+    finally:
+        if process.poll() is None:
+            process.kill()
+        room.close()
+        eo.stop()
