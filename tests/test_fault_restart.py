@@ -1,0 +1,75 @@
+"""Fault injection, a worker restart during speech: finals published while the Rich
+Transcript worker is down (killed with SIGKILL, or stopped) reach the EO once it is back.
+
+The broker queues them in the worker's persistent session and delivers them the moment it
+reconnects, before the retained round state: its handlers are in place before it connects,
+and it holds the finals until it knows the round."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+
+from orchestrator_client import endpoints as ep
+from orchestrator_client.recorder import RecordingServer
+from tests.helpers import MosquittoBroker, wait_for
+from tests.test_bus import Collector
+from tests.test_fault_duplicate import ENV
+from tests.test_transcript_worker import Room
+from workers.config import Config
+from workers.messages import Status, now_ms
+
+SPOKEN = ("Celia one egg", "Watson two eggs", "Celia three eggs", "Watson four eggs", "Celia five eggs")
+
+
+def _worker(config: Config, eo_url: str, broker_url: str) -> subprocess.Popen[str]:
+    env = config.core.environment_uuid
+    return subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "transcript", "--set", f'environment_uuid="{env}"',
+         "--set", f'broker.url="{broker_url}"', "--set", 'broker.mode="external"',
+         "--set", f'data_dir="{config.core.data_dir}"', "--set", f'eo.url="{eo_url}"'],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["killed", "stopped"])
+def test_no_final_lost_across_a_transcript_worker_restart(
+    how: int, mosquitto: MosquittoBroker, make_config: Callable[..., Config]
+) -> None:
+    eo = RecordingServer().start()
+    config = make_config(mosquitto.url)
+    room = Room(config)
+    statuses = Collector()
+    room.bus.subscribe(room.topics.status("transcript"), Status, statuses)
+    room.round("r1", "round")
+    first = _worker(config, eo.url, mosquitto.url)
+    second: subprocess.Popen[str] | None = None
+    try:
+        assert wait_for(lambda: any(s.pid == first.pid and s.state == "online" for s in statuses.items), 20)
+        first.send_signal(how)
+        first.wait(10)
+        for i, text in enumerate(SPOKEN):  # the buyer goes on talking while the worker is down
+            t = now_ms()
+            room.say(text, t - 900, t - 100 - i, source="typed")
+            time.sleep(0.05)
+        second = _worker(config, eo.url, mosquitto.url)
+        assert wait_for(lambda: len(eo.bodies(ep.RELAY_MESSAGE)) >= len(SPOKEN), 20), \
+            f"{len(eo.bodies(ep.RELAY_MESSAGE))} of {len(SPOKEN)} relayed"
+        time.sleep(1.0)
+        assert [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)] == list(SPOKEN)  # none lost, none twice, in order
+        outcomes = [m.outcome for m in room.outgoing]
+        assert outcomes == ["delivered"] * len(SPOKEN), [(m.outcome, m.reason) for m in room.outgoing]
+        second.send_signal(signal.SIGTERM)
+        _, err = second.communicate(timeout=10)
+        assert second.returncode == 0 and "Traceback" not in err, err
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+        room.close()
+        eo.stop()
