@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -20,9 +21,9 @@ from orchestrator_client.recorder import RecordingServer
 from tests.helpers import MosquittoBroker, wait_for
 from tests.test_bus import Collector
 from tests.test_fault_duplicate import ENV
-from tests.test_transcript_worker import Room
+from tests.test_transcript_worker import Room, running, session_records
 from workers.config import Config
-from workers.messages import Status, now_ms
+from workers.messages import Status, Transcript, now_ms
 
 SPOKEN = ("Celia one egg", "Watson two eggs", "Celia three eggs", "Watson four eggs", "Celia five eggs")
 
@@ -71,5 +72,31 @@ def test_no_final_lost_across_a_transcript_worker_restart(
         for process in (first, second):
             if process is not None and process.poll() is None:
                 process.kill()
+        room.close()
+        eo.stop()
+
+
+def test_finals_queued_for_a_long_absence_are_recorded_not_relayed(
+    mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
+) -> None:
+    """A persistent session can hold finals from long ago (the worker was down for an hour):
+    the conversation has moved on, so they are recorded as too old; a fresh one is relayed."""
+    eo = RecordingServer().start()
+    config = make_config(mosquitto.url, **{"eo.url": eo.url, "transcript.session_dir": str(tmp_path / "sessions")})
+    room = Room(config)
+    room.round("r1", "round")
+    try:
+        with running(config, room):
+            t = now_ms()
+            stale = Transcript(source="typed", final=True, utterance_id="old", text="Celia an hour ago",
+                               start=t - 3_600_900, end=t - 3_600_100, engine="test", ts=t - 3_600_000)
+            room.bus.publish(room.topics.transcript_final(), stale)
+            room.say("Watson now", t - 900, t - 100, source="typed")
+            assert wait_for(lambda: len(eo.bodies(ep.RELAY_MESSAGE)) == 1, 10)
+            time.sleep(0.5)
+        assert [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)] == ["Watson now"]
+        ignored = [r for r in session_records(tmp_path) if r["kind"] == "final_ignored"]
+        assert len(ignored) == 1 and ignored[0]["utterance_id"] == "old" and "too old" in ignored[0]["reason"]
+    finally:
         room.close()
         eo.stop()

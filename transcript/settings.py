@@ -35,6 +35,10 @@ class TranscriptSettings(Section):
     ``max_utterance_ms``, 20 s) before the held final is sent alone."""
     merge_sources: list[str] = Field(default_factory=lambda: ["mic", "file", "replay"])
     """Sources whose finals may be merged; typed messages are sent as typed."""
+    max_final_age_s: float = Field(60.0, gt=0)
+    """A final published longer ago than this when it arrives (queued by the broker for a
+    worker that was down a long while) is recorded as too old, not relayed: the conversation has
+    moved on. Finals queued across a restart of a few seconds are relayed."""
     ttl_s: float = Field(5.0, gt=0)
     """A message not delivered this long after its (latest) final transcript arrived is no
     longer sent and is recorded as undelivered."""

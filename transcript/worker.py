@@ -34,6 +34,7 @@ from transcript.session_log import SessionLog
 from transcript.settings import TranscriptSettings
 from workers.bus import Bus
 from workers.config import Config, OrchestratorSettings
+from workers.logs import RateLimitedLog
 from workers.messages import Attention, HeadPose, OutgoingMessage, RoundState, Transcript, VadEvent, new_id, now_ms
 from workers.runtime import Worker
 
@@ -90,9 +91,10 @@ class TranscriptWorker(Worker):
             directory = Path(s.session_dir) if s.session_dir else core.data_dir / "sessions"
             self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error)
         self.counts: dict[str, int] = {
-            "finals": 0, "echo_dropped": 0, "messages": 0,
+            "finals": 0, "echo_dropped": 0, "too_old": 0, "messages": 0,
             "delivered": 0, "blocked": 0, "failed": 0, "undelivered": 0,
         }
+        self._drops = RateLimitedLog(self.log)
         self._sent: list[Entry] = []
         """Our delivered messages, to explain outcomes with the documented rules."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -221,12 +223,21 @@ class TranscriptWorker(Worker):
             return []
         if not part.text.strip():
             return []
+        # how long the broker held it (wall time since it was published; the audio clock of a
+        # replay is in the past by design)
+        age_s = (now_ms() - part.ts) / 1000
+        if age_s > self.settings.max_final_age_s:
+            self.counts["too_old"] += 1
+            self._log("final_ignored", utterance_id=part.utterance_id, reason=f"too old: published {age_s:.0f} s ago")
+            self._drops.warning("too old", "final transcripts published over %g s ago are not relayed (the last: %.0f s)",
+                                self.settings.max_final_age_s, age_s)
+            return []
         return self.merger.add(part, self.clock.now_ms())
 
     def _dispatch(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None], hold: bool = True) -> None:
         """Fuse, build and queue (or record as undelivered) one complete utterance; while no
         round state is known yet, hold it (see :meth:`_release_held`)."""
-        if hold and not self.rounds.known:
+        if hold and (self._held or not self.rounds.known):  # behind held ones: in the order spoken
             self._held.append(utterance)
             if len(self._held) > MAX_HELD_FOR_ROUND:
                 self._dispatch(self._held.pop(0), outbox, hold=False)
