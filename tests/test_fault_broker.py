@@ -9,6 +9,7 @@ import logging
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,8 +22,10 @@ from workers.broker import EmbeddedBroker, MosquittoServer, ensure_broker
 from workers.bus import Bus
 from workers.config import BrokerSettings, Config, ConfigError
 from workers.messages import RoundState, Transcript
+from workers.runtime import EXIT_CONFIG
 
 SENT = 12
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _connected(config: Config, worker_id: str, got: Collector | None = None) -> Bus:
@@ -140,6 +143,14 @@ def test_embedded_broker_beyond_loopback_needs_a_password(make_config: Callable[
         good.stop()
     finally:
         broker.stop()
+
+
+def test_broker_command_beyond_loopback_without_a_password_is_one_line() -> None:
+    argv = [sys.executable, "-m", "workers.cli", "broker", "--port", str(free_port()), "--bind", "0.0.0.0"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert result.returncode == EXIT_CONFIG, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "username and password" in lines[0], result.stderr
 
 
 def test_absurd_round_states_are_refused_by_the_model(mosquitto: object, make_config: Callable[..., Config]) -> None:

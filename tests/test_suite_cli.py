@@ -99,7 +99,11 @@ def test_every_command_has_help(command: str) -> None:
 
 @pytest.mark.parametrize(
     ("flags", "said"),
-    [(["--bind", "127.0.0.1"], "already answers on 127.0.0.1"), (["--bind", "192.0.2.1"], "not an address of this machine")],
+    [
+        (["--bind", "127.0.0.1"], "already answers on 127.0.0.1"),
+        (["--bind", "192.0.2.1", "--set", 'broker.username="room"', "--set", 'broker.password="pw"'],
+         "not an address of this machine"),
+    ],
 )
 def test_broker_that_cannot_serve_says_why_in_one_line(mosquitto: MosquittoBroker, flags: list[str], said: str) -> None:
     """Port taken by a running broker, or an address this machine does not have (a

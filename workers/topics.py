@@ -76,8 +76,9 @@ class Topics:
 
     def probe(self, token: str) -> Topic:
         """A probe's echo: when it comes back, the broker has sent the retained messages of
-        the probe's earlier subscriptions (one client's packets are handled in order)."""
-        return Topic(f"{self.base}/probe/{check_segment(token, 'probe token')}", QOS_STREAM)
+        the probe's earlier subscriptions (one client's packets are handled in order). Outside
+        the environment's tree, so that recorders of ``everything()`` never see it."""
+        return Topic(f"{ROOT}-probe/{self.env}/{check_segment(token, 'probe token')}", QOS_STREAM)
 
     # -- camera ------------------------------------------------------------------------------
     def headpose(self) -> Topic:
