@@ -172,6 +172,19 @@ class AgentMessageSeen(Envelope):
     message: dict[str, object]
 
 
+class EOVerdict(Envelope):
+    """What the EO decided about a proposed message, as it told its human-side service (the
+    Avatar Controller): every ``/receiveLog`` (``via: log``, permitted or not) and every
+    ``/receiveRejection`` (``via: rejection``). The EO's ``/relayMessage`` answer does not
+    say why a message was blocked; this does. ``message`` is the body the EO echoed."""
+
+    type: Literal["eo_verdict"] = "eo_verdict"
+    via: Literal["log", "rejection"]
+    permitted: bool
+    rationale: str | None = None
+    message: dict[str, object]
+
+
 RoundPhase = Literal["idle", "warmup", "round", "post", "ended"]
 
 
