@@ -141,7 +141,9 @@ class OutgoingMessage(Envelope):
 
     type: Literal["humaine_message"] = "humaine_message"
     message: dict[str, object]
-    outcome: Literal["delivered", "blocked", "failed", "undelivered"]
+    outcome: Literal["delivered", "blocked", "maybe_delivered", "failed", "undelivered"]
+    """``maybe_delivered``: sent, but not answered before its deadline (or the EO failed
+    mid-answer): the EO may have acted on it."""
     reason: str = ""
 
 
