@@ -25,6 +25,8 @@ DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
 """The shipped EO's ``responseTimeLimit``: how long the addressed agent may take to reply."""
 DEFAULT_EO_BUDGET: Final = 50.0
 """The shipped EO's ``humanBudget.value``."""
+UTILITY_GENERATOR: Final = "utility-generator"
+DEFAULT_UTILITY_GENERATOR_PORT: Final = 7021
 PROBE_ROUND: Final = "humaine-env-check-wiring"
 """A round id no venue uses: ``GET /viewQueue/<it>`` proves the EO answers without touching a round."""
 
@@ -40,9 +42,13 @@ def eo_app_settings(
     can_talk_at_once: bool = True,
     human_budget: float = DEFAULT_EO_BUDGET,
     currency: str = "USD",
+    utility_generator_port: int = DEFAULT_UTILITY_GENERATOR_PORT,
 ) -> dict[str, Any]:
     """The EO's ``appSettings.json`` with the Avatar Controller as its only human-side service
-    (``role: buyer``). The agents need no entry: the EO takes them from ``/initializeRound``."""
+    (``role: buyer``). The agents need no entry: the EO takes them from ``/initializeRound``.
+    The ``utility-generator`` entry must exist even where none runs: at the end of a round
+    with a deal the EO looks it up and exits when the entry is missing (a generator that does
+    not answer only leaves the utilities null)."""
     if human_name not in HUMAN_SERVICE_NAMES:
         raise ValueError(f"the current EO works only with a human-side service named {' or '.join(HUMAN_SERVICE_NAMES)}")
     return {
@@ -54,6 +60,7 @@ def eo_app_settings(
         "negotiatorsInfo": [{"name": human_name, "type": "human", "role": BUYER}],
         "serviceMap": {
             EO_SERVICE: {"protocol": "http", "host": "localhost", "port": eo_port},
+            UTILITY_GENERATOR: {"protocol": "http", "host": "localhost", "port": utility_generator_port},
             human_name: {"protocol": "http", "host": human_host, "port": human_port},
         },
         "responseTimeLimit": response_time_limit_ms,

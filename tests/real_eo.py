@@ -59,6 +59,9 @@ class RealEO:
     can_talk_at_once: bool = True
     human_budget: float = 50.0
     port: int = field(default_factory=free_port)
+    utility_generator_port: int = field(default_factory=free_port)
+    """Nothing listens there: the utilities of the round totals are null, as at a venue
+    whose utility generator is away."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -82,6 +85,7 @@ class RealEO:
             response_time_limit_ms=self.response_time_limit_ms,
             can_talk_at_once=self.can_talk_at_once,
             human_budget=self.human_budget,
+            utility_generator_port=self.utility_generator_port,
         )
 
     def _prepare(self) -> None:
