@@ -157,8 +157,8 @@ def test_typed_utterance_through_the_real_eo_and_its_true_outcomes(room: dict[st
     # 1. named utterance: delivered, Celia answers (spoken, with a gesture), Watson undercuts
     #    after the real EO's 2 s window - nothing the sellers say is blocked
     typed_at = time.monotonic()
-    mic.type("@Celia I would like to buy 2 eggs for 1 dollar")
-    first = observer.outcome_of("2 eggs for 1 dollar")
+    mic.type("@Celia I would like to buy 4 eggs")  # Celia asks her price; Watson can undercut it
+    first = observer.outcome_of("buy 4 eggs")
     assert first.outcome == "delivered" and first.message["roundId"] == ROUND_ID, first
 
     def spoken(avatar: str) -> bool:
@@ -167,7 +167,8 @@ def test_typed_utterance_through_the_real_eo_and_its_true_outcomes(room: dict[st
     assert wait_for(lambda: spoken("Celia"), timeout=20), "".join(room["processes"][0].output)
     begin_at = next(t for t, m in observer.seen["speaking"] if m.avatar == "Celia" and m.state == "begin" and m.message_id)
     assert any(m.avatar == "Celia" for m in observer.of("gesture")), "Celia's first reply carries a gesture"
-    assert wait_for(lambda: {"Celia", "Watson"} <= {m.message.get("speaker") for m in observer.of("seen")}, timeout=15)
+    assert wait_for(lambda: {"Celia", "Watson"} <= {m.message.get("speaker") for m in observer.of("seen")}, timeout=15), (
+        observer.of("verdict"), "".join(room["processes"][1].output))
     wavs = sorted((room["tmp"] / "speech").glob("*Celia-*.wav"))
     assert wavs, "Celia's reply was written to a WAV file"
     with wave.open(str(wavs[0])) as handle:
