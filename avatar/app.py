@@ -14,14 +14,14 @@ import hmac
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any, Literal
+from typing import Any, Literal, TypeVar
 
-from fastapi import Body, Depends, FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect, status
+from fastapi import Depends, FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Discriminator, Tag
+from pydantic import BaseModel
 
 from avatar.controller import AvatarController
 from avatar.display import STATIC_DIR
@@ -33,14 +33,17 @@ from orchestrator_client.models import (
     EndRound,
     HumanUtterance,
     LogEntry,
+    PlatformModel,
     Rejection,
     RoundMetadata,
     RoundTotals,
     SetUtility,
     StartRound,
     acknowledgement,
+    read_lenient,
 )
 from workers import __version__
+from workers.logs import OnceLog
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +54,17 @@ DISPLAY_WS_PATH = "/ws"
 TOKEN_QUERY = "token"
 
 
-def _message_kind(value: Any) -> str:
-    speaker = value.get("speaker") if isinstance(value, dict) else getattr(value, "speaker", None)
-    return "human" if speaker == HUMAN else "agent"
+M = TypeVar("M", bound=PlatformModel)
+_UNREADABLE: Any = object()
+"""A body that is not JSON."""
 
 
-IncomingMessage = Annotated[
-    Annotated[HumanUtterance, Tag("human")] | Annotated[AgentMessage, Tag("agent")],
-    Discriminator(_message_kind),
-]
-"""``/receiveMessage``: the human's own utterance (``speaker == "Human"``) or an agent's."""
+def _body_schema(model: type[PlatformModel]) -> dict[str, Any]:
+    """The body's documented shape for the OpenAPI page (bodies are read liberally, by hand)."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "title": model.__name__, "description": ((model.__doc__ or "").strip().splitlines() or [""])[0],
+        "properties": {name: {} for name in model.model_fields},
+    }}}}}
 
 
 class Ack(BaseModel):
@@ -184,56 +188,70 @@ def create_app(controller: AvatarController) -> FastAPI:
                                 headers={"WWW-Authenticate": "Bearer"})
 
     guarded = [Depends(require_token)]
+    notes = OnceLog(log)
     ack = acknowledgement
 
-    @app.post(ep.RECEIVE_MESSAGE, dependencies=guarded, response_model=Ack, summary="A permitted message")
-    async def receive_message(message: Annotated[IncomingMessage, Body()]) -> dict[str, Any]:
+    async def load(request: Request) -> Any:
+        """The JSON body, or :data:`_UNREADABLE` (logged once per path)."""
+        raw = await request.body()
+        try:
+            return json.loads(raw) if raw else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            path = request.url.path
+            notes.warning((path, "json"), "%s: the body is not JSON (%.60r); acknowledged and ignored", path, raw)
+            return _UNREADABLE
+
+    def parse(path: str, model: type[M], data: Any) -> M | None:
+        """``data`` as ``model``, read liberally (:func:`read_lenient`): the EO exits when we
+        answer it with an error, so nothing it may send is refused. What had to be filled in,
+        or could not be read at all, is logged once per path and kind."""
+        if data is _UNREADABLE:
+            return None
+        result = read_lenient(model, data)
+        if result.filled:
+            notes.warning((path, result.filled), "%s: the EO sent no usable %s; filled in (logged once)",
+                          path, ", ".join(result.filled))
+        if result.value is None:
+            notes.warning((path, result.error), "%s: unreadable body (%s); acknowledged and ignored", path, result.error)
+        return result.value
+
+    def route(path: str, model: type[M], handle: Callable[[M], None], summary: str) -> None:
+        async def endpoint(request: Request) -> dict[str, Any]:
+            body = parse(path, model, await load(request))
+            if body is not None:
+                handle(body)
+            return ack()
+
+        endpoint.__name__ = path.strip("/").replace("/", "_")
+        app.add_api_route(path, endpoint, methods=["POST"], dependencies=guarded, response_model=Ack,
+                          summary=summary, openapi_extra=_body_schema(model))
+
+    @app.post(ep.RECEIVE_MESSAGE, dependencies=guarded, response_model=Ack, summary="A permitted message",
+              openapi_extra=_body_schema(AgentMessage))
+    async def receive_message(request: Request) -> dict[str, Any]:
         """Every message the EO permitted. An avatar's is spoken after this answer; the
         human's is shown. Optional extension: ``gesture`` (a name or a list of names)."""
-        controller.receive_message(message)
+        data = await load(request)
+        human = isinstance(data, dict) and data.get("speaker") == HUMAN
+        message = parse(ep.RECEIVE_MESSAGE, HumanUtterance if human else AgentMessage, data)
+        if message is not None:
+            controller.receive_message(message)
         return ack()
 
-    @app.post(ep.SET_UTILITY, dependencies=guarded, response_model=Ack)
-    async def set_utility(body: SetUtility) -> dict[str, Any]:
-        controller.set_utility(body)
-        return ack()
+    route(ep.SET_UTILITY, SetUtility, controller.set_utility, "A participant's utility")
+    route(ep.SEND_ROUND_METADATA, RoundMetadata, controller.round_metadata, "Durations of the round; the warm-up starts")
+    route(ep.START_ROUND, StartRound, controller.start_round, "The negotiation starts")
+    route(ep.END_ROUND, EndRound, controller.end_round, "The negotiation ends")
+    route(ep.RECEIVE_LOG, LogEntry, controller.receive_log, "The EO's verdict on a proposed message")
+    route(ep.RECEIVE_REJECTION, Rejection, controller.receive_rejection, "A message the EO blocked")
+    route(ep.RECEIVE_ROUND_TOTALS, RoundTotals, controller.round_totals, "The round's totals")
 
-    @app.post(ep.SEND_ROUND_METADATA, dependencies=guarded, response_model=Ack)
-    async def round_metadata(body: RoundMetadata) -> dict[str, Any]:
-        """Durations of the round; the warm-up starts."""
-        controller.round_metadata(body)
-        return ack()
-
-    @app.post(ep.START_ROUND, dependencies=guarded, response_model=Ack)
-    async def start_round(body: StartRound) -> dict[str, Any]:
-        controller.start_round(body)
-        return ack()
-
-    @app.post(ep.END_ROUND, dependencies=guarded, response_model=Ack)
-    async def end_round(body: EndRound) -> dict[str, Any]:
-        controller.end_round(body)
-        return ack()
-
-    @app.post(ep.RECEIVE_LOG, dependencies=guarded, response_model=Ack)
-    async def receive_log(body: LogEntry) -> dict[str, Any]:
-        controller.receive_log(body)
-        return ack()
-
-    @app.post(ep.RECEIVE_REJECTION, dependencies=guarded, response_model=Ack)
-    async def receive_rejection(body: Rejection) -> dict[str, Any]:
-        controller.receive_rejection(body)
-        return ack()
-
-    @app.post(ep.RECEIVE_ROUND_TOTALS, dependencies=guarded, response_model=Ack)
-    async def round_totals(body: RoundTotals) -> dict[str, Any]:
-        controller.round_totals(body)
-        return ack()
-
-    @app.post(ep.CONFIRM_ACCEPT, dependencies=guarded, response_model=Ack)
-    async def confirm_accept(body: ConfirmAccept) -> dict[str, Any]:
+    @app.post(ep.CONFIRM_ACCEPT, dependencies=guarded, response_model=Ack, openapi_extra=_body_schema(ConfirmAccept))
+    async def confirm_accept(request: Request) -> dict[str, Any]:
         """Answers exactly ``{"status": "acknowledged"}`` (the only yes the EO accepts) unless
-        ``confirm_accept = "operator"`` and the operator declines on the display page."""
-        return await controller.confirm_accept(body)
+        ``confirm_accept = "operator"`` and the operator declines on the display page. Always
+        one of the two answers the EO understands, whatever the body."""
+        return await controller.confirm_accept(parse(ep.CONFIRM_ACCEPT, ConfirmAccept, await load(request)))
 
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:

@@ -12,7 +12,7 @@ import collections
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from avatar import gestures
 from avatar.display import DisplayHub
@@ -35,7 +35,17 @@ from orchestrator_client.models import (
     StartRound,
     confirm_accept_answer,
 )
-from workers.messages import AgentMessageSeen, Attention, Envelope, Gesture, RoundState, Speaking, new_id, now_ms
+from workers.messages import (
+    AgentMessageSeen,
+    Attention,
+    Envelope,
+    EOVerdict,
+    Gesture,
+    RoundState,
+    Speaking,
+    new_id,
+    now_ms,
+)
 from workers.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
@@ -267,6 +277,9 @@ class AvatarController:
         self.hub.emit({"type": "utility", "name": body.name, "roundId": body.roundId, "goods": list(body.utility)})
 
     def receive_log(self, entry: LogEntry) -> None:
+        """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own
+        outcomes there) and on the display."""
+        self._publish_verdict("log", entry.permitted, entry.rationale, entry)
         item = {
             "speaker": entry.speaker,
             "text": prepare(entry.text).plain,
@@ -281,14 +294,30 @@ class AvatarController:
         self.hub.emit({"type": "log", **item}, update)
 
     def receive_rejection(self, rejection: Rejection) -> None:
+        self._publish_verdict("rejection", False, rejection.rationale, rejection)
         log.info("the EO blocked %s's message (%s): %s", rejection.speaker, rejection.rationale, rejection.text[:80])
         self.hub.emit(
             {"type": "rejection", "speaker": rejection.speaker, "text": prepare(rejection.text).plain, "rationale": rejection.rationale}
         )
 
+    def _publish_verdict(self, via: Literal["log", "rejection"], permitted: bool, rationale: str | None,
+                         echoed: LogEntry | Rejection) -> None:
+        message = echoed.model_dump(mode="json", exclude_none=True)
+        for key in ("permitted", "rationale"):
+            message.pop(key, None)
+        self.bus.publish(
+            self.topics.eo_verdict(),
+            EOVerdict(source=self.source, via=via, permitted=permitted, rationale=rationale, message=message),
+        )
+
     # -- /confirmAccept --------------------------------------------------------------------------
-    async def confirm_accept(self, body: ConfirmAccept) -> dict[str, Any]:
-        """The EO's yes at once (``auto``), or the operator's decision (``operator``)."""
+    async def confirm_accept(self, body: ConfirmAccept | None) -> dict[str, Any]:
+        """The EO's yes at once (``auto``), or the operator's decision (``operator``). A body
+        that could not be read (``None``) gets the answer an unattended deal gets, never an
+        error: the EO exits on anything but one of its two answers."""
+        if body is None:
+            accepted = self.settings.confirm_accept == "auto" or self.settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
+            return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
         deal = {"speaker": body.speaker, "text": prepare(body.text).plain, "bid": body.bid.body()}
         if self.settings.confirm_accept == "auto":
             self.hub.emit({"type": "accept", **deal, "accepted": True})

@@ -16,7 +16,7 @@ from typing import Any
 from avatar.worker import AvatarWorker
 from workers.bus import Bus
 from workers.config import Config
-from workers.messages import AgentMessageSeen, Envelope, Gesture, RoundState, Speaking
+from workers.messages import AgentMessageSeen, Envelope, EOVerdict, Gesture, RoundState, Speaking
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Observer:
         self.bus.subscribe(self.topics.all_speaking(), Speaking, self._add)
         self.bus.subscribe(self.topics.all_gestures(), Gesture, self._add)
         self.bus.subscribe(self.topics.agent_message(), AgentMessageSeen, self._add)
+        self.bus.subscribe(self.topics.eo_verdict(), EOVerdict, self._add)
 
     def _add(self, topic: str, message: Envelope) -> None:
         with self._cond:

@@ -8,13 +8,26 @@ What matters here is never sending an utterance twice and never hanging:
   have been written (a read timeout, a reset mid-answer, an HTTP error status), the outcome is
   final - the EO may have forwarded the message, and a duplicate human utterance would be
   blocked by R0 or, worse, make the agents answer twice;
+* a deadline bounds the whole request, not only its start: an attempt gets at most the time
+  left, and one still unanswered then is abandoned and its connection closed;
 * every outcome is a value, never an exception: :class:`Delivered`, :class:`Blocked` (the EO
-  refused it, with its rationale) or :class:`Failed` (with a reason and whether the request
-  may have reached the server).
+  refused it, with its rationale), :class:`Undelivered` (deliberately not sent, with the
+  reason) or :class:`Failed` (with a reason and whether the request may have reached the
+  server: :attr:`Failed.uncertain`).
 
-The current EO answers ``/relayMessage`` with a plain acknowledgement and tells a blocked
-sender on ``/receiveRejection``; the stand-in EO also puts ``permitted``/``rationale`` in its
-answer, which this client turns into :class:`Blocked`.
+Closing the connection does not take back bytes already written: a paused EO reads them when
+it resumes (tried: a reset connection too). So :meth:`EOClient.relay_message` first asks the
+EO about the round (``GET /viewQueue/{roundId}``, read-only) within the same deadline and
+sends the message only once the EO has answered that: an EO that is paused or gone never gets
+a message it would read after the deadline. Only a stall in the instant between the two
+requests can still deliver late, and such a message is recorded as *may have been delivered*.
+
+The current EO answers ``/relayMessage`` with ``{"status": "Acknowledged"}`` whether it
+permitted the message or blocked it; only a permitted one carries ``allResponses`` (the
+forwarded calls' answers). The reason of a block reaches the human-side service
+(``/receiveRejection``, ``/receiveLog``), not the sender's answer: :class:`Blocked` then has an
+empty rationale. The stand-in in its documented mode puts ``permitted``/``rationale`` in its
+answer, which is read too.
 """
 
 from __future__ import annotations
@@ -23,8 +36,9 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 
@@ -32,6 +46,9 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client.models import PlatformModel
 
 log = logging.getLogger(__name__)
+
+RELAY_PERMITTED_KEY = "allResponses"
+"""Only in the current EO's answer to a permitted ``/relayMessage``."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +87,25 @@ class Failed:
     """Not sent (any more) because its deadline came first."""
     kind: Literal["failed"] = "failed"
 
+    @property
+    def uncertain(self) -> bool:
+        """The server may have acted on it: it may have been delivered (no answer in time, a
+        connection lost mid-answer, a server error or an unreadable answer). A refusal (4xx)
+        or a connection that never existed is a plain failure."""
+        return self.reached and not (self.status_code is not None and 400 <= self.status_code < 500)
 
-Outcome = Delivered | Blocked | Failed
+
+@dataclass(frozen=True)
+class Undelivered:
+    """Deliberately not sent: the EO does not know the round, or did not answer whether it does."""
+
+    reason: str
+    attempts: int = 0
+    latency_ms: float = 0.0
+    kind: Literal["undelivered"] = "undelivered"
+
+
+Outcome = Delivered | Blocked | Failed | Undelivered
 
 
 @dataclass(frozen=True)
@@ -152,8 +186,10 @@ class HttpPoster:
             if deadline is not None and time.monotonic() >= deadline:
                 reason = f"not sent before its deadline ({last_reason or 'no attempt made'})"
                 return Failed(reason, reached=False, attempts=attempt - 1, latency_ms=_ms_since(started), expired=True)
-            # an attempt started before the deadline gets its full time to be answered
+            # the deadline bounds the whole attempt: what is not answered by then is abandoned
             budget = self.timeouts.total_s
+            if deadline is not None:
+                budget = min(budget, deadline - time.monotonic())
             outcome, retryable = await self._attempt(method, url, payload, budget, started, attempt)
             if not retryable or attempt >= self.retry.max_attempts:
                 return outcome
@@ -188,7 +224,10 @@ class HttpPoster:
             return Failed(f"no free connection to {url}: {_describe(exc)}", False, attempt, _ms_since(started)), True
         except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException) as exc:
             return (
-                Failed(f"no answer from {url} in time ({_describe(exc)})", True, attempt, _ms_since(started)),
+                Failed(
+                    f"no answer from {url} in time ({_describe(exc) if str(exc) else f'closed after {budget:.2f} s'})",
+                    True, attempt, _ms_since(started),
+                ),
                 False,
             )
         except httpx.HTTPError as exc:
@@ -229,16 +268,38 @@ class HttpPoster:
 class EOClient:
     """The Environment Orchestrator's HTTP API."""
 
-    def __init__(self, base_url: str, poster: HttpPoster | None = None) -> None:
+    def __init__(self, base_url: str, poster: HttpPoster | None = None, verify_round: bool = True) -> None:
         self.base_url = base_url.rstrip("/")
         self.poster = poster or HttpPoster()
+        self.verify_round = verify_round
+        """Ask the EO whether it knows the round before relaying (the current EO exits on a
+        ``/relayMessage`` for a round it does not know, e.g. after a restart)."""
 
     async def aclose(self) -> None:
         await self.poster.aclose()
 
     async def relay_message(self, message: PlatformModel | dict[str, Any], deadline: float | None = None) -> Outcome:
-        """Propose an utterance; the EO applies R0-R4 and forwards it if permitted."""
-        return await self.poster.post(self.base_url, ep.RELAY_MESSAGE, message, deadline=deadline)
+        """Propose an utterance; the EO applies its rules and forwards it if permitted. With
+        :attr:`verify_round`, a message for a round the EO does not know (or that does not
+        answer in time) is :class:`Undelivered`, never sent."""
+        body = message.body() if isinstance(message, PlatformModel) else message
+        started = time.monotonic()
+        checks = 0
+        if self.verify_round:
+            round_id = body.get("roundId")
+            check = await self.view_queue(round_id, deadline) if round_id is not None else None
+            refusal = _round_refusal(round_id, check)
+            if refusal is not None:
+                return refusal
+            checks = check.attempts if check is not None else 0
+        outcome = read_relay_answer(await self.poster.post(self.base_url, ep.RELAY_MESSAGE, body, deadline=deadline))
+        # attempts and latency of the whole delivery, the round check included
+        return replace(outcome, attempts=outcome.attempts + checks, latency_ms=_ms_since(started))
+
+    async def check_round(self, round_id: object, deadline: float | None = None) -> Undelivered | Failed | None:
+        """``None`` when the EO runs round ``round_id``; otherwise why nothing may be relayed."""
+        check = await self.view_queue(round_id, deadline) if round_id is not None else None
+        return _round_refusal(round_id, check)
 
     async def initialize_round(self, body: PlatformModel | dict[str, Any]) -> Outcome:
         return await self.poster.post(self.base_url, ep.INITIALIZE_ROUND, body)
@@ -246,14 +307,56 @@ class EOClient:
     async def start_round(self, round_id: int | str) -> Outcome:
         return await self.poster.post(self.base_url, ep.START_ROUND, {"roundId": round_id})
 
-    async def view_queue(self, round_id: int | str | None = None) -> Outcome:
-        """The EO's message queue (GET; the answer is in :attr:`Delivered.answer`)."""
-        params = {"roundId": round_id} if round_id is not None else {}
-        return await self.poster.post(self.base_url, ep.VIEW_QUEUE, params, method="GET")
+    async def view_queue(self, round_id: object, deadline: float | None = None) -> Outcome:
+        """The EO's message queue of a round (GET; the answer is in :attr:`Delivered.answer`)."""
+        return await self.poster.post(self.base_url, _round_path(ep.VIEW_QUEUE, round_id), None,
+                                      deadline=deadline, method="GET")
 
-    async def view_totals(self, round_id: int | str | None = None) -> Outcome:
-        params = {"roundId": round_id} if round_id is not None else {}
-        return await self.poster.post(self.base_url, ep.VIEW_TOTALS, params, method="GET")
+    async def view_totals(self, round_id: object) -> Outcome:
+        return await self.poster.post(self.base_url, _round_path(ep.VIEW_TOTALS, round_id), None, method="GET")
+
+
+def _round_refusal(round_id: object, check: Outcome | None) -> Undelivered | Failed | None:
+    """What the answer to ``GET /viewQueue/{roundId}`` says about relaying to that round. The
+    current EO answers its queue (a list) for a started round, an empty body for one
+    initialized but not started, and 500 for an unknown one (it survives that, unlike a
+    ``/relayMessage`` for it)."""
+    if round_id is None or check is None:
+        return Undelivered("no roundId")
+    if isinstance(check, Delivered):
+        answer = check.answer
+        if isinstance(answer, list) or (isinstance(answer, dict) and "queue" in answer):
+            return None
+        return Undelivered(f"round {round_id!r} is not started at the EO (its queue is {answer!r}); not relayed",
+                           check.attempts, check.latency_ms)
+    if isinstance(check, Failed) and check.status_code is not None:
+        return Undelivered(
+            f"round {round_id!r} is unknown to the EO (GET {ep.VIEW_QUEUE}/{round_id} answered HTTP "
+            f"{check.status_code}); not relayed", check.attempts, check.latency_ms,
+        )
+    if isinstance(check, Failed) and check.reached:
+        return Undelivered(f"the EO did not answer the round check ({check.reason}); not relayed",
+                           check.attempts, check.latency_ms)
+    if isinstance(check, Failed | Undelivered):
+        return check
+    return Undelivered(f"unexpected answer to the round check: {check!r}")
+
+
+def _round_path(path: str, round_id: object) -> str:
+    return f"{path}/{quote(str(round_id), safe='')}"
+
+
+def read_relay_answer(outcome: Outcome) -> Outcome:
+    """The true outcome of a ``/relayMessage``: the current EO acknowledges a blocked message
+    like a permitted one, but only a permitted one's answer carries ``allResponses``. A blocked
+    one becomes :class:`Blocked` with an empty rationale (the EO tells the reason to the
+    human-side service, which publishes it: :class:`workers.messages.EOVerdict`)."""
+    if not isinstance(outcome, Delivered) or not isinstance(outcome.answer, dict):
+        return outcome
+    answer = outcome.answer
+    if RELAY_PERMITTED_KEY in answer or "permitted" in answer:
+        return outcome
+    return Blocked("", answer, outcome.attempts, outcome.latency_ms)
 
 
 async def fan_out(

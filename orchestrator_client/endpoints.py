@@ -18,6 +18,8 @@ VIEW_QUEUE: Final = "/viewQueue"
 """The EO's message queue of a round (debugging)."""
 VIEW_TOTALS: Final = "/viewTotals"
 """The EO's running totals of a round (debugging)."""
+RECEIVE_HUMAN_ALLOCATION: Final = "/receiveHumanAllocation"
+"""The human's allocation of what was bought to cakes and pancakes (post-round)."""
 
 # -- agents and the human-side service (the EO calls these) --------------------------------------
 RECEIVE_MESSAGE: Final = "/receiveMessage"

@@ -18,8 +18,11 @@ Human messages carry ``timestamp`` (ms since the epoch, int); agent messages ``t
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Final, Literal
+from typing import Any, Final, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -380,6 +383,82 @@ def describe_error(exc: ValidationError) -> str:
     )
 
 
+# -- reading what the EO sends, liberally -----------------------------------------------------
+_Model = TypeVar("_Model", bound=PlatformModel)
+
+
+@dataclass(frozen=True)
+class Lenient(Generic[_Model]):
+    """What :func:`read_lenient` made of a body: the model (``None`` when even the fill-ins
+    could not make one), the keys it filled in or dropped, and the error left, if any."""
+
+    value: _Model | None
+    filled: tuple[str, ...] = ()
+    error: str = ""
+
+
+def _now_iso() -> str:
+    return ms_to_iso(time.time_ns() // 1_000_000)
+
+
+_FILL_INS: Final[dict[str, Callable[[dict[str, Any]], Any]]] = {
+    "environmentUUID": lambda _body: "",
+    "addressee": lambda _body: "",
+    "text": lambda _body: "",
+    "role": lambda body: BUYER if body.get("speaker") == HUMAN else SELLER,
+    "timeStamp": lambda _body: _now_iso(),
+    "timestamp": lambda _body: time.time_ns() // 1_000_000,
+    "rationale": lambda _body: "",
+    "utility": lambda _body: {},
+    "name": lambda _body: "",
+    "roundTotals": lambda _body: {},
+}
+"""What a missing or unreadable key becomes when the EO sends a body without it: the current EO
+needs neither ``timeStamp`` nor ``environmentUUID`` of an agent, relays ``role: null`` (and
+rejects it with a null rationale), and sends ``roundTotals: null`` when its utility generator
+is away. Keys not listed here (``roundId``, ``speaker``) cannot be made up."""
+
+
+def read_lenient(model: type[_Model], body: Any) -> Lenient[_Model]:
+    """``model`` from a body the EO sent, filling in what the platform may leave out.
+
+    Be liberal toward the EO: it exits when its human-side service answers with an error, so
+    what it may send is read, not refused. Keys the model rejects are filled from
+    :data:`_FILL_INS`; an unreadable ``bid`` is dropped, an unreadable bid quantity set to 0."""
+    if not isinstance(body, dict):
+        return Lenient(None, (), f"a JSON object is expected, got {type(body).__name__}")
+    data = dict(body)
+    filled: list[str] = []
+    for _pass in range(3):
+        try:
+            return Lenient(model.model_validate(data), tuple(dict.fromkeys(filled)))
+        except ValidationError as exc:
+            changed = False
+            for err in exc.errors():
+                loc = err["loc"]
+                key = str(loc[0]) if loc else ""
+                if key in _FILL_INS and key not in filled and key in model.model_fields:
+                    data[key] = _FILL_INS[key](data)
+                    filled.append(key)
+                    changed = True
+                elif key == "bid" and len(loc) >= 3 and loc[1] == "quantity" and isinstance(data.get("bid"), dict):
+                    bid = dict(data["bid"])
+                    bid["quantity"] = {**bid.get("quantity", {}), str(loc[2]): 0}
+                    data["bid"] = bid
+                    filled.append(f"bid.quantity.{loc[2]}")
+                    changed = True
+                elif key == "bid" and "bid" not in filled and "bid" in model.model_fields and not model.model_fields["bid"].is_required():
+                    data.pop("bid", None)
+                    filled.append("bid")
+                    changed = True
+            if not changed:
+                return Lenient(None, tuple(filled), describe_error(exc))
+    try:
+        return Lenient(model.model_validate(data), tuple(filled))
+    except ValidationError as exc:
+        return Lenient(None, tuple(filled), describe_error(exc))
+
+
 __all__ = [
     "ACCEPT_BID_TYPES",
     "BID_TYPES",
@@ -397,6 +476,7 @@ __all__ = [
     "EndRound",
     "HumanUtterance",
     "InitializeRound",
+    "Lenient",
     "LogEntry",
     "Message",
     "NegotiatorInfo",
@@ -416,4 +496,5 @@ __all__ = [
     "iso_to_ms",
     "ms_to_iso",
     "parse_message",
+    "read_lenient",
 ]

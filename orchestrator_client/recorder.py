@@ -2,7 +2,8 @@
 
 It stands in for the EO or an agent where only the HTTP side matters (client tests, the
 transcript benchmark, demos): a real uvicorn server on a real socket, answering each path
-with the usual acknowledgement unless told to be slow, fail, answer garbage or refuse.
+as the platform does (the usual acknowledgement; the EO's own answers on its paths) unless told
+to be slow, fail, answer garbage or refuse.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 import uvicorn
 
+from orchestrator_client import endpoints as ep
+from orchestrator_client.client import RELAY_PERMITTED_KEY
 from orchestrator_client.models import acknowledgement
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,16 @@ class Behavior:
     """JSON answer; ``None`` means the usual acknowledgement."""
     raw: bytes | None = None
     """Sent verbatim instead of JSON (malformed replies)."""
+
+
+def _platform_default(path: str) -> Behavior:
+    """Answers like the current EO where the path is the EO's: a permitted ``/relayMessage``
+    (``allResponses``) and a running round's empty queue; the usual acknowledgement elsewhere."""
+    if path == ep.RELAY_MESSAGE:
+        return Behavior(answer={**acknowledgement(), RELAY_PERMITTED_KEY: []})
+    if path.startswith(ep.VIEW_QUEUE + "/"):
+        return Behavior(answer=[])
+    return Behavior()
 
 
 @dataclass(frozen=True)
@@ -142,7 +155,7 @@ class RecordingServer:
         with self._cond:
             self.received.append(record)
             self._cond.notify_all()
-        behavior = self.behaviors.get(path, Behavior())
+        behavior = self.behaviors.get(path) or _platform_default(path)
         if behavior.delay_s:
             await asyncio.sleep(behavior.delay_s)
         if behavior.raw is not None:

@@ -12,8 +12,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1; [standin] host)")
     parser.add_argument("--port", type=int, help="port to listen on (default 14010, the EO's; [standin] port)")
     parser.add_argument(
-        "--rules", choices=("documented", "current_eo"),
-        help="R0-R4 thresholds as documented (default) or as the current EO applies them",
+        "--rules", choices=("real_eo", "documented", "current_eo"),
+        help="real_eo (default): judge and answer as the platform EO does; documented: R0-R4 as written; "
+             "current_eo: the documented rules with the current EO's thresholds",
     )
     parser.add_argument(
         "--auto-round", action="store_true",

@@ -90,6 +90,50 @@ def astronaut_image() -> Path:
     return ASTRONAUT
 
 
+EO_COMMIT = "20a32e2abb4f7a7524def3be246e0b8af2d0aeca"
+"""The platform EO's commit this suite is tested against (``../shared/platform/README.md``)."""
+EO_REPOSITORY = "https://github.com/humaine-anac/environment-orchestrator"
+EO_SOURCE = ROOT.parent / "shared" / "platform" / "environment-orchestrator"
+"""A local copy of the EO's tree at :data:`EO_COMMIT`, when the machine has one."""
+EO_TREE = ROOT / ".cache" / "platform" / "environment-orchestrator"
+EO_READY = EO_TREE / ".installed"
+LOOPBACK_PRELOAD = ROOT / "scripts" / "loopback-preload.js"
+
+
+@fetcher
+def environment_orchestrator() -> Path:
+    """The real HUMAINE Environment Orchestrator (Node.js) with its ``node_modules``, for the
+    tests that run it and for a venue's dry run: copied from :data:`EO_SOURCE` (or cloned at
+    :data:`EO_COMMIT` where there is none), then ``npm ci`` once (about 40 s, 76 MB)."""
+    if EO_READY.is_file() and EO_READY.read_text().strip() == EO_COMMIT:
+        return EO_TREE
+    import shutil
+    import subprocess
+
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        raise RuntimeError("Node.js and npm are needed for the real EO (Debian: apt-get install -y nodejs npm)")
+    staging = EO_TREE.with_name(EO_TREE.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    if (EO_SOURCE / "environment-orchestrator.js").is_file():
+        shutil.copytree(EO_SOURCE, staging, ignore=shutil.ignore_patterns("node_modules", ".git"))
+    else:
+        subprocess.run(["git", "clone", "--quiet", EO_REPOSITORY, str(staging)], check=True)
+        subprocess.run(["git", "-C", str(staging), "checkout", "--quiet", EO_COMMIT], check=True)
+    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+    try:
+        subprocess.run([npm, "ci", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
+    except subprocess.CalledProcessError:
+        # the EO's lock file is old (lockfileVersion 1); npm install reads it when ci will not
+        subprocess.run([npm, "install", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
+    shutil.rmtree(EO_TREE, ignore_errors=True)
+    staging.replace(EO_TREE)
+    EO_READY.write_text(EO_COMMIT + "\n")
+    log.info("the platform EO (%s) in %s", EO_COMMIT[:10], EO_TREE)
+    return EO_TREE
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="setup: %(message)s")
     ASSETS.mkdir(parents=True, exist_ok=True)

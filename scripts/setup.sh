@@ -8,8 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Sound (espeak-ng TTS, PortAudio for sounddevice), the MQTT broker, audio tools, the
-# real-speech test corpora, and a browser for the display-page tests.
-APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium"
+# real-speech test corpora, a browser for the display-page tests, and Node.js/npm (and git, where
+# the platform EO must be cloned) for the real Environment Orchestrator.
+APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium git"
 PYTHON="${PYTHON:-python3}"
 VENV=.venv
 STAMP="$VENV/.installed"
@@ -19,6 +20,8 @@ for pkg in $APT_PACKAGES; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then missing+=("python3-venv"); fi
+# Node.js may come from elsewhere (e.g. NodeSource, which bundles npm): look for the commands.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then missing+=("nodejs" "npm"); fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing system packages: ${missing[*]}"

@@ -77,7 +77,9 @@ def offer(kind: str = "SellOffer", eggs: int = 2, price: float | None = 3.5) -> 
 
 
 def make_room(**settings: Any) -> Iterator[Room]:
-    """R0 is off unless asked for (as in the current EO): the tests speak faster than 5 s."""
+    """The documented rules (the real EO's are tested in test_eo_conformance); R0 is off unless
+    asked for (as in the current EO): the tests speak faster than 5 s."""
+    settings.setdefault("rules", "documented")
     settings.setdefault("r0_min_gap_s", 0.0)
     with (
         RecordingServer() as human_side,

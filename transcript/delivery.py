@@ -34,7 +34,7 @@ class Delivery:
         self.eo: EOClient | None = None
         self.agents: dict[str, str] = {}
         if self.mode == "eo":
-            self.eo = EOClient(resolve_eo_url(eo), self.poster)
+            self.eo = EOClient(resolve_eo_url(eo), self.poster, verify_round=eo.verify_round)
         elif settings.agent_urls:
             self.agents = {name: url.rstrip("/") for name, url in settings.agent_urls.items()}
         elif eo.app_settings:

@@ -5,9 +5,14 @@ state are cheap and thread-safe, so they are applied there; final transcripts go
 worker's asyncio loop, which merges them, decides the addressee, and hands each message to a
 single delivery task (one at a time, so the human's messages reach the EO in the order spoken).
 
-Every message ends in exactly one recorded outcome - ``delivered``, ``blocked``, ``failed`` or
-``undelivered`` (no active round, expired, worker stopping) - in the session log and on
-``topics.outgoing_message()``. Nothing is dropped silently.
+Every message ends in exactly one recorded outcome - ``delivered``, ``blocked`` (with the EO's
+rationale), ``maybe_delivered`` (sent, unanswered by its deadline), ``failed`` or
+``undelivered`` (no active round, a round the EO does not know, expired, worker stopping) - in
+the session log and on ``topics.outgoing_message()``. Nothing is dropped silently.
+
+The current EO does not say in its answer why it blocked a message: it tells the human-side
+service, and the Avatar Controller publishes that verdict (``EOVerdict``); the worker waits up
+to :data:`VERDICT_WAIT_S` for it to record the rationale.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hardware.clock import Clock, RealClock
-from orchestrator_client.client import Blocked, Delivered, Failed, Outcome
+from orchestrator_client.client import Blocked, Delivered, Failed, Outcome, Undelivered
+from orchestrator_client.models import HUMAN
 from orchestrator_client.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
 from transcript.delivery import Delivery
 from transcript.fusion.addressee import GazePolicy, decide
@@ -35,7 +41,17 @@ from transcript.settings import TranscriptSettings
 from workers.bus import Bus
 from workers.config import Config, OrchestratorSettings
 from workers.logs import RateLimitedLog
-from workers.messages import Attention, HeadPose, OutgoingMessage, RoundState, Transcript, VadEvent, new_id, now_ms
+from workers.messages import (
+    Attention,
+    EOVerdict,
+    HeadPose,
+    OutgoingMessage,
+    RoundState,
+    Transcript,
+    VadEvent,
+    new_id,
+    now_ms,
+)
 from workers.runtime import Worker
 
 IDLE_POLL_S = 0.1
@@ -49,7 +65,11 @@ MAX_EARLY = 10_000
 """Finals and voice events kept between connecting and the loop starting (a restarted worker's
 persistent session delivers its backlog at once)."""
 
-OutcomeName = Literal["delivered", "blocked", "failed", "undelivered"]
+VERDICT_WAIT_S = 1.0
+"""How long a blocked message waits for the EO's rationale (it comes over the Avatar Controller)."""
+VERDICTS_KEPT = 256
+
+OutcomeName = Literal["delivered", "blocked", "maybe_delivered", "failed", "undelivered"]
 
 
 @dataclass
@@ -92,9 +112,12 @@ class TranscriptWorker(Worker):
             self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error)
         self.counts: dict[str, int] = {
             "finals": 0, "echo_dropped": 0, "too_old": 0, "messages": 0,
-            "delivered": 0, "blocked": 0, "failed": 0, "undelivered": 0,
+            "delivered": 0, "blocked": 0, "maybe_delivered": 0, "failed": 0, "undelivered": 0,
         }
         self._drops = RateLimitedLog(self.log)
+        self._verdicts: dict[tuple[object, object], EOVerdict] = {}
+        """The EO's recent verdicts on human messages, by (timestamp, text) of the message."""
+        self._verdict_waiters: dict[tuple[object, object], asyncio.Future[EOVerdict]] = {}
         self._sent: list[Entry] = []
         """Our delivered messages, to explain outcomes with the documented rules."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -112,6 +135,7 @@ class TranscriptWorker(Worker):
         self.bus.subscribe(topics.vad(), VadEvent, self._on_vad)
         self.bus.subscribe(topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(topics.headpose(), HeadPose, self._on_headpose)
+        self.bus.subscribe(topics.eo_verdict(), EOVerdict, self._on_verdict)
         self.bus.subscribe(topics.round_state(), RoundState, self._on_round)
 
     def _disk_error(self, detail: str) -> None:
@@ -150,6 +174,39 @@ class TranscriptWorker(Worker):
 
     def _on_headpose(self, _topic: str, message: HeadPose) -> None:
         self.history.saw_headpose(message.frame_ts)
+
+    def _on_verdict(self, _topic: str, message: EOVerdict) -> None:
+        if message.message.get("speaker") != HUMAN or (message.permitted and message.via == "log"):
+            return
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._verdict_arrived, message)
+
+    def _verdict_arrived(self, verdict: EOVerdict) -> None:
+        key = (verdict.message.get("timestamp"), verdict.message.get("text"))
+        if verdict.via == "rejection" or key not in self._verdicts:
+            self._verdicts[key] = verdict
+        while len(self._verdicts) > VERDICTS_KEPT:
+            del self._verdicts[next(iter(self._verdicts))]
+        waiter = self._verdict_waiters.pop(key, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(verdict)
+
+    async def _rationale(self, body: dict[str, Any]) -> str:
+        """The EO's reason for blocking ``body``, as its human-side service heard it."""
+        key = (body.get("timestamp"), body.get("text"))
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            waiter = asyncio.get_running_loop().create_future()
+            self._verdict_waiters[key] = waiter
+            try:
+                verdict = await asyncio.wait_for(waiter, VERDICT_WAIT_S)
+            except (asyncio.TimeoutError, TimeoutError):
+                return "blocked by the EO (its rationale did not reach the Avatar Controller)"
+            finally:
+                self._verdict_waiters.pop(key, None)
+        return verdict.rationale or "blocked by the EO (no rationale given)"
 
     def _on_round(self, _topic: str, message: RoundState) -> None:
         self.rounds.update(message)
@@ -285,8 +342,10 @@ class TranscriptWorker(Worker):
             proposal = Proposal.from_body(job.body, now_ms())
             try:
                 outcome = await self.delivery.send(job.body, job.deadline)
+                if isinstance(outcome, Blocked) and not outcome.rationale:
+                    outcome = Blocked(await self._rationale(job.body), outcome.answer, outcome.attempts, outcome.latency_ms)
             except asyncio.CancelledError:
-                self._record(job, "failed", "worker stopped while sending (it may have arrived)")
+                self._record(job, "maybe_delivered", "worker stopped while sending (it may have arrived)")
                 raise
             self._record_outcome(job, outcome, self._rule_note(proposal, outcome))
 
@@ -311,8 +370,12 @@ class TranscriptWorker(Worker):
             self._record(job, "delivered", "", **extra)
         elif isinstance(outcome, Blocked):
             self._record(job, "blocked", outcome.rationale, **extra)
+        elif isinstance(outcome, Undelivered):
+            self._record(job, "undelivered", outcome.reason, **extra)
         elif isinstance(outcome, Failed) and outcome.expired:
             self._record(job, "undelivered", f"expired: {outcome.reason}", **extra)
+        elif isinstance(outcome, Failed) and outcome.uncertain:
+            self._record(job, "maybe_delivered", f"may have been delivered: {outcome.reason}", **extra)
         else:
             assert isinstance(outcome, Failed)
             self._record(job, "failed", outcome.reason, reached=outcome.reached, **extra)

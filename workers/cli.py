@@ -40,6 +40,7 @@ COMMANDS: dict[str, Command] = {
     "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat"),
     "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests"),
     "demo-agents": Command("orchestrator_client.demo_agents_cli", "Celia and Watson as small rule-based sellers"),
+    "check-wiring": Command("orchestrator_client.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)"),
     "record": Command("sessions.record_cli", "record the devices and the bus traffic into a session folder"),
     "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)"),
     "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures"),

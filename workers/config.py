@@ -105,6 +105,10 @@ class OrchestratorSettings(Section):
     app_settings: str = ""
     """Path of a HUMAINE ``appSettings.json``; its ``serviceMap`` entry ``service`` names the EO."""
     service: str = "environment-orchestrator"
+    verify_round: bool = True
+    """Ask the EO whether it runs the round (``GET /viewQueue/{roundId}``) before relaying a
+    message: the current EO exits on a ``/relayMessage`` for a round it does not know (after
+    a restart, say), and an EO that does not answer then never gets a message late."""
 
 
 S = TypeVar("S", bound=Section)

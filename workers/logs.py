@@ -61,3 +61,24 @@ class RateLimitedLog:
 
     def error(self, key: object, message: str, *args: object) -> bool:
         return self.log(logging.ERROR, key, message, *args)
+
+
+class OnceLog:
+    """Logs a kind of event once at WARNING and its repeats at DEBUG, so a peer that keeps
+    sending the same odd thing (an EO that never sends ``timeStamp``) is named once, not at
+    every message. Keys are kept up to :attr:`max_keys`; after that every event is new again."""
+
+    def __init__(self, logger: logging.Logger, max_keys: int = 1024) -> None:
+        self.logger = logger
+        self.max_keys = max_keys
+        self._seen: set[object] = set()
+
+    def warning(self, key: object, msg: str, *args: object) -> bool:
+        """Log ``msg % args``: at WARNING the first time ``key`` is seen. True if it was new."""
+        new = key not in self._seen
+        if new:
+            if len(self._seen) >= self.max_keys:
+                self._seen.clear()
+            self._seen.add(key)
+        self.logger.log(logging.WARNING if new else logging.DEBUG, msg, *args)
+        return new

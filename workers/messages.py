@@ -141,7 +141,9 @@ class OutgoingMessage(Envelope):
 
     type: Literal["humaine_message"] = "humaine_message"
     message: dict[str, object]
-    outcome: Literal["delivered", "blocked", "failed", "undelivered"]
+    outcome: Literal["delivered", "blocked", "maybe_delivered", "failed", "undelivered"]
+    """``maybe_delivered``: sent, but not answered before its deadline (or the EO failed
+    mid-answer): the EO may have acted on it."""
     reason: str = ""
 
 
@@ -169,6 +171,19 @@ class AgentMessageSeen(Envelope):
     """A message the EO forwarded to the Avatar Controller (for the display and recordings)."""
 
     type: Literal["agent_message"] = "agent_message"
+    message: dict[str, object]
+
+
+class EOVerdict(Envelope):
+    """What the EO decided about a proposed message, as it told its human-side service (the
+    Avatar Controller): every ``/receiveLog`` (``via: log``, permitted or not) and every
+    ``/receiveRejection`` (``via: rejection``). The EO's ``/relayMessage`` answer does not
+    say why a message was blocked; this does. ``message`` is the body the EO echoed."""
+
+    type: Literal["eo_verdict"] = "eo_verdict"
+    via: Literal["log", "rejection"]
+    permitted: bool
+    rationale: str | None = None
     message: dict[str, object]
 
 

@@ -127,6 +127,10 @@ class Topics:
         """Every message the EO forwarded to the Avatar Controller (agents' and the human's)."""
         return Topic(f"{self.base}/avatar/message", QOS_EVENT)
 
+    def eo_verdict(self) -> Topic:
+        """``EOVerdict``: the EO's verdicts on proposed messages, relayed by the Avatar Controller."""
+        return Topic(f"{self.base}/eo/verdict", QOS_EVENT)
+
     def round_state(self) -> Topic:
         """Retained state of the current round (id, phase, deadlines) from the Avatar Controller."""
         return Topic(f"{self.base}/round/state", QOS_EVENT, True)

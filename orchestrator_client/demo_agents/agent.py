@@ -1,9 +1,13 @@
 """One demo seller: the platform's agent API and the turn-taking it keeps to.
 
-Turn-taking (the EO's R2/R3, kept on our side so the demo never gets blocked):
+Turn-taking (the platform EO's rules as it applies them, kept on our side so the demo never
+gets blocked):
 
-* the seller the buyer addressed answers once, :attr:`Timing.reply_delay_s` after the message;
-* the other one stays quiet until the addressee has spoken, then may undercut it once;
+* the seller the buyer addressed answers once, :attr:`Timing.reply_delay_s` after the message
+  (the EO blocks it after its ``responseTimeLimit``, 4 s);
+* the other one stays quiet until the addressee has spoken, then may undercut it once, but
+  never within :attr:`Timing.unaddressed_wait_s` of the buyer's message (the EO blocks the
+  unnamed seller for 2 s, even once the addressee has answered);
 * when nobody was addressed, each may speak once after the addressee window (2 s), staggered;
 * a new buyer message cancels whatever was still waiting; never two replies to one utterance.
 
@@ -36,6 +40,7 @@ class Timing:
     reply_delay_s: float = 0.3
     follow_delay_s: float = 2.2
     follow_after_rival_s: float = 0.6
+    unaddressed_wait_s: float = 2.2
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Turn:
     spoken: bool = False
     rival_price: float | None = None
     rival_spoke: bool = False
+    received: float = field(default_factory=time.monotonic)
+    """When the buyer's message reached us (the EO's R2 window runs from about then)."""
 
 
 @dataclass
@@ -153,7 +160,8 @@ class SellerAgent:
         turn.rival_spoke = True
         turn.rival_price = parse_offer(str(body.get("text", ""))).price
         if turn.addressee == speaker:
-            self._schedule(self.timing.follow_after_rival_s, turn, follow=True)
+            window_left = self.timing.unaddressed_wait_s - (time.monotonic() - turn.received)
+            self._schedule(max(self.timing.follow_after_rival_s, window_left), turn, follow=True)
 
     # -- replies -----------------------------------------------------------------------------
     async def _reply_later(self, delay_s: float, turn: Turn, follow: bool) -> None:

@@ -52,6 +52,14 @@ ACCEPT_PATTERNS: Final = (
     r"\byes\b", r"\bok(ay)?\b.*\b(deal|fine|good)\b", r"\bsold\b", r"\bit'?s a deal\b",
 )
 REJECT_PATTERNS: Final = (r"\bno deal\b", r"\btoo (much|expensive|high)\b", r"\bno thanks?\b", r"\bi reject\b", r"\bnope\b")
+BETTER_PATTERNS: Final = (
+    r"\bdo better\b", r"\bbetter (price|deal|offer)\b", r"\b(lower|cheaper|discount)\b", r"\bcome down\b",
+    r"\bbest (price|offer)\b", r"\bgo (any )?lower\b",
+)
+"""The buyer asks for a lower price (without naming one)."""
+QUESTION_START: Final = frozenset({
+    "can", "could", "would", "will", "do", "does", "did", "is", "are", "how", "what", "which", "why", "when", "shall",
+})
 
 _TOKEN = re.compile(r"\$\s*\d+(?:\.\d+)?|\$|\d+(?:\.\d+)?|[a-z]+(?:'[a-z]+)?")
 
@@ -72,6 +80,10 @@ class ParsedOffer:
     price: float | None = None
     accept: bool = False
     reject: bool = False
+    better: bool = False
+    """Asks for a lower price ("can you do better?")."""
+    question: bool = False
+    """A question: never taken as an acceptance ("deal?", "is that your best price?")."""
 
     @property
     def has_goods(self) -> bool:
@@ -208,8 +220,9 @@ def parse_offer(text: str) -> ParsedOffer:
         # a good named without a number: "some milk", "a packet of blueberries" -> 1
         quantities[good] = 1
     lowered = text.lower()
-    accept = any(re.search(p, lowered) for p in ACCEPT_PATTERNS)
+    question = lowered.rstrip().endswith("?") or bool(tokens and tokens[0] in QUESTION_START)
     reject = any(re.search(p, lowered) for p in REJECT_PATTERNS)
-    if reject:
-        accept = False
-    return ParsedOffer(quantities={g: q for g, q in quantities.items() if q > 0}, price=price, accept=accept, reject=reject)
+    better = any(re.search(p, lowered) for p in BETTER_PATTERNS)
+    accept = not (reject or question) and any(re.search(p, lowered) for p in ACCEPT_PATTERNS)
+    return ParsedOffer(quantities={g: q for g, q in quantities.items() if q > 0}, price=price, accept=accept,
+                       reject=reject, better=better, question=question)

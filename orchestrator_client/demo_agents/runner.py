@@ -23,7 +23,7 @@ class DemoAgents:
     def __init__(self, settings: DemoAgentsSettings, eo_url: str) -> None:
         self.settings = settings
         self.eo_url = eo_url.rstrip("/")
-        timing = Timing(settings.reply_delay_s, settings.follow_delay_s, settings.follow_after_rival_s)
+        timing = Timing(settings.reply_delay_s, settings.follow_delay_s, settings.follow_after_rival_s, settings.unaddressed_wait_s)
         names = list(settings.agents)
         self.agents: dict[str, SellerAgent] = {}
         self.servers: dict[str, AppServer] = {}

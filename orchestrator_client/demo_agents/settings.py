@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from orchestrator_client.rules import DOCUMENTED_R2_WINDOW_MS
+from orchestrator_client.eo_rules import UNADDRESSED_WAIT_MS
 from orchestrator_client.standin.settings import DEFAULT_AGENT_PORTS
 from workers.config import Section
 
@@ -39,10 +39,13 @@ class DemoAgentsSettings(Section):
     """Offers at or above cost x (1 + min_margin) are accepted; counter-offers never go lower."""
     reply_delay_s: float = Field(0.3, ge=0)
     """The addressed seller answers this long after the buyer's message reached it."""
-    follow_delay_s: float = Field(DOCUMENTED_R2_WINDOW_MS / 1000.0 + R2_MARGIN_S, ge=0)
+    follow_delay_s: float = Field(UNADDRESSED_WAIT_MS / 1000.0 + R2_MARGIN_S, ge=0)
     """When nobody was addressed, a seller may speak this long after the buyer's message."""
     follow_stagger_s: float = Field(1.0, ge=0)
     """...plus this much per seller after the first, so they do not talk at once."""
     follow_after_rival_s: float = Field(0.6, ge=0)
-    """The unaddressed seller may undercut this long after the addressee answered."""
+    """The unaddressed seller may undercut this long after the addressee answered..."""
+    unaddressed_wait_s: float = Field(UNADDRESSED_WAIT_MS / 1000.0 + R2_MARGIN_S, ge=0)
+    """...and never sooner than this after the buyer's message: the EO blocks the seller the
+    buyer did not name for 2 s after a named message, even once the addressee has answered."""
     request_timeout_s: float = Field(3.0, gt=0)

@@ -7,8 +7,11 @@ Deliberately simple - the sellers exist to make the room's loop alive, not to wi
 * a buyer's price at or above the floor is accepted (bid ``Accept``);
 * a lower price gets a counter-offer halfway between the last ask and the buyer's price (or
   the floor, if the buyer's price is below it): repeated lowballs converge on the floor;
-* "deal" after one of our offers accepts that offer;
-* following another seller (unaddressed), we speak only to undercut its price.
+* "deal" after one of our offers accepts that offer; "I accept your offer of $1.35" accepts
+  the offer we made at that price (and only one of ours); a question is never an acceptance;
+* "can you do better?" (or "too expensive") lowers our last offer, down to the floor;
+* following another seller (unaddressed), we speak only to undercut its price, or to take up
+  an acceptance addressed to nobody when the latest offer was ours.
 
 Gestures (the project's ``gesture`` extension) go on some replies: the first reply of a round
 waves, a deal nods and smiles, a concession thinks, an undercut points, a refusal shrugs.
@@ -83,11 +86,40 @@ class Seller:
     min_margin: float = 0.15
     costs: dict[str, float] = field(default_factory=dict)
     last_offer: tuple[dict[str, int], float] | None = None
+    offers: list[tuple[dict[str, int], float]] = field(default_factory=list)
+    """Every offer made this round, oldest first (an acceptance may name an earlier one)."""
     greeted: bool = False
 
     def reset(self) -> None:
         self.last_offer = None
+        self.offers = []
         self.greeted = False
+
+    def offer_at(self, price: float) -> tuple[dict[str, int], float] | None:
+        """Our latest offer at ``price`` (to the cent)."""
+        for quantities, offered in reversed(self.offers):
+            if abs(offered - price) < 0.005:
+                return quantities, offered
+        return None
+
+    def _deal(self, quantities: dict[str, int], price: float) -> Reply:
+        self.last_offer = None
+        return Reply(f"You've got it! {describe(quantities)} for {price} {CURRENCY}.", "Accept", quantities, price, GESTURE_DEAL)
+
+    def take_up(self, offer: ParsedOffer) -> Reply | None:
+        """The answer to an acceptance without goods: the offer of ours it names (by price), or
+        our last one; ``None`` when there is none to accept."""
+        if offer.price is not None:
+            named = self.offer_at(offer.price)
+            if named is not None:
+                return self._deal(*named)
+            latest = self.last_offer or (self.offers[-1] if self.offers else None)
+            if latest is None:
+                return None
+            quantities, price = latest
+            return Reply(f"I did not offer {offer.price} {CURRENCY}; I offered {describe(quantities)} for {price} {CURRENCY}.",
+                         "Information", quantities, price, GESTURE_REFUSAL)
+        return self._deal(*self.last_offer) if self.last_offer is not None else None
 
     def cost(self, quantities: dict[str, int]) -> float:
         return sum(self.costs.get(good, DEFAULT_UNIT_COST) * amount for good, amount in quantities.items())
@@ -106,23 +138,28 @@ class Seller:
 
     def _offer(self, quantities: dict[str, int], price: float, text: str, gesture: str | list[str] | None) -> Reply:
         self.last_offer = (dict(quantities), price)
+        self.offers.append((dict(quantities), price))
         return Reply(text, "SellOffer", dict(quantities), price, gesture)
 
     def respond(self, offer: ParsedOffer) -> Reply | None:
         """The answer to a buyer's message addressed to us (``None``: nothing to say)."""
         greeting = self._greeting()
-        if offer.accept and not offer.has_goods and self.last_offer is not None:
-            quantities, price = self.last_offer
-            self.last_offer = None
-            return Reply(f"You've got it! {describe(quantities)} for {price} {CURRENCY}.", "Accept", quantities, price, GESTURE_DEAL)
+        if offer.accept and not offer.has_goods:
+            taken = self.take_up(offer)
+            if taken is not None:
+                return taken
         if not offer.has_goods:
-            if offer.reject and self.last_offer is not None:
+            if (offer.reject or offer.better) and self.last_offer is not None:
                 quantities, price = self.last_offer
                 better = max(self.floor(quantities), money(price * (1 - CONCESSION / 5)))
                 if better < price:
                     text = f"All right, {describe(quantities)} for {better} {CURRENCY}?"
                     return self._offer(quantities, better, text, GESTURE_CONCESSION)
                 return Reply(f"Sorry, {price} {CURRENCY} is my best price.", "Information", quantities, price, GESTURE_REFUSAL)
+            if offer.question and self.last_offer is not None:
+                quantities, price = self.last_offer
+                return Reply(f"My offer stands: {describe(quantities)} for {price} {CURRENCY}. Say deal to take it.",
+                             "Information", quantities, price, greeting)
             return Reply(
                 "I sell eggs, flour, sugar, milk, chocolate, vanilla and blueberries. What would you like?",
                 "Information", {}, 0.0, greeting,
@@ -130,10 +167,14 @@ class Seller:
         quantities = offer.quantities
         ask = self.ask(quantities)
         floor = self.floor(quantities)
+        if offer.price is not None and offer.price >= floor and not offer.question:
+            return self._deal(quantities, money(offer.price))
         if offer.price is not None and offer.price >= floor:
+            # "would you take 3 dollars for 2 eggs?": an offer we would take; say so, book nothing yet
             price = money(offer.price)
-            self.last_offer = None
-            return Reply(f"You've got it! {describe(quantities)} for {price} {CURRENCY}.", "Accept", quantities, price, GESTURE_DEAL)
+            return self._offer(quantities, price, f"Yes, {describe(quantities)} for {price} {CURRENCY} works for me.", GESTURE_DEAL)
+        if offer.price is None and offer.better and self.last_offer is not None and self.last_offer[0] == quantities:
+            return self.respond(ParsedOffer(better=True))
         if offer.price is None:
             return self._offer(quantities, ask, f"How about if I sell you {describe(quantities)} for {ask} {CURRENCY}.", greeting)
         previous = self.last_offer[1] if self.last_offer and self.last_offer[0] == quantities else ask
@@ -148,7 +189,8 @@ class Seller:
         """What to say after the buyer spoke to the other seller (or to nobody, and the other
         seller may already have answered): undercut or stay quiet."""
         if not request.has_goods:
-            return None
+            # an acceptance addressed to nobody: taken up by whoever made the named (or latest) offer
+            return self.take_up(request) if request.accept and rival_price is None else None
         quantities = request.quantities
         floor = self.floor(quantities)
         if rival_price is None:

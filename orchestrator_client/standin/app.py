@@ -75,20 +75,24 @@ def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrc
         return await engine.relay(await _json(request))
 
     @app.get(ep.VIEW_QUEUE + "/{round_id}")
-    async def view_queue(round_id: str) -> dict[str, Any]:
+    async def view_queue(round_id: str) -> Any:
         return engine.view_queue(round_id)
 
     @app.get(ep.VIEW_QUEUE)
-    async def view_queue_query(roundId: str) -> dict[str, Any]:
+    async def view_queue_query(roundId: str) -> Any:
         return engine.view_queue(roundId)
 
     @app.get(ep.VIEW_TOTALS + "/{round_id}")
-    async def view_totals(round_id: str) -> dict[str, Any]:
+    async def view_totals(round_id: str) -> Any:
         return engine.view_totals(round_id)
 
     @app.get(ep.VIEW_TOTALS)
-    async def view_totals_query(roundId: str) -> dict[str, Any]:
+    async def view_totals_query(roundId: str) -> Any:
         return engine.view_totals(roundId)
+
+    @app.post(ep.RECEIVE_HUMAN_ALLOCATION)
+    async def human_allocation(request: Request) -> dict[str, Any]:
+        return engine.human_allocation(await _json(request))
 
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:

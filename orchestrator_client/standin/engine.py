@@ -7,6 +7,14 @@ human-side service with it - tells blocked senders, logs every proposal to the h
 books an Accept only once the human side answered ``/confirmAccept`` with exactly
 ``{"status": "acknowledged"}``.
 
+Two modes (``[standin] rules``). ``real_eo``, the default, stands in for the EO a venue runs:
+it judges, answers, tells and books exactly as the platform EO does
+(:mod:`orchestrator_client.eo_rules`; its answer to ``/relayMessage`` is ``{"status":
+"Acknowledged"}`` for a blocked message and adds ``allResponses`` for a permitted one; a
+rejected ``/confirmAccept`` becomes "User rejected bid offer" to the seller; totals in the EO's
+shape). ``documented`` (and ``current_eo``) judge with :mod:`orchestrator_client.rules` and say
+``permitted``/``rationale`` in the answer.
+
 Where the real EO exits (unknown round, an agent speaking before the human, a bid without a
 price, a human-side service that is down or fails ``/confirmAccept``), this one raises
 :class:`StandinError` with an HTTP status and a readable reason and goes on. Unlike the real EO
@@ -16,6 +24,8 @@ it also gives up on a service that does not answer within its timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -24,10 +34,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.client import Delivered, Failed, HttpPoster, Outcome, RetryPolicy, Timeouts
+from orchestrator_client import eo_rules
+from orchestrator_client.client import RELAY_PERMITTED_KEY, Blocked, Delivered, Failed, HttpPoster, Outcome, RetryPolicy, Timeouts
 from orchestrator_client.models import (
     HUMAN,
     AgentMessage,
+    Bid,
     Budget,
     InitializeRound,
     acknowledgement,
@@ -94,10 +106,18 @@ class StandinOrchestrator:
         )
         self.poster = HttpPoster(timeouts=timeouts, retry=FORWARD_RETRIES)
         self.rounds: dict[str, Round] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        """Calls the platform EO makes without waiting for them (logs, rejections)."""
+
+    def _background(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def aclose(self) -> None:
         """Stop every round's timers and close the connection pool."""
         tasks = [r.task for r in self.rounds.values() if r.task is not None and not r.task.done()]
+        tasks += [t for t in self._tasks if not t.done()]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -135,15 +155,14 @@ class StandinOrchestrator:
         if existing is not None and existing.phase not in ("initialized", "ended"):
             raise StandinError(409, f"round {setup.roundId!r} is running (phase {existing.phase})", roundId=setup.roundId)
         try:
-            if setup.human is None:
-                raise SetupError("the body needs 'human': the human-side service's name, host and port")
-            human = Service.from_info(setup.human, "human")
+            human = self._human_service(setup)
             agents = [Service.from_info(info, "agent") for info in setup.agents]
         except SetupError as exc:
             raise StandinError(422, f"invalid /initializeRound body: {exc}") from None
         if not agents:
             raise StandinError(422, "invalid /initializeRound body: 'agents' is empty")
-        raw_budget = body.get("humanBudget")
+        # the platform EO takes the budget from its appSettings.json, never from the round
+        raw_budget = None if self.real_eo else body.get("humanBudget")
         try:
             budget = (
                 Budget.model_validate(raw_budget)
@@ -163,6 +182,8 @@ class StandinOrchestrator:
             queue=TurnQueue(self.settings.rule_settings(float(budget.value))),
             ledger=Ledger(currency),
         )
+        if self.real_eo:
+            rnd.eo_totals = eo_rules.Totals(float(budget.value), {})
         if existing is not None and existing.task is not None:
             existing.task.cancel()
         self.rounds[rnd.key] = rnd
@@ -171,6 +192,26 @@ class StandinOrchestrator:
             rnd.round_id, ", ".join(f"{a.name}={a.url}" for a in agents), human.url, setup.durations.body(),
         )
         return rnd
+
+    @property
+    def real_eo(self) -> bool:
+        return self.settings.rules == "real_eo"
+
+    def _human_service(self, setup: InitializeRound) -> Service:
+        """The human-side service: the platform EO reads it from its own settings
+        (``negotiatorsInfo``) and its ``/initializeRound`` body gives ``human`` only a
+        ``utilityFunction``; a body that names a host and port is taken at its word."""
+        info = setup.human if isinstance(setup.human, dict) else (setup.human.body() if setup.human else {})
+        if info.get("host") and isinstance(info.get("port"), int):
+            return Service.from_info(info, "human")
+        if not self.real_eo:
+            raise SetupError("the body needs 'human': the human-side service's name, host and port")
+        s = self.settings
+        return Service.from_info(
+            {"name": s.human_name, "host": s.services_host, "port": s.human_port,
+             "utilityFunction": info.get("utilityFunction") or {}},
+            "human",
+        )
 
     def start(self, body: Any) -> Round:
         """``/startRound {"roundId"}``: run the warm-up, round and post timers in the background."""
@@ -211,22 +252,23 @@ class StandinOrchestrator:
             )
             self._note_failures(rnd, ep.SET_UTILITY, agents, list(outcomes))
 
+            # each phase lasts its length from the moment everyone has been told it started
             await asyncio.sleep(max(0.0, started + float(durations.warmUp) - loop.time()))
             rnd.phase = "round"
-            round_started = loop.time()
             log.info("round %s: negotiation starts (%s s)", rnd.round_id, durations.round)
             start_body = {"roundId": rnd.round_id, "roundDuration": durations.round, "timestamp": ms_to_iso(_wall_ms())}
             await self._broadcast(rnd, ep.START_ROUND, start_body)
+            round_started = loop.time()
 
             await asyncio.sleep(max(0.0, round_started + float(durations.round) - loop.time()))
             rnd.phase = "post"
-            post_started = loop.time()
             log.info("round %s: negotiation over; post-round phase (%s s)", rnd.round_id, durations.post)
             await self._broadcast(rnd, ep.END_ROUND, {"roundId": rnd.round_id, "timestamp": ms_to_iso(_wall_ms())})
+            post_started = loop.time()
 
             await asyncio.sleep(max(0.0, post_started + float(durations.post) - loop.time()))
             rnd.phase = "ended"
-            totals = {"roundId": rnd.round_id, "roundTotals": rnd.ledger.totals(rnd.agents)}
+            totals = {"roundId": rnd.round_id, "roundTotals": self._round_totals(rnd)}
             outcome = await self._post(rnd.human, ep.RECEIVE_ROUND_TOTALS, totals)
             self._note_failures(rnd, ep.RECEIVE_ROUND_TOTALS, [rnd.human], [outcome])
             log.info("round %s ended: %s", rnd.round_id, totals["roundTotals"])
@@ -238,10 +280,20 @@ class StandinOrchestrator:
         finally:
             rnd.phase = "ended"
 
+    def _round_totals(self, rnd: Round) -> dict[str, Any]:
+        if rnd.eo_totals is None:
+            return rnd.ledger.totals(rnd.agents)
+        # the EO asks its utility generator; a seller's utility here is its margin
+        ledger = rnd.ledger.totals(rnd.agents)
+        utilities = {name: entry.get("utility") for name, entry in ledger.items() if name in rnd.agents}
+        return rnd.eo_totals.summary(list(rnd.agents), utilities)
+
     # -- messages ------------------------------------------------------------------------------
     async def relay(self, body: Any) -> dict[str, Any]:
         """``/relayMessage``: judge, log, tell or forward. Returns the JSON answer; raises
         :class:`StandinError` for what the real EO cannot survive."""
+        if self.real_eo:
+            return await self._relay_as_the_eo(body)
         arrived = self.clock_ms()
         if not isinstance(body, dict):
             raise StandinError(422, "a message body must be a JSON object")
@@ -347,14 +399,110 @@ class StandinOrchestrator:
             )
         return answer
 
+    # -- real_eo mode -----------------------------------------------------------------------------
+    async def _relay_as_the_eo(self, body: Any) -> dict[str, Any]:
+        """``/relayMessage`` as the platform EO does it, step by step (its
+        ``environment-orchestrator.js``); :class:`StandinError` where it would exit."""
+        arrived = float(_wall_ms())
+        if not isinstance(body, dict):
+            raise StandinError(422, "a message body must be a JSON object")
+        rnd = self.rounds.get(round_key(body.get("roundId")))
+        if rnd is None or rnd.phase in ("initialized", "ended") or rnd.eo_totals is None:
+            state = "not started" if rnd is not None and rnd.phase == "initialized" else "unknown"
+            raise StandinError(404, f"roundId {body.get('roundId')!r} is {state} (the platform EO exits on this)",
+                               roundId=body.get("roundId"))
+        names = [rnd.human.name, *rnd.agents]
+        totals = rnd.eo_totals
+        try:
+            permitted, rationale = eo_rules.allow_message(
+                body, totals.budget, rnd.eo_queue, self.settings.response_time_limit_s * 1000,
+                self.settings.can_talk_at_once, arrived,
+            )
+            problem = eo_rules.bid_problem(body)
+            if problem is not None:
+                permitted, rationale = False, problem
+            if not (eo_rules.check_message(body) and permitted):
+                eo_rules.sender_of(body, names)
+        except eo_rules.EOWouldExit as exc:
+            raise StandinError(409 if "spoke before" in str(exc) else 422, f"{exc} (the platform EO exits on this)") from None
+        record: dict[str, Any] = {**body, "permitted": permitted, "rationale": rationale, "receivedAt": int(arrived)}
+        rnd.history.append(record)
+        if not (eo_rules.check_message(body) and permitted):
+            return await self._reject_as_the_eo(rnd, body, rationale, names, record)
+
+        bid = body.get("bid") if isinstance(body.get("bid"), dict) else None
+        if bid is not None and bid.get("type") == eo_rules.BOOKED_TYPE:
+            outcome = await self._post(rnd.human, ep.CONFIRM_ACCEPT, body)
+            answer = outcome.answer if isinstance(outcome, Delivered | Blocked) else None
+            if not isinstance(answer, dict):
+                raise StandinError(
+                    SERVICE_FAILED,
+                    f"the human-side service {rnd.human.name} failed /confirmAccept ({_outcome_text(outcome)}); "
+                    f"the deal is not booked (the platform EO exits on this)",
+                )
+            if answer.get("status") != confirm_accept_answer()["status"]:
+                record["booked"] = False
+                return await self._reject_as_the_eo(rnd, body, eo_rules.USER_REJECTED, names, record)
+            totals.book(body)
+            with contextlib.suppress(ValidationError):
+                rnd.ledger.book(str(body.get("speaker")), Bid.model_validate(bid))
+            record["booked"] = True
+        self._background(self._post(rnd.human, ep.RECEIVE_LOG, {**body, "permitted": True, "rationale": None}))
+        rnd.eo_queue.append(eo_rules.Queued(json.loads(json.dumps(body)), float(_wall_ms())))
+        to_agents = {k: v for k, v in body.items() if k != "bid"}
+        services = [rnd.human, *rnd.agents.values()]
+        bodies = [body] + [to_agents] * len(rnd.agents)
+        outcomes = await asyncio.gather(*(self._post(s, ep.RECEIVE_MESSAGE, b) for s, b in zip(services, bodies, strict=True)))
+        record["forwarded"] = {s.name: _outcome_text(o) for s, o in zip(services, outcomes, strict=True)}
+        answers = [o.answer if isinstance(o, Delivered) else None for o in outcomes]
+        return {**acknowledgement(), RELAY_PERMITTED_KEY: answers}
+
+    async def _reject_as_the_eo(
+        self, rnd: Round, body: dict[str, Any], rationale: str | None, names: list[str], record: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The EO's ``rejectMessage``: ``/receiveRejection`` to the sender, ``/receiveLog`` to
+        the human side (neither awaited), and a plain acknowledgement."""
+        sender = eo_rules.sender_of(body, names)
+        target = rnd.human if sender == rnd.human.name else rnd.agents[sender]
+        told = {**body, "rationale": rationale}
+        self._background(self._post(target, ep.RECEIVE_REJECTION, told))
+        self._background(self._post(rnd.human, ep.RECEIVE_LOG, {**told, "permitted": False}))
+        record["permitted"], record["rationale"] = False, rationale
+        log.info("round %s: %s blocked: %s", rnd.round_id, body.get("speaker"), rationale)
+        return acknowledgement()
+
     # -- views ---------------------------------------------------------------------------------
-    def view_queue(self, round_id: object) -> dict[str, Any]:
+    def view_queue(self, round_id: object) -> Any:
+        if self.real_eo:
+            rnd = self._known_to_the_eo(round_id)
+            return None if rnd.phase == "initialized" else [q.view() for q in rnd.eo_queue]
         rnd = self._round(round_id)
         return {"roundId": rnd.round_id, "phase": rnd.phase, "queue": list(rnd.history), "failures": list(rnd.events)}
 
-    def view_totals(self, round_id: object) -> dict[str, Any]:
+    def view_totals(self, round_id: object) -> Any:
+        if self.real_eo:
+            rnd = self._known_to_the_eo(round_id)
+            return None if rnd.eo_totals is None else rnd.eo_totals.by_name
         rnd = self._round(round_id)
         return {"roundId": rnd.round_id, "phase": rnd.phase, "roundTotals": rnd.ledger.totals(rnd.agents)}
+
+    def human_allocation(self, body: Any) -> dict[str, Any]:
+        """``/receiveHumanAllocation``: the buyer's allocation joins its totals; answered
+        ``Failed`` (200) when the human bought nothing, as the platform EO does."""
+        round_id = body.get("roundId") if isinstance(body, dict) else None
+        rnd = self._round(round_id)
+        human = rnd.eo_totals.by_name.get(HUMAN) if rnd.eo_totals is not None else None
+        if human is not None and isinstance(body, dict):
+            human["allocation"] = body.get("payload")
+            return {"roundId": round_id, "status": "Acknowledged"}
+        return {"roundId": round_id, "status": "Failed", "Reason": "No body supplied."}
+
+    def _known_to_the_eo(self, round_id: object) -> Round:
+        """The round, or the platform EO's answer for an unknown one: 500 (and it goes on)."""
+        rnd = self.rounds.get(round_key(round_id))
+        if rnd is None or rnd.phase == "ended":
+            raise StandinError(500, f"unknown roundId {round_id!r}", roundId=round_id)
+        return rnd
 
     def summary(self) -> dict[str, Any]:
         return {"status": "ok", "rounds": {key: r.phase for key, r in self.rounds.items()}}

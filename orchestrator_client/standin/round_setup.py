@@ -136,11 +136,14 @@ def default_round(
     human_name: str = "competition-ui",
     budget: float = DEFAULT_HUMAN_BUDGET,
     currency: str = CURRENCY,
+    name_human_service: bool = True,
 ) -> InitializeRound:
     """The ``/initializeRound`` body of a round with the given sellers (name -> port on
     ``host``), the human-side service on ``human_port`` and ``durations`` (seconds: a
     :class:`Durations`, a mapping with ``warmUp``/``round``/``post`` or a
-    ``(warm_up, round, post)`` tuple)."""
+    ``(warm_up, round, post)`` tuple). ``name_human_service=False`` gives ``human`` only its
+    ``utilityFunction``, as the platform does (its EO reads the human-side service from its
+    own ``appSettings.json``)."""
     ports = dict(DEFAULT_AGENT_PORTS if agents_ports is None else agents_ports)
     agents = [
         NegotiatorInfo(
@@ -164,7 +167,7 @@ def default_round(
     return InitializeRound(
         roundId=round_id,
         agents=agents,
-        human=human,
+        human=human if name_human_service else {"utilityFunction": human.utilityFunction},
         durations=_durations(durations),
         humanBudget=Budget(value=budget, currentUnit=currency).body(),
     )

@@ -10,6 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from orchestrator_client.eo_rules import Queued, Totals
 from orchestrator_client.models import Bid, Durations, InitializeRound, NegotiatorInfo, RoundId
 from orchestrator_client.rules import TurnQueue
 from orchestrator_client.standin.round_setup import unit_costs
@@ -112,6 +113,10 @@ class Round:
     events: list[dict[str, Any]] = field(default_factory=list)
     """Round life-cycle calls that failed (a service down), for ``/viewQueue``."""
     task: asyncio.Task[None] | None = None
+    eo_queue: list[Queued] = field(default_factory=list)
+    """``real_eo`` mode: the permitted messages, as the platform EO queues them."""
+    eo_totals: Totals | None = None
+    """``real_eo`` mode: the platform EO's running totals and the human's remaining budget."""
 
     @property
     def key(self) -> str:

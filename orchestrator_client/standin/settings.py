@@ -4,7 +4,7 @@ Example (``humaine-env.toml``)::
 
     [standin]
     port = 14010
-    rules = "documented"        # or "current_eo": the real EO's thresholds (R0 off, R2 4 s)
+    rules = "real_eo"           # the platform EO's own judgement (default); or "documented" (R0-R4 as written)
     human_budget = 50.0
 
     # what ``humaine-env orchestrator --auto-round`` starts:
@@ -39,9 +39,15 @@ class StandinSettings(Section):
 
     host: str = "127.0.0.1"
     port: int = Field(DEFAULT_EO_PORT, ge=0, le=65535)
-    rules: Literal["documented", "current_eo"] = "documented"
-    """Thresholds of R0-R4: as the platform documents them (what the room is designed for),
-    or as the current EO applies them."""
+    rules: Literal["real_eo", "documented", "current_eo"] = "real_eo"
+    """``real_eo``: what the platform EO a venue runs decides, ported from its source
+    (:mod:`orchestrator_client.eo_rules`), with its answers, rationales and totals.
+    ``documented``: R0-R4 as the platform documents them (:mod:`orchestrator_client.rules`);
+    ``current_eo``: those rules with the current EO's thresholds (R0 off, R2 4 s)."""
+    response_time_limit_s: float = Field(4.0, gt=0)
+    """``real_eo``: the EO's ``responseTimeLimit`` (how long the addressed agent may take)."""
+    can_talk_at_once: bool = True
+    """``real_eo``: the EO's ``canTalkAtOnce`` (as shipped)."""
     r2_window_s: float | None = Field(None, gt=0)
     """Override of the addressee's priority window (R2)."""
     r0_min_gap_s: float | None = Field(None, ge=0)
@@ -85,6 +91,6 @@ class StandinSettings(Section):
             changes["r2_window_ms"] = self.r2_window_s * 1000.0
         if self.r0_min_gap_s is not None:
             changes["r0_min_gap_ms"] = self.r0_min_gap_s * 1000.0
-        if self.rules == "current_eo":
+        if self.rules in ("current_eo", "real_eo"):
             return RuleSettings.current_eo(**changes)
         return RuleSettings.documented(**changes)

@@ -1,0 +1,155 @@
+"""How the room is wired into the platform's EO: the EO's ``appSettings.json`` that registers
+the Avatar Controller as its human-side service, and the checks of ``humaine-env
+check-wiring``.
+
+The current EO reads its human-side service from ``negotiatorsInfo`` in the ``appSettings.json``
+beside ``environment-orchestrator.js`` (never from ``/initializeRound``), accepts only the names
+``competition-ui`` and ``chat-ui`` there, and calls every ``type: "human"`` entry. A wiring
+mistake is found at the first message of a round, where the EO exits: these checks find it
+before the round.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+from orchestrator_client.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES, VIEW_QUEUE
+from orchestrator_client.models import BUYER
+
+DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
+"""The shipped EO's ``responseTimeLimit``: how long the addressed agent may take to reply."""
+DEFAULT_EO_BUDGET: Final = 50.0
+"""The shipped EO's ``humanBudget.value``."""
+UTILITY_GENERATOR: Final = "utility-generator"
+DEFAULT_UTILITY_GENERATOR_PORT: Final = 7021
+PROBE_ROUND: Final = "humaine-env-check-wiring"
+"""A round id no venue uses: ``GET /viewQueue/<it>`` proves the EO answers without touching a round."""
+
+
+def eo_app_settings(
+    human_host: str,
+    human_port: int,
+    *,
+    environment_uuid: str,
+    eo_port: int,
+    human_name: str = HUMAN_SERVICE_NAMES[0],
+    response_time_limit_ms: int = DEFAULT_RESPONSE_TIME_LIMIT_MS,
+    can_talk_at_once: bool = True,
+    human_budget: float = DEFAULT_EO_BUDGET,
+    currency: str = "USD",
+    utility_generator_port: int = DEFAULT_UTILITY_GENERATOR_PORT,
+) -> dict[str, Any]:
+    """The EO's ``appSettings.json`` with the Avatar Controller as its only human-side service
+    (``role: buyer``). The agents need no entry: the EO takes them from ``/initializeRound``.
+    The ``utility-generator`` entry must exist even where none runs: at the end of a round
+    with a deal the EO looks it up and exits when the entry is missing (a generator that does
+    not answer only leaves the utilities null)."""
+    if human_name not in HUMAN_SERVICE_NAMES:
+        raise ValueError(f"the current EO works only with a human-side service named {' or '.join(HUMAN_SERVICE_NAMES)}")
+    return {
+        "defaultPort": str(eo_port),
+        "environmentUUID": environment_uuid,
+        "standalone": False,
+        # "currentUnit" (sic) is the EO's own spelling
+        "humanBudget": {"currentUnit": currency, "value": human_budget},
+        "negotiatorsInfo": [{"name": human_name, "type": "human", "role": BUYER}],
+        "serviceMap": {
+            EO_SERVICE: {"protocol": "http", "host": "localhost", "port": eo_port},
+            UTILITY_GENERATOR: {"protocol": "http", "host": "localhost", "port": utility_generator_port},
+            human_name: {"protocol": "http", "host": human_host, "port": human_port},
+        },
+        "responseTimeLimit": response_time_limit_ms,
+        "canTalkAtOnce": can_talk_at_once,
+    }
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of ``check-wiring``: what was checked, whether it holds, and what to do if not."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.detail}"
+
+
+def check_eo_reachable(eo_url: str, timeout_s: float = 2.0) -> Check:
+    """The EO answers HTTP. Any status counts (an unknown round gives 500 and the EO goes on);
+    only a refused or silent connection fails."""
+    url = f"{eo_url.rstrip('/')}{VIEW_QUEUE}/{PROBE_ROUND}"
+    try:
+        response = httpx.get(url, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        return Check("EO reachable", False, f"{eo_url}: {exc or type(exc).__name__}; start the EO or fix [eo] url")
+    return Check("EO reachable", True, f"{eo_url} answers (HTTP {response.status_code})")
+
+
+def check_app_settings(
+    path: str | Path,
+    *,
+    environment_uuid: str,
+    avatar_host: str,
+    avatar_port: int,
+) -> list[Check]:
+    """The EO's ``appSettings.json`` registers this room: a human-side service of an accepted
+    name, ``type: human``, ``role: buyer``, whose ``serviceMap`` entry points at the Avatar
+    Controller, and the room's ``environmentUUID``."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return [Check("EO appSettings.json", False, f"{file}: {exc}")]
+    if not isinstance(data, dict):
+        return [Check("EO appSettings.json", False, f"{file}: not a JSON object")]
+    checks = [Check("EO appSettings.json", True, str(file))]
+    found_uuid = data.get("environmentUUID")
+    checks.append(
+        Check(
+            "environmentUUID",
+            found_uuid == environment_uuid,
+            f"EO {found_uuid!r}, room {environment_uuid!r}"
+            + ("" if found_uuid == environment_uuid else "; set environment_uuid (or the EO's) so they match"),
+        )
+    )
+    infos = data.get("negotiatorsInfo") if isinstance(data.get("negotiatorsInfo"), list) else []
+    humans = [i for i in infos if isinstance(i, dict) and i.get("type") == "human"]
+    named = [i for i in humans if i.get("name") in HUMAN_SERVICE_NAMES]
+    if not named:
+        checks.append(
+            Check(
+                "human-side service",
+                False,
+                f"no negotiatorsInfo entry of type 'human' named {' or '.join(HUMAN_SERVICE_NAMES)}; add "
+                f'{{"name": "{HUMAN_SERVICE_NAMES[0]}", "type": "human", "role": "{BUYER}"}}',
+            )
+        )
+        return checks
+    service_map = data.get("serviceMap") if isinstance(data.get("serviceMap"), dict) else {}
+    wanted_hosts = {avatar_host, "localhost", "127.0.0.1"} if avatar_host in ("127.0.0.1", "localhost") else {avatar_host}
+    for info in humans:
+        name = str(info.get("name"))
+        role = info.get("role")
+        checks.append(Check(f"{name} role", role == BUYER, f"role {role!r}" + ("" if role == BUYER else f"; set role: {BUYER}")))
+        entry = service_map.get(name)
+        if not isinstance(entry, dict):
+            checks.append(Check(f"{name} serviceMap", False, f"no serviceMap entry {name!r}; the EO cannot call it"))
+            continue
+        host, port = entry.get("host"), entry.get("port")
+        points_back = str(host) in wanted_hosts and str(port) == str(avatar_port)
+        checks.append(
+            Check(
+                f"{name} serviceMap",
+                points_back,
+                f"{host}:{port}"
+                + ("" if points_back else f"; the Avatar Controller is at {avatar_host}:{avatar_port}")
+                + ("" if name in HUMAN_SERVICE_NAMES else f" (the current EO calls it, but only {name} names are read)"),
+            )
+        )
+    return checks

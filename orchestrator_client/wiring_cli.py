@@ -1,0 +1,95 @@
+"""``humaine-env check-wiring``: is the room wired into the EO? One line per check, exit 0 when
+all hold (1 when one fails, 2 for a configuration error).
+
+It checks that the EO answers at ``[eo] url`` (or the ``serviceMap`` of ``[eo] app_settings``),
+and - given the EO's own ``appSettings.json`` (``--eo-settings``, or ``[eo] app_settings``) -
+that it registers the Avatar Controller as its human-side service (an accepted name, ``type:
+human``, ``role: buyer``, a ``serviceMap`` entry pointing at ``[avatar] host:port``), that every
+human-side service it lists answers (the EO exits on the first ``/confirmAccept`` to one that is
+down), and that its ``environmentUUID`` is this room's. ``--write PATH`` writes such a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import httpx
+
+from workers.config import Config
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--eo-settings", metavar="PATH",
+                        help="the EO's appSettings.json (default: [eo] app_settings)")
+    parser.add_argument("--write", metavar="PATH",
+                        help="write an appSettings.json for the EO that registers this room, then check it")
+    parser.add_argument("--eo-port", type=int, default=None, help="the EO's port for --write (default: from [eo] url, or 14010)")
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    from urllib.parse import urlparse
+
+    from avatar.settings import AvatarSettings
+    from orchestrator_client.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
+    from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
+    from orchestrator_client.wiring import Check, check_app_settings, check_eo_reachable, eo_app_settings
+    from workers.config import OrchestratorSettings
+    from workers.runtime import EXIT_CONFIG
+
+    eo = config.section(OrchestratorSettings)
+    avatar = config.section(AvatarSettings)
+    uuid = config.core.environment_uuid
+    try:
+        eo_url = resolve_eo_url(eo)
+    except ServiceMapError as exc:
+        print(f"humaine-env check-wiring: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    settings_path = args.write or args.eo_settings or eo.app_settings
+    if args.write:
+        port = args.eo_port or urlparse(eo_url).port or DEFAULT_EO_PORT
+        data = eo_app_settings(avatar.host, avatar.port, environment_uuid=uuid, eo_port=port)
+        Path(args.write).write_text(json.dumps(data, indent=2) + "\n")
+        print(f"wrote {args.write}: human-side service {HUMAN_SERVICE_NAMES[0]} at {avatar.host}:{avatar.port}")
+    checks = [check_eo_reachable(eo_url)]
+    if settings_path:
+        checks += check_app_settings(settings_path, environment_uuid=uuid, avatar_host=avatar.host, avatar_port=avatar.port)
+        checks += _human_services_answer(settings_path)
+    else:
+        checks.append(Check("EO appSettings.json", False, "not given: pass --eo-settings PATH (the EO's own file) "
+                                                          "or set [eo] app_settings"))
+    for check in checks:
+        print(check.line())
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _human_services_answer(path: str) -> list:
+    """Every human-side service the EO will call answers HTTP (the EO exits when one is down)."""
+    from orchestrator_client.wiring import Check
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return []
+    infos = data.get("negotiatorsInfo") if isinstance(data, dict) else None
+    service_map = data.get("serviceMap") if isinstance(data, dict) else None
+    if not isinstance(infos, list) or not isinstance(service_map, dict):
+        return []
+    checks = []
+    for info in infos:
+        if not isinstance(info, dict) or info.get("type") != "human":
+            continue
+        name = str(info.get("name"))
+        entry = service_map.get(name)
+        if not isinstance(entry, dict):
+            continue
+        url = f"{entry.get('protocol', 'http')}://{entry.get('host')}:{entry.get('port')}/health"
+        try:
+            httpx.get(url, timeout=2.0)
+            checks.append(Check(f"{name} answers", True, url))
+        except httpx.HTTPError as exc:
+            checks.append(Check(f"{name} answers", False, f"{url}: {exc or type(exc).__name__}; the EO exits on its "
+                                                          "first call to a human-side service that is down"))
+    return checks
