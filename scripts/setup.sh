@@ -8,8 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Sound (espeak-ng TTS, PortAudio for sounddevice), the MQTT broker, audio tools, the
-# real-speech test corpora, and a browser for the display-page tests.
-APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium"
+# real-speech test corpora, Festival voices (negotiation speech not by espeak-ng), and a browser
+# for the display-page tests.
+APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts"
 PYTHON="${PYTHON:-python3}"
 VENV=.venv
 STAMP="$VENV/.installed"

@@ -11,12 +11,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from hardware.audio import AudioBlock, SourceKind
 from workers.messages import Transcript, VadEvent, Word
 from workers.microphone.echo import EchoGate
+from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
 from workers.microphone.recognizer import Recognizer, RecognizerStream
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
+
+if TYPE_CHECKING:
+    from workers.microphone.settings import MicrophoneSettings
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +63,10 @@ class Transcriber:
         echo: EchoGate | None = None,
         echo_mode: str = "drop",
         interim_hz: float = 5.0,
+        numbers: NumberStyle = "digits",
     ) -> None:
+        """``numbers``: how the normalisation step after the engine writes numbers and money
+        (``normalize``); it runs on every interim and final, whatever the engine."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -68,9 +76,28 @@ class Transcriber:
         self.echo = echo or EchoGate()
         self.echo_mode = echo_mode
         self.interim_interval_ms = round(1000.0 / interim_hz)
+        self.numbers: NumberStyle = numbers
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: MicrophoneSettings,
+        recognizer: Recognizer,
+        source_kind: SourceKind,
+        emit_vad: Callable[[VadEvent], None],
+        emit_transcript: Callable[[Transcript], None],
+        **kwargs: Any,
+    ) -> Transcriber:
+        """The pipeline as ``[microphone]`` configures it (segmenter, interim rate, numbers):
+        the live worker, ``humaine-env transcribe`` and bench/stt.py all build it here."""
+        s = settings
+        segmenter = Segmenter(s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs)
+        kwargs.setdefault("interim_hz", s.interim_hz)
+        kwargs.setdefault("numbers", s.numbers)
+        return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
     def pause(self) -> None:
@@ -136,7 +163,7 @@ class Transcriber:
         if now_ms - self._open.last_interim_ms < self.interim_interval_ms:
             return
         self._open.last_interim_ms = now_ms
-        text = self._open.stream.partial().strip()
+        text = normalize_text(self._open.stream.partial().strip(), self.numbers)
         if not text or text == self._open.last_text:
             return
         self._open.last_text = text
@@ -150,7 +177,7 @@ class Transcriber:
         assert self._open is not None
         current, self._open = self._open, None
         decode_started = time.monotonic()
-        hyp = current.stream.final()
+        hyp = normalize_hypothesis(current.stream.final(), self.numbers)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
         echo = self.echo.is_echo(current.start_ms, end.t_ms)
         if current.vad_published or not echo:  # every published speech_start gets its speech_end
