@@ -50,6 +50,10 @@ CONTEXT_PAD_S = 10.0
 window's padding: on 6 LibriVox reads and 30 negotiation utterances (4 voices), beam 5, one core,
 WER read/negotiation and CPU per utterance were 0.05/0.20/0.92 s with the 30 s window, 0.07/0.16/0.37 s
 at 10 s, 0.07/0.80/0.40 s at 5 s and 2.4/3.3/0.85 s at 1 s (the decoder loops, repeating itself)."""
+TAIL_MIN_PROB = 0.01
+"""Whisper appends words to the silence after speech ("... a cup of milk as well."), the first of
+them at probabilities of 0.0001-0.001: such a word ends the final when only unsure words follow it."""
+TAIL_UNSURE_PROB = 0.5
 ZERO_LENGTH_SHARE = 0.3
 """A final whose words are this often aligned to zero length is a decoder that lost its place."""
 SAMPLE_RATE = 16_000
@@ -126,6 +130,17 @@ def degenerate(segments: Sequence[Any], duration_s: float) -> bool:
         or tokens >= max_tokens(duration_s) - 2
         or (bool(words) and zero / len(words) > ZERO_LENGTH_SHARE)
     )
+
+
+def without_made_up_tail(words: list[WordTiming]) -> list[WordTiming]:
+    """``words`` cut before the last word below :data:`TAIL_MIN_PROB`, when every word after it
+    is below :data:`TAIL_UNSURE_PROB` too."""
+    for i in range(len(words) - 1, -1, -1):
+        if words[i].conf < TAIL_MIN_PROB:
+            return words[:i]
+        if words[i].conf >= TAIL_UNSURE_PROB:
+            return words
+    return words
 
 
 def hotwords_for(words: Sequence[str]) -> str:
@@ -280,6 +295,7 @@ class WhisperRecognizer:
             for w in (s.words or [])
             if w.word.strip()
         ]
+        words = without_made_up_tail(words)
         if not words:
             return Hypothesis("", 0.0, [])
         confidence = sum(w.conf for w in words) / len(words)

@@ -203,7 +203,7 @@ def _digits(tokens: list[_Token]) -> list[WordTiming]:
 
 _COUNTED_AFTER = {
     "egg", "eggs", "cup", "cups", "ounce", "ounces", "teaspoon", "teaspoons", "packet", "packets", "pound",
-    "pounds", "bag", "bags", "bar", "bars", "of", "dozen", "each", "for",
+    "pounds", "bag", "bags", "bar", "bars", "of", "dozen",
 }
 """A number followed by one of these counts goods, so it is not the cents of a price before it."""
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator
 
 from workers.config import Section
+
+EngineChoice = Literal["auto", "whisper", "vosk", "pocketsphinx"]
+ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
+"""What ``[microphone] engine`` and every ``--engine`` flag accept."""
 
 
 class MicrophoneSettings(Section):
@@ -18,7 +22,7 @@ class MicrophoneSettings(Section):
     """Read console lines instead of audio (``humaine-env mic --typed``)."""
     typed_fallback: bool = True
     """Use typed input when no capture device exists at all."""
-    engine: Literal["auto", "whisper", "vosk", "pocketsphinx"] = "auto"
+    engine: EngineChoice = "auto"
     """``auto``: the most accurate engine whose model is present (``engines.ACCURACY_ORDER``:
     Whisper, then Vosk, then pocketsphinx); the choice and its reason are logged at start."""
     whisper_model: str = Field(default="", json_schema_extra={"env": "WHISPER_MODEL"})

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workers.config import Config
+from workers.microphone.settings import ENGINE_CHOICES
 
 if TYPE_CHECKING:
     from hardware.audio import SourceKind
@@ -30,7 +31,7 @@ EXIT_FILE_FAILED = 1
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="audio files (WAV, raw 16 kHz, anything ffmpeg reads)")
-    parser.add_argument("--engine", choices=("auto", "whisper", "vosk", "pocketsphinx"), help="speech recognition engine")
+    parser.add_argument("--engine", choices=ENGINE_CHOICES, help="speech recognition engine")
     parser.add_argument("--numbers", choices=("digits", "words"), help="numbers and money as digits (default) or as spoken words")
 
 

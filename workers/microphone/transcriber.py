@@ -17,7 +17,7 @@ from hardware.audio import AudioBlock, SourceKind
 from workers.messages import Transcript, VadEvent, Word
 from workers.microphone.echo import EchoGate
 from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
-from workers.microphone.recognizer import Recognizer, RecognizerStream
+from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
 
 if TYPE_CHECKING:
@@ -49,6 +49,21 @@ class TranscriberStats:
     empty: int = 0
     final_latency_ms: list[float] = field(default_factory=list)
     """Wall time from the end of the utterance's audio reaching us to its final (last 100)."""
+
+
+SILENCE_SLACK_MS = 100
+"""How far into the silence after the last voiced frame a word may still start."""
+
+
+def heard_before(hyp: Hypothesis, speech_end_ms: int) -> Hypothesis:
+    """The hypothesis without words that start in the silence after the utterance's last
+    voiced frame (``speech_end_ms`` on the stream's clock): the voice activity detector heard
+    nothing there, so an engine that puts a word there made it up."""
+    kept = [w for w in hyp.words if w.start_ms <= speech_end_ms + SILENCE_SLACK_MS]
+    if len(kept) == len(hyp.words):
+        return hyp
+    confidence = sum(w.conf for w in kept) / len(kept) if kept else 0.0
+    return Hypothesis(" ".join(w.word for w in kept), confidence, kept)
 
 
 class Transcriber:
@@ -177,7 +192,7 @@ class Transcriber:
         assert self._open is not None
         current, self._open = self._open, None
         decode_started = time.monotonic()
-        hyp = normalize_hypothesis(current.stream.final(), self.numbers)
+        hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
         echo = self.echo.is_echo(current.start_ms, end.t_ms)
         if current.vad_published or not echo:  # every published speech_start gets its speech_end
