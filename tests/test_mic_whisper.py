@@ -5,6 +5,7 @@ on negotiation utterances by Festival and espeak-ng voices, with bounds set from
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -133,3 +134,41 @@ def test_missing_whisper_model_is_one_line_and_auto_falls_back(tmp_path: Path, c
     assert fallback.name == "pocketsphinx"
     line = next(r.getMessage() for r in caplog.records if r.name == "workers.microphone.engines")
     assert "whisper" in line and "nothing" in line
+
+
+def trimmed(audio: np.ndarray) -> np.ndarray:
+    """Without the synthesizer's leading and trailing silence."""
+    loud = np.flatnonzero(np.abs(audio.astype(np.int32)) > 500)
+    return audio[loud[0] : loud[-1] + 1]
+
+
+def test_speculative_final_in_pauses_and_talked_over(tmp_path: Path) -> None:
+    """The final starts 150 ms into every pause; a pause the speaker talks over is retracted
+    and the one final still holds both halves, as decoding without speculation does."""
+    from hardware.audio_files import FileSource, load_audio, write_wav
+    from workers.messages import Transcript
+    from workers.microphone.transcriber import Transcriber
+
+    synth = load_synth()
+    voice = synth.FESTIVAL_VOICES[2]  # type: ignore[attr-defined]
+    halves = [trimmed(load_audio(synth.synthesize(t, voice).path)) for t in ("celia i want two eggs", "and some milk")]  # type: ignore[attr-defined]
+    gap, pause = np.zeros(16_000, dtype=np.int16), np.zeros(4_800, dtype=np.int16)  # 300 ms < the 400 ms hangover
+    path = tmp_path / "pause.wav"
+    write_wav(path, np.concatenate([gap, halves[0], pause, halves[1], gap]))
+    texts: dict[str, list[str]] = {}
+    for speculate in (150, None):
+        recognizer = WhisperRecognizer(interims=False)
+        finals: list[Transcript] = []
+        settings = MicrophoneSettings(speculate_ms=speculate or 0)
+        tr = Transcriber.from_settings(settings, recognizer, "file", lambda _e: None, finals.append)
+        for block in FileSource(path).blocks(threading.Event()):
+            tr.process(block)
+        tr.flush()
+        texts[str(speculate)] = [f.text for f in finals if f.final]
+        if speculate:
+            assert recognizer.speculations >= 2 and recognizer.retracted >= 1
+        else:
+            assert recognizer.speculations == 0
+        recognizer.close()
+    assert len(texts["150"]) == 1 and texts["150"] == texts["None"], texts
+    assert "want" in texts["150"][0].lower() and "milk" in texts["150"][0].lower(), texts

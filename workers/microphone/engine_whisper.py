@@ -165,6 +165,7 @@ class WhisperStream:
         self._pending: Future[str] | None = None
         self._interim_at = 0
         """Samples decoded by the latest interim job."""
+        self._speculation: Future[Hypothesis] | None = None
         self._done = False
 
     def accept(self, samples: np.ndarray) -> None:
@@ -181,7 +182,7 @@ class WhisperStream:
         """The latest finished interim; starts the next one when none is running and at least
         1/:data:`MAX_INTERIM_HZ` s of new speech arrived since the last."""
         owner = self._owner
-        if not owner.interims or self._done:
+        if not owner.interims or self._done or self._speculation is not None:
             return self._interim
         if self._pending is not None and self._pending.done():
             try:
@@ -195,6 +196,24 @@ class WhisperStream:
             self._pending = owner.executor().submit(owner.decode_interim, self._audio())
         return self._interim
 
+    def speculate(self) -> None:
+        """Decode what was heard so far as the final, on the background thread (an interim
+        not started yet is dropped: the speaker is pausing)."""
+        if self._done:
+            return
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        self._owner.speculations += 1
+        self._speculation = self._owner.executor().submit(self._owner.decode_final, self._audio())
+
+    def retract(self) -> None:
+        """The speaker went on; a running speculative decode finishes unused."""
+        if self._speculation is not None:
+            self._speculation.cancel()
+            self._speculation = None
+            self._owner.retracted += 1
+
     def final(self) -> Hypothesis:
         if self._done:
             raise RuntimeError("stream already finished")
@@ -202,6 +221,9 @@ class WhisperStream:
         pending, self._pending = self._pending, None
         if pending is not None:
             pending.cancel()  # not started: skipped; running: the model finishes it first
+        speculation, self._speculation = self._speculation, None
+        if speculation is not None and not speculation.cancelled():
+            return speculation.result()
         return self._owner.decode_final(self._audio())
 
 
@@ -241,6 +263,9 @@ class WhisperRecognizer:
         self._executor_lock = threading.Lock()
         self.interim_decodes = 0
         """Interim decodes run so far (bench/stt.py divides their CPU time by it)."""
+        self.speculations = 0
+        """Finals decoded early in a pause; ``retracted``: those the speaker talked over."""
+        self.retracted = 0
         self.full_window_retries = 0
         """Finals decoded again with the 30 s window because the trimmed one degenerated."""
 

@@ -37,6 +37,10 @@ class MicrophoneSettings(Section):
     whisper_context: Literal["utterance", "full"] = "utterance"
     """``utterance``: the encoder sees the utterance plus 1 s, not Whisper's whole 30 s window
     (measured as accurate, several times faster; see ``engine_whisper``)."""
+    speculate_ms: int = Field(default=150, ge=0)
+    """An engine that decodes whole utterances (Whisper) starts its final this far into a pause,
+    while the hangover decides whether the utterance ended: most of the decode then overlaps the
+    hangover. A pause that turns out not to be the end costs one wasted decode. 0: off."""
     numbers: Literal["digits", "words"] = "digits"
     """``digits``: numbers, quantities and money as digits and ``$x.yy`` after every engine,
     as the platform's examples write them; ``words``: the engine's own words."""

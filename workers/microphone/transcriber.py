@@ -17,7 +17,7 @@ from hardware.audio import AudioBlock, SourceKind
 from workers.messages import Transcript, VadEvent, Word
 from workers.microphone.echo import EchoGate
 from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
-from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream
+from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
 
 if TYPE_CHECKING:
@@ -36,6 +36,9 @@ class _Open:
     """Audio-clock end of the latest block of this utterance."""
     last_text: str = ""
     vad_published: bool = False
+    silent_ms: int = 0
+    """Unvoiced audio since the last voiced frame."""
+    speculating: bool = False
 
 
 @dataclass
@@ -79,9 +82,12 @@ class Transcriber:
         echo_mode: str = "drop",
         interim_hz: float = 5.0,
         numbers: NumberStyle = "digits",
+        speculate_ms: int | None = 150,
     ) -> None:
         """``numbers``: how the normalisation step after the engine writes numbers and money
-        (``normalize``); it runs on every interim and final, whatever the engine."""
+        (``normalize``); it runs on every interim and final, whatever the engine.
+        ``speculate_ms``: pause after which a :class:`SpeculativeStream` starts its final
+        (None: never)."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -92,6 +98,7 @@ class Transcriber:
         self.echo_mode = echo_mode
         self.interim_interval_ms = round(1000.0 / interim_hz)
         self.numbers: NumberStyle = numbers
+        self.speculate_ms = speculate_ms
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
@@ -112,6 +119,7 @@ class Transcriber:
         segmenter = Segmenter(s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs)
         kwargs.setdefault("interim_hz", s.interim_hz)
         kwargs.setdefault("numbers", s.numbers)
+        kwargs.setdefault("speculate_ms", s.speculate_ms or None)
         return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
@@ -165,6 +173,7 @@ class Transcriber:
             self._open.stream.accept(event.samples)
             assert block is not None
             self._open.heard_until_ms = block.end_ms
+            self._maybe_speculate(event.voiced, round(block.duration_ms))
             self._maybe_interim(block.end_ms)
         elif isinstance(event, SpeechEnd) and self._open is not None:
             self._finish(event)
@@ -172,6 +181,24 @@ class Transcriber:
     def _gated(self, start_ms: int, end_ms: int) -> bool:
         """True when this span is echo and echo is dropped."""
         return self.echo_mode == "drop" and self.echo.is_echo(start_ms, end_ms)
+
+    def _maybe_speculate(self, voiced: bool, frame_ms: int) -> None:
+        """A stream that decodes whole utterances starts its final ``speculate_ms`` into a
+        pause and is told when the speaker goes on (see :class:`SpeculativeStream`)."""
+        current = self._open
+        assert current is not None
+        if not isinstance(current.stream, SpeculativeStream) or self.speculate_ms is None:
+            return
+        if voiced:
+            current.silent_ms = 0
+            if current.speculating:
+                current.speculating = False
+                current.stream.retract()
+            return
+        current.silent_ms += frame_ms
+        if not current.speculating and current.silent_ms >= self.speculate_ms:
+            current.speculating = True
+            current.stream.speculate()
 
     def _maybe_interim(self, now_ms: int) -> None:
         assert self._open is not None
