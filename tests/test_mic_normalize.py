@@ -38,6 +38,9 @@ from workers.microphone.recognizer import Hypothesis, WordTiming
         ("I offer $3.50.", "I offer $3.50."),
         ("That is 3 dollars.", "That is $3."),
         ("$2.00 each", "$2 each"),
+        ("How about $8 .50 cents?", "How about $8.50?"),  # Whisper's word timings split numbers
+        ("How about $8 and $0.50?", "How about $8.50?"),
+        ("That is 3 ,000 dollars", "That is $3000"),
     ],
 )
 def test_digits(spoken: str, written: str) -> None:

@@ -74,6 +74,29 @@ def _number_value(token: str) -> float | None:
         return None
 
 
+def _dollar_value(tokens: Sequence[_Token], i: int) -> float | None:
+    core = tokens[i].core
+    return _number_value(core[1:]) if core.startswith("$") else None
+
+
+def _join_split_numbers(words: list[WordTiming]) -> list[WordTiming]:
+    """Whisper's word timings can cut a number at its separator ("$8" ".50", "3" ",000"):
+    the pieces are one word again."""
+    out: list[WordTiming] = []
+    for w in words:
+        piece = w.word.strip()
+        if out and _CONTINUATION.match(piece) and _NUMBER_END.search(out[-1].word):
+            prev = out[-1]
+            out[-1] = WordTiming(prev.word + piece, prev.start_ms, w.end_ms, min(prev.conf, w.conf))
+        else:
+            out.append(w)
+    return out
+
+
+_CONTINUATION = re.compile(r"^[.,]\d+[.,!?]?$")
+_NUMBER_END = re.compile(r"\d$")
+
+
 def _parse_number(tokens: Sequence[_Token], i: int) -> tuple[float, int] | None:
     """The number spoken from ``tokens[i]``: its value and how many tokens it spans."""
     digit = _number_value(tokens[i].core)
@@ -160,8 +183,14 @@ def _digits(tokens: list[_Token]) -> list[WordTiming]:
     while i < len(tokens):
         tok = tokens[i]
         if tok.core.startswith("$") and _number_value(tok.core[1:]) is not None:  # "$3.50" already
-            out.append(_merge([tok], _money(_number_value(tok.core[1:]) or 0.0)))
-            i += 1
+            value, end = _number_value(tok.core[1:]) or 0.0, i + 1
+            cents = _dollar_value(tokens, end + 1) if end + 1 < len(tokens) and tokens[end].core == "and" else None
+            if cents is not None and cents < 1 and value == int(value) and not tok.trail:  # "$8 and $0.50"
+                value, end = value + cents, end + 2
+            if end < len(tokens) and tokens[end].core in _DOLLARS | _CENTS and not tokens[end - 1].trail:
+                end += 1  # "$3.50 dollars": the unit said twice
+            out.append(_merge(tokens[i:end], _money(value)))
+            i = end
             continue
         parsed = _parse_number(tokens, i)
         if parsed is None or _is_pronoun_one(tokens, i, parsed[1]):
@@ -225,7 +254,7 @@ def normalize_words(words: Sequence[WordTiming], numbers: NumberStyle = "digits"
     """The words after normalisation (see the module's docstring)."""
     kept = [w for w in words if w.word.strip()]
     if numbers == "digits":
-        kept = _digits([_split(w) for w in kept])
+        kept = _digits([_split(w) for w in _join_split_numbers(kept)])
     return _capitalise_names(kept)
 
 
