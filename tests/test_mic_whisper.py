@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_mic_pocketsphinx import load_synth
 from workers.microphone.engine_whisper import MAX_INTERIM_HZ, WhisperRecognizer, bundled_model_path
-from workers.microphone.engines import load_recognizer, whisper_hotwords
+from workers.microphone.engines import load_recognizer
 from workers.microphone.evaluation import Sample, deal_score, pocketsphinx_corpus, transcribe, wer
 from workers.microphone.normalize import normalize_hypothesis
 from workers.microphone.recognizer import EngineUnavailable
@@ -27,7 +27,7 @@ INVENTED_NUMBERS_BOUND = 1  # measured 0 numbers or prices heard that were not s
 
 @pytest.fixture(scope="module")
 def whisper() -> WhisperRecognizer:
-    return WhisperRecognizer(hotwords=whisper_hotwords(MicrophoneSettings()), interims=False)
+    return WhisperRecognizer(interims=False)  # the default: trimmed window, no hotwords
 
 
 def negotiation(voices: tuple[str, ...]) -> list[Sample]:

@@ -48,8 +48,9 @@ class MicrophoneSettings(Section):
     """Folder of an unpacked Vosk model; empty: ``<data_dir>/models/vosk-model-small-en-us-0.15``."""
     biasing: bool = True
     """Bias recognition towards the negotiation vocabulary (goods, units, prices, avatar names):
-    Whisper's hotwords, Vosk's runtime vocabulary and, with ``pocketsphinx_domain_lm``, the
-    pocketsphinx domain language model."""
+    Vosk's runtime vocabulary; Whisper's hotwords with ``whisper_context = "full"`` (with the
+    trimmed window they make the decoder loop); with ``pocketsphinx_domain_lm``, the pocketsphinx
+    domain language model."""
     pocketsphinx_domain_lm: bool = False
     """Decode pocketsphinx with the negotiation-domain language model instead of the general
     English one. Off: on negotiation speech by voices it was not tuned on (Festival) and on real
