@@ -254,6 +254,8 @@ class WhisperRecognizer:
         except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError for a broken folder
             raise EngineUnavailable(f"could not load the Whisper model at {path} ({exc})") from None
         self.model_path = path
+        self.model_name = f"{BUNDLED_MODEL} ({BUNDLED_PACKAGE})" if not model_path else path.name
+        """How logs and benchmarks name the model."""
         self.beam_size = beam_size
         self.threads = threads
         self.hotwords = hotwords or None

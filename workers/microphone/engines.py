@@ -16,12 +16,12 @@ log = logging.getLogger(__name__)
 ACCURACY_ORDER: tuple[str, ...] = ("whisper", "vosk", "pocketsphinx")
 """What ``engine = "auto"`` tries, most accurate first."""
 WHY: dict[str, str] = {
-    "whisper": "the most accurate engine here (bench/stt.py: WER 0.03 on negotiation speech by 4 voices, "
-    "0.11 on the LibriVox reads, vs pocketsphinx 0.14 and 0.27)",
-    "vosk": "Whisper is not installed; Vosk's small English model is the next most accurate "
-    "(published LibriSpeech test-clean WER 9.9% vs pocketsphinx's model far behind; Whisper tiny.en 5.6%)",
-    "pocketsphinx": "the only engine present; it is the least accurate (bench/stt.py: WER 0.14 on negotiation "
-    "speech, 0.27 on the LibriVox reads)",
+    "whisper": "the most accurate engine here (bench/stt.py, one core: WER 0.16 on negotiation speech by four voices, "
+    "0.08 on LibriVox reads, 0.06 on telephone prompts; pocketsphinx 0.27, 0.28, 0.49)",
+    "vosk": "no Whisper model; Vosk's small English model is next (published LibriSpeech test-clean WER 9.9% vs "
+    "Whisper tiny.en 5.6%; pocketsphinx measured 0.28 on read speech here)",
+    "pocketsphinx": "the only engine present, and the least accurate (bench/stt.py: WER 0.27 on negotiation speech, "
+    "0.28 on LibriVox reads, vs Whisper 0.16 and 0.08)",
 }
 """The reason ``auto`` logs with its choice (figures from bench/stt.py, see the README)."""
 WHISPER_MODEL_PREFIX = "faster-whisper-"
@@ -112,9 +112,9 @@ LOADERS: dict[str, Callable[[MicrophoneSettings, Path], Recognizer]] = {
 def describe(recognizer: Recognizer) -> str:
     """``whisper (tiny.en, beam 5, hotwords)``: the engine and what it was loaded with."""
     details: list[str] = []
-    model = getattr(recognizer, "model_path", None)
+    model = getattr(recognizer, "model_name", None) or getattr(recognizer, "model_path", None)
     if model is not None:
-        details.append(Path(model).name)
+        details.append(model if isinstance(model, str) else Path(model).name)
     if getattr(recognizer, "beam_size", None):
         details.append(f"beam {recognizer.beam_size}")  # type: ignore[attr-defined]
     if getattr(recognizer, "hotwords", None) or getattr(recognizer, "grammar", None) or getattr(recognizer, "biasing", False):
@@ -136,6 +136,7 @@ def load_recognizer(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
             absent.append(f"{engine}: {exc}")
             continue
         skipped = f" [not present: {'; '.join(absent)}]" if absent else ""
-        log.info("speech engine: %s, chosen by accuracy: %s%s", describe(recognizer), WHY[engine], skipped)
+        level = logging.INFO if engine == ACCURACY_ORDER[0] else logging.WARNING  # a less accurate engine than possible
+        log.log(level, "speech engine: %s, chosen by accuracy: %s%s", describe(recognizer), WHY[engine], skipped)
         return recognizer
     raise EngineUnavailable("no speech engine could be loaded: " + "; ".join(absent))
