@@ -134,6 +134,17 @@ def environment_orchestrator() -> Path:
     return EO_TREE
 
 
+@fetcher
+def speech_corpus() -> Path:
+    """Negotiation utterances by every espeak-ng and Festival voice (scripts/synth_speech.py,
+    cached under .cache/synth): the speech-engine tests and bench/stt.py read them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from synth_speech import CACHE, FESTIVAL_VOICES, VOICES, negotiation_corpus
+
+    negotiation_corpus(voices=VOICES + FESTIVAL_VOICES)
+    return CACHE
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="setup: %(message)s")
     ASSETS.mkdir(parents=True, exist_ok=True)

@@ -8,9 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Sound (espeak-ng TTS, PortAudio for sounddevice), the MQTT broker, audio tools, the
-# real-speech test corpora, a browser for the display-page tests, and Node.js/npm (and git, where
-# the platform EO must be cloned) for the real Environment Orchestrator.
-APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium git"
+# real-speech test corpora, Festival voices (negotiation speech not by espeak-ng), a browser for
+# the display-page tests, and Node.js/npm (and git, where the platform EO must be cloned) for the
+# real Environment Orchestrator.
+APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts git"
 PYTHON="${PYTHON:-python3}"
 VENV=.venv
 STAMP="$VENV/.installed"

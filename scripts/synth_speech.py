@@ -1,10 +1,12 @@
-"""Negotiation utterances spoken by espeak-ng in several voices, 16 kHz mono WAV, known text.
+"""Negotiation utterances spoken by espeak-ng and Festival voices, 16 kHz mono WAV, known text.
 
 The microphone tests and the STT benchmark use them to measure word error rate on the domain's
 own vocabulary (goods, quantities, prices, the avatars' names) with and without biasing; real
-human speech comes from the pocketsphinx and Asterisk corpora. Generated on demand and cached
-under ``.cache/synth`` (keyed by text and voice), so the repository carries the recipe, not
-the audio. Run directly to (re)generate: ``python scripts/synth_speech.py [--out DIR]``.
+human speech comes from the pocketsphinx and Asterisk corpora. The Debian Festival voices (two
+diphone voices and an HTS voice trained on a recorded speaker) are the check that a recognizer
+or its biasing is not tuned to espeak-ng alone. Generated on demand and cached under
+``.cache/synth`` (keyed by text and voice), so the repository carries the recipe, not the audio.
+Run directly to (re)generate: ``python scripts/synth_speech.py [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -39,11 +41,39 @@ SENTENCES: tuple[str, ...] = (
     "hey watson i will pay ten dollars for everything",
     "i need three eggs and one cup of milk for seven dollars",
     "how about eight dollars and fifty cents",
+    "i'd like to buy five eggs for two dollars",
+    "celia could you give me a dozen eggs",
+    "the sugar costs three dollars fifty",
+    "i need two cups of flour and a cup of milk",
+    "watson what is your best price for the butter",
+    "can you sell me twelve eggs for four dollars",
+    "i will give you six dollars for three bags of flour",
+    "that sounds fair let's do it",
+    "celia i only need one packet of baking powder",
+    "four ounces of chocolate please",
+    "would you take nine dollars for everything",
+    "hello watson how are you today",
+    "i think that's a little too much for me",
+    "twenty eggs and two pounds of butter",
+    "my final offer is fifteen dollars",
+    "thank you celia it was nice doing business",
+    "could i have half a cup of sugar",
+    "okay watson you have a deal",
 )
 """Written as a buyer would say them, independently of the language model's templates."""
 
 VOICES: tuple[str, ...] = ("en-us", "en-gb-x-rp+f3", "en-us+m3")
-"""A US male, a British female variant and a second US male timbre."""
+"""espeak-ng: a US male, a British female variant and a second US male timbre."""
+FESTIVAL_PREFIX = "festival:"
+FESTIVAL_VOICES: tuple[str, ...] = (
+    "festival:kal_diphone",
+    "festival:ked_diphone",
+    "festival:cmu_us_slt_arctic_hts",
+)
+"""Festival (Debian ``festvox-kallpc16k``, ``festvox-kdlpc16k``, ``festvox-us-slt-hts``): two US
+male diphone voices and a US female HTS voice."""
+MIXED_VOICES: tuple[str, ...] = (*FESTIVAL_VOICES, "en-us")
+"""The non-espeak voices plus one espeak-ng voice: the corpus engines are compared on."""
 
 KOREAN_SENTENCES: tuple[str, ...] = ("안녕하세요", "감사합니다", "하나 둘 셋")
 """For proving the Vosk code path with the Korean model: a greeting, thanks, counting."""
@@ -63,18 +93,30 @@ def _espeak() -> str:
     return found
 
 
+def _festival_command(voice: str, native: Path, text: str) -> tuple[list[str], str]:
+    """text2wave reads the text on stdin; a missing voice makes it fail (stderr says which)."""
+    found = shutil.which("text2wave")
+    if found is None:
+        raise RuntimeError("festival is not installed (apt install festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts)")
+    name = voice.removeprefix(FESTIVAL_PREFIX)
+    return [found, "-eval", f"(voice_{name})", "-o", str(native)], text
+
+
 def synthesize(text: str, voice: str, out_dir: Path = CACHE, speed_wpm: int = 160) -> Utterance:
-    """One utterance as 16 kHz mono int16 WAV (cached)."""
+    """One utterance as 16 kHz mono int16 WAV (cached). ``voice`` is an espeak-ng voice or
+    ``festival:<voice>`` (Festival speaks at its own rate; ``speed_wpm`` is espeak-ng's)."""
     key = hashlib.sha1(f"{voice}|{speed_wpm}|{text}".encode()).hexdigest()[:16]
-    path = out_dir / f"{voice.replace('+', '_')}-{key}.wav"
+    path = out_dir / f"{voice.replace('+', '_').replace(':', '_')}-{key}.wav"
     if not path.is_file():
         out_dir.mkdir(parents=True, exist_ok=True)
         native = path.with_suffix(".native.wav")
-        subprocess.run(
-            [_espeak(), "-v", voice, "-s", str(speed_wpm), "-w", str(native), text],
-            check=True,
-            capture_output=True,
-        )
+        if voice.startswith(FESTIVAL_PREFIX):
+            cmd, stdin = _festival_command(voice, native, text)
+        else:
+            cmd, stdin = [_espeak(), "-v", voice, "-s", str(speed_wpm), "-w", str(native), text], ""
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or not native.is_file():
+            raise RuntimeError(f"{voice} could not speak {text!r}: {proc.stderr.strip()[-200:]}")
         samples = load_audio(native)
         native.unlink()
         tmp = path.with_suffix(".tmp")
@@ -95,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=CACHE)
     args = parser.parse_args(argv)
-    items = negotiation_corpus(args.out) + korean_corpus(args.out)
+    items = negotiation_corpus(args.out, VOICES + FESTIVAL_VOICES) + korean_corpus(args.out)
     manifest = [{"path": str(u.path), "text": u.text, "voice": u.voice} for u in items]
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
     print(f"{len(items)} utterances in {args.out}")

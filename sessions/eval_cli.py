@@ -9,11 +9,12 @@ import json
 import sys
 
 from workers.config import Config, ConfigError
+from workers.microphone.settings import ENGINE_CHOICES
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sessions", nargs="+", help="session folders with truth.json")
-    parser.add_argument("--engine", action="append", choices=["vosk", "pocketsphinx"], default=[],
+    parser.add_argument("--engine", action="append", choices=[e for e in ENGINE_CHOICES if e != "auto"], default=[],
                         help="speech engine to score (repeatable; default: [microphone] engine)")
     parser.add_argument("--speed", type=float, default=None,
                         help="paced replay (1 = real time; gives latency figures); default: as fast as possible")

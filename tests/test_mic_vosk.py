@@ -85,8 +85,8 @@ def test_missing_english_model_is_one_actionable_line(tmp_path: Path) -> None:
     message = str(info.value)
     assert "\n" not in message and ENGLISH_MODEL in message and "humaine-env models" in message
     assert "HUMAINE_ENV_VOSK_MODEL" in message
-    # auto falls back to the embedded English engine
-    auto = Config(overrides={"data_dir": str(tmp_path), "microphone.biasing": False})
+    # auto, with neither a Whisper nor a Vosk model, falls back to the embedded English engine
+    auto = Config(overrides={"data_dir": str(tmp_path), "microphone.biasing": False, "microphone.whisper_model": str(tmp_path / "none")})
     assert load_recognizer(auto.section(MicrophoneSettings), tmp_path).name == "pocketsphinx"
 
 

@@ -18,6 +18,7 @@ from sessions.evaluate import score
 from sessions.format import CameraInfo, Session, SessionInfo, SessionWriter
 from sessions.generate import SessionSpec, generate
 from sessions.replay import HeldClock, replay
+from tests.helpers import PS_DOMAIN
 from workers.config import Config
 
 QUICK = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=5)
@@ -77,7 +78,7 @@ def test_held_clock_waits_for_release() -> None:
 
 def test_paced_replay_decides_like_the_fast_one(mosquitto: object, make_config: Callable[..., Config]) -> None:
     session = Session(generate(QUICK))
-    config = make_config(mosquitto.url, **{"microphone.engine": "pocketsphinx"})  # type: ignore[attr-defined]
+    config = make_config(mosquitto.url, **PS_DOMAIN)  # type: ignore[attr-defined]
     fast = replay(session, config)
     paced = replay(session, config, speed=2.0)
     assert [m["message"]["text"] for m in paced.messages] == [m["message"]["text"] for m in fast.messages]

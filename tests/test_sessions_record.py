@@ -20,6 +20,7 @@ from sessions.format import Session
 from sessions.generate import SessionSpec, generate
 from sessions.record import Recorder, RecordError
 from sessions.replay import replay, replay_config
+from tests.helpers import PS_DOMAIN
 from transcript.worker import TranscriptWorker
 from workers.config import Config
 from workers.runtime import run_worker
@@ -35,7 +36,7 @@ def _messages(payloads: list[dict]) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def config(mosquitto: object, make_config: Callable[..., Config]) -> Config:
-    return make_config(mosquitto.url, **{"microphone.engine": "pocketsphinx"})  # type: ignore[attr-defined]
+    return make_config(mosquitto.url, **PS_DOMAIN)  # type: ignore[attr-defined]
 
 
 def test_recorded_session_replays_to_its_messages(config: Config, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from sessions.evaluate import score
 from sessions.format import Session
 from sessions.generate import SessionSpec, generate
 from sessions.replay import replay
-from tests.helpers import free_port
+from tests.helpers import PS_DOMAIN, free_port
 from workers.config import Config
 
 REPLAY = SessionSpec("replay", "f15", "en-us", 21, fps=10.0, lines=8)
@@ -36,7 +36,7 @@ def session() -> Session:
 
 @pytest.fixture
 def config(mosquitto: object, make_config: Callable[..., Config]) -> Config:
-    return make_config(mosquitto.url, **{"microphone.engine": "pocketsphinx"})  # type: ignore[attr-defined]
+    return make_config(mosquitto.url, **PS_DOMAIN)  # type: ignore[attr-defined]
 
 
 def test_replay_is_deterministic_and_accurate(session: Session, config: Config) -> None:

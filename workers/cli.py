@@ -36,6 +36,7 @@ COMMANDS: dict[str, Command] = {
     "avatar": Command("avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)"),
     "devices": Command("hardware.devices_cli", "list microphones and cameras"),
     "broker": Command("workers.broker_cli", "serve the embedded MQTT broker"),
+    "transcribe": Command("workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)"),
     "models": Command("workers.microphone.models_cli", "download the speech models (needs a network)"),
     "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat"),
     "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests"),

@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from workers.config import Config
+from workers.microphone.settings import ENGINE_CHOICES
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", help="wav:PATH | raw:PATH | replay:PATH | mic[:DEVICE] (default: mic)")
     parser.add_argument("--typed", action="store_true", help="read utterances typed on the console instead")
-    parser.add_argument("--engine", choices=("auto", "vosk", "pocketsphinx"), help="speech recognition engine")
+    parser.add_argument("--engine", choices=ENGINE_CHOICES, help="speech recognition engine")
     parser.add_argument("--vosk-model", help="folder of an unpacked Vosk model (or HUMAINE_ENV_VOSK_MODEL)")
     parser.add_argument("--no-biasing", action="store_true", help="do not bias towards the negotiation vocabulary")
     parser.add_argument("--speed", type=float, help="replay speed factor for replay: sources (default real time)")

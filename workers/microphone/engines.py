@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
-from workers.microphone.domain import DOMAIN_WORDS, corpus_sentences, corpus_vocabulary
+from workers.microphone.domain import AVATARS, DOMAIN_WORDS, GOODS_COUNTABLE, INGREDIENTS, UNITS, corpus_sentences, corpus_vocabulary
 from workers.microphone.engine_vosk import ENGLISH_MODEL
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 
 log = logging.getLogger(__name__)
+
+ACCURACY_ORDER: tuple[str, ...] = ("whisper", "vosk", "pocketsphinx")
+"""What ``engine = "auto"`` tries, most accurate first."""
+WHY: dict[str, str] = {
+    "whisper": "the most accurate engine here (bench/stt.py, one core: WER 0.16 on negotiation speech by four voices, "
+    "0.08 on LibriVox reads, 0.06 on telephone prompts; pocketsphinx 0.27, 0.28, 0.49)",
+    "vosk": "no Whisper model; Vosk's small English model is next (published LibriSpeech test-clean WER 9.9% vs "
+    "Whisper tiny.en 5.6%; pocketsphinx measured 0.28 on read speech here)",
+    "pocketsphinx": "the only engine present, and the least accurate (bench/stt.py: WER 0.27 on negotiation speech, "
+    "0.28 on LibriVox reads, vs Whisper 0.16 and 0.08)",
+}
+"""The reason ``auto`` logs with its choice (figures from bench/stt.py, see the README)."""
+WHISPER_MODEL_PREFIX = "faster-whisper-"
+"""Folder name prefix of the Whisper models ``humaine-env models --whisper`` installs."""
 
 
 def default_vosk_model(data_dir: Path) -> Path:
@@ -22,30 +37,106 @@ def vosk_model_path(settings: MicrophoneSettings, data_dir: Path) -> Path:
     return Path(settings.vosk_model).expanduser() if settings.vosk_model else default_vosk_model(data_dir)
 
 
+def whisper_model_dir(name: str, data_dir: Path) -> Path:
+    """Where ``humaine-env models --whisper NAME`` installs a model (``base.en``, ...)."""
+    return data_dir / "models" / f"{WHISPER_MODEL_PREFIX}{name}"
+
+
+def whisper_model_path(settings: MicrophoneSettings, data_dir: Path) -> Path | None:
+    """The configured Whisper model folder; None: the bundled tiny.en. A value that is not an
+    existing folder and has no slash is a model name under ``<data_dir>/models``."""
+    value = settings.whisper_model.strip()
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if path.is_dir() or "/" in value or "\\" in value:
+        return path
+    return whisper_model_dir(value.removeprefix(WHISPER_MODEL_PREFIX), data_dir)
+
+
 def biasing_vocabulary(settings: MicrophoneSettings) -> list[str]:
     """Vosk's runtime vocabulary: the domain's key words, every word of the domain language
     model's training sentences, and the configured extra words or phrases."""
     return sorted(set(DOMAIN_WORDS) | corpus_vocabulary(corpus_sentences())) + list(settings.vocabulary)
 
 
-def load_recognizer(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
-    """The configured engine. ``auto`` prefers Vosk and falls back to pocketsphinx with a
-    warning that names the missing model. Raises :class:`EngineUnavailable` (one line)."""
-    if settings.engine in ("auto", "vosk"):
-        from workers.microphone.engine_vosk import VoskRecognizer
+def whisper_hotwords(settings: MicrophoneSettings) -> str:
+    """Whisper's hotwords: the avatars' names, the goods and the units (and the configured
+    extra words) — names of things, never example sentences, so no price can leak from them."""
+    from workers.microphone.engine_whisper import hotwords_for
 
-        try:
-            vocab = biasing_vocabulary(settings) if settings.biasing else None
-            return VoskRecognizer(vosk_model_path(settings, data_dir), vocabulary=vocab)
-        except EngineUnavailable as exc:
-            if settings.engine == "vosk":
-                raise
-            log.warning("%s; using pocketsphinx instead (less accurate)", exc)
+    return hotwords_for([*AVATARS, *INGREDIENTS, *GOODS_COUNTABLE, *UNITS, "dollars", "cents", *settings.vocabulary])
+
+
+def _whisper(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
+    """Hotwords only with the full 30 s window: with the trimmed one the decoder copies them
+    and loops (bench/stt.py whisper-biased: WER 0.31 vs 0.16 on negotiation speech, 62 invented
+    deal terms vs 22, latency p95 9.7 s)."""
+    from workers.microphone.engine_whisper import WhisperRecognizer
+
+    return WhisperRecognizer(
+        whisper_model_path(settings, data_dir),
+        beam_size=settings.whisper_beam_size,
+        threads=settings.whisper_threads,
+        hotwords=whisper_hotwords(settings) if settings.biasing and settings.whisper_context == "full" else None,
+        interims=settings.whisper_interims,
+        context=settings.whisper_context,
+    )
+
+
+def _vosk(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
+    from workers.microphone.engine_vosk import VoskRecognizer
+
+    vocab = biasing_vocabulary(settings) if settings.biasing else None
+    return VoskRecognizer(vosk_model_path(settings, data_dir), vocabulary=vocab)
+
+
+def _pocketsphinx(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
     from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 
     return PocketsphinxRecognizer(
-        biasing=settings.biasing,
+        biasing=settings.biasing and settings.pocketsphinx_domain_lm,
         cache_dir=data_dir / "cache",
         extra_words=tuple(settings.vocabulary),
         options=settings.pocketsphinx_options,
     )
+
+
+LOADERS: dict[str, Callable[[MicrophoneSettings, Path], Recognizer]] = {
+    "whisper": _whisper,
+    "vosk": _vosk,
+    "pocketsphinx": _pocketsphinx,
+}
+
+
+def describe(recognizer: Recognizer) -> str:
+    """``whisper (tiny.en, beam 5, hotwords)``: the engine and what it was loaded with."""
+    details: list[str] = []
+    model = getattr(recognizer, "model_name", None) or getattr(recognizer, "model_path", None)
+    if model is not None:
+        details.append(model if isinstance(model, str) else Path(model).name)
+    if getattr(recognizer, "beam_size", None):
+        details.append(f"beam {recognizer.beam_size}")  # type: ignore[attr-defined]
+    if getattr(recognizer, "hotwords", None) or getattr(recognizer, "grammar", None) or getattr(recognizer, "biasing", False):
+        details.append("biased")
+    return f"{recognizer.name} ({', '.join(details)})" if details else recognizer.name
+
+
+def load_recognizer(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
+    """The configured engine; ``auto`` loads the first of :data:`ACCURACY_ORDER` whose model is
+    present and logs one line with the choice and the reason. Raises :class:`EngineUnavailable`
+    (one line)."""
+    if settings.engine != "auto":
+        return LOADERS[settings.engine](settings, data_dir)
+    absent: list[str] = []
+    for engine in ACCURACY_ORDER:
+        try:
+            recognizer = LOADERS[engine](settings, data_dir)
+        except EngineUnavailable as exc:
+            absent.append(f"{engine}: {exc}")
+            continue
+        skipped = f" [not present: {'; '.join(absent)}]" if absent else ""
+        level = logging.INFO if engine == ACCURACY_ORDER[0] else logging.WARNING  # a less accurate engine than possible
+        log.log(level, "speech engine: %s, chosen by accuracy: %s%s", describe(recognizer), WHY[engine], skipped)
+        return recognizer
+    raise EngineUnavailable("no speech engine could be loaded: " + "; ".join(absent))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from hardware.audio_files import load_audio
+from workers.microphone.domain import GOODS_COUNTABLE, INGREDIENTS, UNITS
+from workers.microphone.normalize import normalize_text
 from workers.microphone.recognizer import Hypothesis, Recognizer
 
 POCKETSPHINX_DATA = Path("/usr/share/pocketsphinx/test/data")
@@ -38,10 +41,59 @@ class Sample:
 
 
 def normalize(text: str) -> str:
-    """Lowercase words with apostrophes kept, punctuation dropped: what WER is computed on."""
-    text = text.lower().replace("-", " ")
-    text = re.sub(r"[^a-z' ]+", " ", text)
-    return " ".join(w.strip("'") for w in text.split() if w.strip("'"))
+    """What WER is computed on: numbers and money as the normaliser writes them (so "ten" and
+    "10" are the same word), lowercase, apostrophes kept, other punctuation dropped."""
+    text = normalize_text(text.replace("-", " ")).lower()
+    text = re.sub(r"[^a-z0-9'$. ]+", " ", text)
+    words = (w.strip("'.") for w in text.split())
+    return " ".join(w for w in words if w)
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+DEAL_WORDS = frozenset(
+    _singular(w) for phrase in (*INGREDIENTS, *GOODS_COUNTABLE, *UNITS) for w in phrase.split() if w != "of"
+)
+"""Goods and units (singular): with numbers and prices, the words a wrong transcript turns into a wrong deal."""
+
+
+def deal_terms(text: str) -> Counter[str]:
+    """The deal terms a text names: numbers, prices, goods and units (singular)."""
+    terms: Counter[str] = Counter()
+    for word in normalize(text).split():
+        if re.match(r"^\$?\d", word):
+            terms[word] += 1
+        elif _singular(word) in DEAL_WORDS:
+            terms[_singular(word)] += 1
+    return terms
+
+
+@dataclass(frozen=True)
+class DealScore:
+    said: int
+    """Deal terms in the references."""
+    recalled: int
+    """Of those, how many the hypotheses have."""
+    invented: int
+    """Deal terms in the hypotheses that the references do not have (per utterance)."""
+
+    @property
+    def recall(self) -> float:
+        return self.recalled / self.said if self.said else 1.0
+
+
+def deal_score(references: Sequence[str], hypotheses: Sequence[str]) -> DealScore:
+    said = recalled = invented = 0
+    for ref, hyp in zip(references, hypotheses, strict=True):
+        r, h = deal_terms(ref), deal_terms(hyp)
+        said += sum(r.values())
+        recalled += sum((r & h).values())
+        invented += sum((h - r).values())
+    return DealScore(said, recalled, invented)
 
 
 def pocketsphinx_corpus() -> list[Sample]:

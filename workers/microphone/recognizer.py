@@ -9,7 +9,7 @@ from the first sample fed to the stream; the worker adds the utterance's capture
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -42,6 +42,21 @@ class RecognizerStream(Protocol):
 
     def final(self) -> Hypothesis:
         """Finish the utterance; the stream must not be used afterwards."""
+        ...
+
+
+@runtime_checkable
+class SpeculativeStream(Protocol):
+    """A stream that can start its final decode early, in the pause after speech, so the final
+    is (nearly) ready when the pause turns out to be the utterance's end (Whisper decodes whole
+    utterances; its decode would otherwise start only after the hangover)."""
+
+    def speculate(self) -> None:
+        """Start decoding what was fed so far as the final (the speaker may be done)."""
+        ...
+
+    def retract(self) -> None:
+        """The speaker went on: the speculative decode is not the final."""
         ...
 
 

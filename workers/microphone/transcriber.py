@@ -11,12 +11,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from hardware.audio import AudioBlock, SourceKind
 from workers.messages import Transcript, VadEvent, Word
 from workers.microphone.echo import EchoGate
-from workers.microphone.recognizer import Recognizer, RecognizerStream
+from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
+from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
+
+if TYPE_CHECKING:
+    from workers.microphone.settings import MicrophoneSettings
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +36,9 @@ class _Open:
     """Audio-clock end of the latest block of this utterance."""
     last_text: str = ""
     vad_published: bool = False
+    silent_ms: int = 0
+    """Unvoiced audio since the last voiced frame."""
+    speculating: bool = False
 
 
 @dataclass
@@ -46,6 +54,21 @@ class TranscriberStats:
     """Wall time from the end of the utterance's audio reaching us to its final (last 100)."""
 
 
+SILENCE_SLACK_MS = 100
+"""How far into the silence after the last voiced frame a word may still start."""
+
+
+def heard_before(hyp: Hypothesis, speech_end_ms: int) -> Hypothesis:
+    """The hypothesis without words that start in the silence after the utterance's last
+    voiced frame (``speech_end_ms`` on the stream's clock): the voice activity detector heard
+    nothing there, so an engine that puts a word there made it up."""
+    kept = [w for w in hyp.words if w.start_ms <= speech_end_ms + SILENCE_SLACK_MS]
+    if len(kept) == len(hyp.words):
+        return hyp
+    confidence = sum(w.conf for w in kept) / len(kept) if kept else 0.0
+    return Hypothesis(" ".join(w.word for w in kept), confidence, kept)
+
+
 class Transcriber:
     def __init__(
         self,
@@ -58,7 +81,13 @@ class Transcriber:
         echo: EchoGate | None = None,
         echo_mode: str = "drop",
         interim_hz: float = 5.0,
+        numbers: NumberStyle = "digits",
+        speculate_ms: int | None = 150,
     ) -> None:
+        """``numbers``: how the normalisation step after the engine writes numbers and money
+        (``normalize``); it runs on every interim and final, whatever the engine.
+        ``speculate_ms``: pause after which a :class:`SpeculativeStream` starts its final
+        (None: never)."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -68,9 +97,30 @@ class Transcriber:
         self.echo = echo or EchoGate()
         self.echo_mode = echo_mode
         self.interim_interval_ms = round(1000.0 / interim_hz)
+        self.numbers: NumberStyle = numbers
+        self.speculate_ms = speculate_ms
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: MicrophoneSettings,
+        recognizer: Recognizer,
+        source_kind: SourceKind,
+        emit_vad: Callable[[VadEvent], None],
+        emit_transcript: Callable[[Transcript], None],
+        **kwargs: Any,
+    ) -> Transcriber:
+        """The pipeline as ``[microphone]`` configures it (segmenter, interim rate, numbers):
+        the live worker, ``humaine-env transcribe`` and bench/stt.py all build it here."""
+        s = settings
+        segmenter = Segmenter(s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs)
+        kwargs.setdefault("interim_hz", s.interim_hz)
+        kwargs.setdefault("numbers", s.numbers)
+        kwargs.setdefault("speculate_ms", s.speculate_ms or None)
+        return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
     def pause(self) -> None:
@@ -123,6 +173,7 @@ class Transcriber:
             self._open.stream.accept(event.samples)
             assert block is not None
             self._open.heard_until_ms = block.end_ms
+            self._maybe_speculate(event.voiced, round(block.duration_ms))
             self._maybe_interim(block.end_ms)
         elif isinstance(event, SpeechEnd) and self._open is not None:
             self._finish(event)
@@ -131,12 +182,30 @@ class Transcriber:
         """True when this span is echo and echo is dropped."""
         return self.echo_mode == "drop" and self.echo.is_echo(start_ms, end_ms)
 
+    def _maybe_speculate(self, voiced: bool, frame_ms: int) -> None:
+        """A stream that decodes whole utterances starts its final ``speculate_ms`` into a
+        pause and is told when the speaker goes on (see :class:`SpeculativeStream`)."""
+        current = self._open
+        assert current is not None
+        if not isinstance(current.stream, SpeculativeStream) or self.speculate_ms is None:
+            return
+        if voiced:
+            current.silent_ms = 0
+            if current.speculating:
+                current.speculating = False
+                current.stream.retract()
+            return
+        current.silent_ms += frame_ms
+        if not current.speculating and current.silent_ms >= self.speculate_ms:
+            current.speculating = True
+            current.stream.speculate()
+
     def _maybe_interim(self, now_ms: int) -> None:
         assert self._open is not None
         if now_ms - self._open.last_interim_ms < self.interim_interval_ms:
             return
         self._open.last_interim_ms = now_ms
-        text = self._open.stream.partial().strip()
+        text = normalize_text(self._open.stream.partial().strip(), self.numbers)
         if not text or text == self._open.last_text:
             return
         self._open.last_text = text
@@ -150,7 +219,7 @@ class Transcriber:
         assert self._open is not None
         current, self._open = self._open, None
         decode_started = time.monotonic()
-        hyp = current.stream.final()
+        hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
         echo = self.echo.is_echo(current.start_ms, end.t_ms)
         if current.vad_published or not echo:  # every published speech_start gets its speech_end

@@ -46,6 +46,8 @@ class SpeechStart:
 class SpeechAudio:
     utterance_id: str
     samples: np.ndarray
+    voiced: bool = True
+    """Whether the voice activity detector heard speech in this frame (pauses, hangover: not)."""
 
 
 @dataclass
@@ -134,7 +136,7 @@ class Segmenter:
     def _speaking(self, frame: _Frame, frame_ms: int) -> Iterator[SegmentEvent]:
         assert self._current is not None
         uid = self._current
-        yield SpeechAudio(uid, frame.samples)
+        yield SpeechAudio(uid, frame.samples, frame.voiced)
         if frame.voiced:
             self._last_voiced_end = frame.t_ms + frame_ms
         self._window.append(frame.voiced)

@@ -22,7 +22,6 @@ from workers.microphone.engines import load_recognizer
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
-from workers.microphone.vad import Segmenter
 from workers.runtime import Worker, wait_for_stop
 
 TYPED_ENGINE = "typed"
@@ -140,16 +139,15 @@ class MicrophoneWorker(Worker):
 
     def _make_transcriber(self, recognizer: Recognizer, source: AudioSource) -> Transcriber:
         s = self.settings
-        transcriber = Transcriber(
+        transcriber = Transcriber.from_settings(
+            s,
             recognizer,
-            Segmenter(s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs),
             source.kind,
             self._publish_vad,
             self._publish_transcript,
             worker_id=self.worker_id,
             echo=self.echo,
             echo_mode=s.echo_mode,
-            interim_hz=s.interim_hz,
         )
         if self.paused:
             transcriber.pause()

