@@ -29,7 +29,7 @@ def pyfeat_data() -> Path:
     return pyfeat_test_data()
 
 
-CROWD = (("0-f1-su-ph.jpg", 150), ("0-f15-hao-ph.jpg", 300), ("15-f13-anc-ph.jpg", 220), ("45-m7-di-ph.jpg", 120))
+CROWD = (("0-f1-su-ph.jpg", 150), ("0-f15-hao-ph.jpg", 300), ("15-f13-anc-ph.jpg", 220), ("45-m7-di-ph.jpg", 200))
 """Real face photos side by side for a crowded frame: (still, side in pixels), left to right."""
 
 
