@@ -44,3 +44,21 @@ def crowd(data: Path, faces: tuple[tuple[str, int], ...] = CROWD, size: tuple[in
         canvas[height - side :, x : x + side] = cv2.resize(cv2.imread(str(data / name)), (side, side))
         x += side + gap
     return canvas
+
+
+def at_fps(clip: Path, fps: float, out: Path) -> Path:
+    """``clip``'s frames re-encoded to play at ``fps``."""
+    source = cv2.VideoCapture(str(clip))
+    writer: cv2.VideoWriter | None = None
+    while True:
+        ok, image = source.read()
+        if not ok:
+            break
+        if writer is None:
+            size = (image.shape[1], image.shape[0])
+            writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+        writer.write(image)
+    source.release()
+    assert writer is not None
+    writer.release()
+    return out

@@ -6,7 +6,8 @@ and the tests run exactly the code the worker runs.
 Faces: the buyer is meshed on every frame by a single-face FaceMesh in a square around their
 last face box (:meth:`FaceMeshDetector.detect` ``around``), other known faces greyed out, so
 the mesh describes the buyer however many people are in view and however small the faces of
-a group are; with no buyer yet (or one the mesh could not describe) it looks at the whole frame. With ``max_faces > 1`` a
+a group are; with no buyer yet (or one the mesh could not describe), or when the buyer is not
+in their square any more, it looks at the whole frame. With ``max_faces > 1`` a
 scan (:mod:`workers.camera.scanner`) looks for every other face ``scan_hz`` times a second
 and meshes each; the tracker (:mod:`workers.camera.tracking`) gives faces stable ids and
 decides which is the buyer. When it chooses a face the per-frame mesh has not described yet,
@@ -26,7 +27,7 @@ from workers.camera.headpose import HeadPoseEstimator, Pose
 from workers.camera.one_euro import PoseFilter
 from workers.camera.scanner import BackgroundScanner, Face, FaceScanner, Scan, same_face
 from workers.camera.settings import CameraSettings
-from workers.camera.tracking import FaceTracker, TrackedFace
+from workers.camera.tracking import FaceTracker, TrackedFace, buyer_score
 
 SCAN_STALE_INTERVALS = 3.0
 """A scan older than this many scan intervals (a stalled scanner) no longer adds faces."""
@@ -90,6 +91,10 @@ class CameraPipeline:
         started = time.perf_counter()
         around = self.tracker.buyer_box()
         meshed = self.detector.detect(frame.image, self._mask(around), around)
+        if not meshed and around is not None:
+            # Not where they were (stood up, moved fast): look over the whole frame at once,
+            # the other known faces still greyed out, rather than after the track expires.
+            meshed = self.detector.detect(frame.image, self._mask(around))
         faces, buyer = self.tracker.update(self._with_scanned_faces(frame, meshed), frame.t_ms)
         if buyer is not None and buyer.face_id != self._buyer_id and not any(buyer.face is f for f in meshed):
             # Just chosen from the scan: mesh around them now rather than on the next frame.
@@ -141,8 +146,9 @@ class CameraPipeline:
         if scan is not None and scan is not self._used_scan:
             self._used_scan = scan
             self._others_ms = frame.t_ms
-            # The scan skipped the faces meshed on the frame it saw; keep the best of the rest.
-            others = sorted(scan.faces, key=lambda f: (isinstance(f, DetectedFace), f.area), reverse=True)
+            # The scan skipped the faces meshed on the frame it saw; keep the likeliest buyers.
+            seat = self.settings.seat
+            others = sorted(scan.faces, key=lambda f: (isinstance(f, DetectedFace), buyer_score(f, seat)), reverse=True)
             self._others = others[: max(0, self.settings.max_faces - 1)]
         if frame.t_ms - self._others_ms > SCAN_STALE_INTERVALS * max(self._scan_interval_ms, 1000.0):
             self._others = []
