@@ -141,6 +141,15 @@ class Truth:
         )
 
 
+def save_truth(folder: str | Path, truth: Truth) -> Path:
+    """Write ``truth.json`` into a session folder (atomically: a reader never sees half)."""
+    path = Path(folder) / TRUTH_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(truth.to_json(), separators=(",", ":")), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
 class Session:
     """A session folder opened for reading."""
 
@@ -241,7 +250,7 @@ class SessionWriter:
         write_wav(self.path / AUDIO_FILE, samples)
 
     def write_truth(self, truth: Truth) -> None:
-        (self.path / TRUTH_FILE).write_text(json.dumps(truth.to_json(), separators=(",", ":")), encoding="utf-8")
+        save_truth(self.path, truth)
 
     def close(self) -> None:
         if self._video is not None:

@@ -55,6 +55,8 @@ def test_calibrate_saves_targets_and_they_classify(session_folder: Path, tmp_pat
     assert settings.targets["Celia"].yaw == pytest.approx(41.0, abs=4.0)
     assert settings.targets["Watson"].yaw == pytest.approx(-41.0, abs=4.0)
     assert 10.0 <= settings.tolerance_deg <= 30.0
+    assert settings.seat is not None  # the buyer's face: the still fills most of the frame
+    assert settings.seat.x == pytest.approx(0.5, abs=0.1) and settings.seat.width > 0.3
 
     run = config.with_overrides({"camera.fps": FPS, "camera.min_dwell_ms": 300})
     pipeline = CameraPipeline(run.section(CameraSettings))

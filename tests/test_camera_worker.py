@@ -16,7 +16,7 @@ import pytest
 
 from hardware.clock import VirtualClock
 from hardware.video import Frame, VideoFileSource, VideoSourceError, list_cameras
-from tests.camera_assets import pyfeat_data
+from tests.camera_assets import at_fps, pyfeat_data
 from tests.helpers import MosquittoBroker, wait_for
 from workers.bus import Bus
 from workers.camera.worker import CameraWorker
@@ -149,7 +149,8 @@ def test_headpose_rate_is_configurable(
 
 
 def test_cli_runs_a_clip_and_writes_the_preview(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
-    clip = pyfeat_data() / "single_face.mp4"
+    """The preview plays at the source's frame rate (a 15 fps clip, not the configured 30)."""
+    clip = at_fps(pyfeat_data() / "single_face.mp4", 15.0, tmp_path / "clip15.mp4")
     out = tmp_path / "preview.mp4"
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -164,6 +165,7 @@ def test_cli_runs_a_clip_and_writes_the_preview(mosquitto: MosquittoBroker, tmp_
     written, original = cv2.VideoCapture(str(out)), cv2.VideoCapture(str(clip))
     try:
         assert int(written.get(cv2.CAP_PROP_FRAME_COUNT)) == 72
+        assert written.get(cv2.CAP_PROP_FPS) == pytest.approx(15.0)
         ok_a, drawn = written.read()
         ok_b, plain = original.read()
         assert ok_a and ok_b and drawn.shape == plain.shape

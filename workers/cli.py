@@ -39,12 +39,14 @@ COMMANDS: dict[str, Command] = {
     "transcribe": Command("workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)"),
     "models": Command("workers.microphone.models_cli", "download the speech models (needs a network)"),
     "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat"),
+    "headpose": Command("workers.camera.headpose_cli", "head pose and buyer of images, folders or videos: a JSON line a frame"),
     "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests"),
     "demo-agents": Command("orchestrator_client.demo_agents_cli", "Celia and Watson as small rule-based sellers"),
     "check-wiring": Command("orchestrator_client.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)"),
     "record": Command("sessions.record_cli", "record the devices and the bus traffic into a session folder"),
     "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)"),
     "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures"),
+    "label": Command("sessions.label_cli", "write a recorded session's truth.json (utterances, addressees, gaze)"),
 }
 
 

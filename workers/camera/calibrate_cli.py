@@ -26,7 +26,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from hardware.video import VideoSourceError, frames, open_source
-    from workers.camera.calibration import AWAY, CalibrationError, derive, measure_phase, save
+    from workers.camera.calibration import AWAY, CalibrationError, derive, measure_phase, save, seat_of
     from workers.camera.pipeline import CameraPipeline
     from workers.camera.settings import CameraSettings
 
@@ -61,6 +61,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         source.close()
         pipeline.close()
     targets, tolerance = derive(phases)
-    save(output, targets, tolerance)
-    print(f"saved {', '.join(targets)} and tolerance {tolerance:g} deg to {output}")
+    seat = seat_of(phases)
+    save(output, targets, tolerance, seat)
+    where = f", the buyer's seat (face at x {seat.x:.2f}, y {seat.y:.2f}, width {seat.width:.2f})" if seat else ""
+    print(f"saved {', '.join(targets)}, tolerance {tolerance:g} deg{where} to {output}")
     return 0

@@ -5,6 +5,9 @@ the median smoothed pose over the phase (after a settling time while the head tu
 shrugs off blinks and the odd mis-fit. The angular tolerance is set to a fraction of the
 smallest separation between the measured directions (avatars and "away"), so that targets
 never overlap and looking away does not count as looking at anyone.
+
+The buyer's face box over all phases (median centre and size) is saved too, as the seat
+(:class:`Seat`): with several people in view, the buyer is the face closest to it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from hardware.video import Frame
 from workers.camera.pipeline import CameraPipeline
-from workers.camera.settings import CameraSettings, Target
+from workers.camera.settings import CameraSettings, Seat, Target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,6 +51,8 @@ class PhaseResult:
     samples: int
     spread_deg: float
     """Median absolute deviation of yaw over the phase: how steady the head was."""
+    seat: Seat | None = None
+    """The buyer's median face box over the phase."""
 
 
 def measure_phase(
@@ -56,14 +61,16 @@ def measure_phase(
     """Consume ``settle_s + seconds`` of frame time from ``frames`` and summarise the poses."""
     yaws: list[float] = []
     pitches: list[float] = []
+    boxes: list[tuple[float, float, float, float]] = []
     start: int | None = None
     for frame in frames:
         start = frame.t_ms if start is None else start
         elapsed = (frame.t_ms - start) / 1000.0
         result = pipeline.process(frame)
-        if elapsed >= settle_s and result.pose is not None:
+        if elapsed >= settle_s and result.pose is not None and result.buyer is not None:
             yaws.append(result.pose.yaw)
             pitches.append(result.pose.pitch)
+            boxes.append(result.buyer.face.box)
         if elapsed >= settle_s + seconds:
             break
     if len(yaws) < MIN_SAMPLES:
@@ -73,7 +80,24 @@ def measure_phase(
         )
     yaw, pitch = statistics.median(yaws), statistics.median(pitches)
     spread = statistics.median(abs(y - yaw) for y in yaws)
-    return PhaseResult(name, yaw, pitch, len(yaws), spread)
+    return PhaseResult(name, yaw, pitch, len(yaws), spread, _median_seat(boxes))
+
+
+def _median_seat(boxes: list[tuple[float, float, float, float]]) -> Seat:
+    return Seat(
+        x=statistics.median(x + w / 2 for x, _, w, _ in boxes),
+        y=statistics.median(y + h / 2 for _, y, _, h in boxes),
+        width=statistics.median(w for _, _, w, _ in boxes),
+        height=statistics.median(h for _, _, _, h in boxes),
+    )
+
+
+def seat_of(phases: Iterable[PhaseResult]) -> Seat | None:
+    """The buyer's seat over all phases (the median of the phases' seats), rounded."""
+    seats = [p.seat for p in phases if p.seat is not None]
+    if not seats:
+        return None
+    return Seat(**{k: round(statistics.median(getattr(s, k) for s in seats), 4) for k in ("x", "y", "width", "height")})
 
 
 def derive(phases: Iterable[PhaseResult]) -> tuple[dict[str, Target], float]:
@@ -89,9 +113,9 @@ def derive(phases: Iterable[PhaseResult]) -> tuple[dict[str, Target], float]:
     return targets, round(tolerance, 1)
 
 
-def save(path: Path, targets: Mapping[str, Target], tolerance_deg: float) -> None:
-    """Write ``[camera] tolerance_deg`` and ``[camera.targets.*]`` into the TOML file at ``path``,
-    keeping everything else in it (the file is created when missing)."""
+def save(path: Path, targets: Mapping[str, Target], tolerance_deg: float, seat: Seat | None = None) -> None:
+    """Write ``[camera] tolerance_deg``, ``[camera.targets.*]`` and ``[camera.seat]`` into the
+    TOML file at ``path``, keeping everything else in it (the file is created when missing)."""
     import tomli_w
 
     data: dict[str, Any] = {}
@@ -100,6 +124,8 @@ def save(path: Path, targets: Mapping[str, Target], tolerance_deg: float) -> Non
     camera = dict(data.get("camera", {}))
     camera["tolerance_deg"] = tolerance_deg
     camera["targets"] = {name: target.model_dump() for name, target in targets.items()}
+    if seat is not None:
+        camera["seat"] = seat.model_dump()
     data["camera"] = camera
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

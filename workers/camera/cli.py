@@ -48,7 +48,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     preview = None
     if args.preview is not None:
         try:
-            preview = Preview(args.preview or None, settings.fps)
+            preview = Preview(args.preview or None)
         except RuntimeError as exc:
             print(f"humaine-env camera: {exc}", file=sys.stderr)
             return EXIT_CONFIG

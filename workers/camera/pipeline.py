@@ -1,21 +1,23 @@
 """Frame -> buyer's head pose -> addressee: the camera worker's processing, without MQTT.
 
-Kept apart from the worker so the benchmark, the calibration tool and the tests run exactly
-the code the worker runs.
+Kept apart from the worker so the benchmark, the calibration tool, ``humaine-env headpose``
+and the tests run exactly the code the worker runs.
 
-Faces: the buyer is tracked on every frame by a single-face FaceMesh in tracking mode (cheap:
-MediaPipe re-runs its face detector only when it loses the face). With ``max_faces > 1`` a
-scan (:mod:`workers.camera.scanner`) looks for every face ``scan_hz`` times a second; the
-faces it finds besides the tracked one join the tracker with their boxes. When the tracker
-decides the buyer is one of those (the tracked face left, or a bigger newcomer stayed long
-enough), the other faces are masked out of the mesh's input until the mesh has found the
-buyer: the mesh is steered, never rebuilt.
+Faces: the buyer is meshed on every frame by a single-face FaceMesh in a square around their
+last face box (:meth:`FaceMeshDetector.detect` ``around``), other known faces greyed out, so
+the mesh describes the buyer however many people are in view and however small the faces of
+a group are; with no buyer yet (or one the mesh could not describe), or when the buyer is not
+in their square any more, it looks at the whole frame. With ``max_faces > 1`` a
+scan (:mod:`workers.camera.scanner`) looks for every other face ``scan_hz`` times a second
+and meshes each; the tracker (:mod:`workers.camera.tracking`) gives faces stable ids and
+decides which is the buyer. When it chooses a face the per-frame mesh has not described yet,
+the mesh runs again around that face on the same frame, so the buyer has a pose from the
+first frame it is the buyer.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass
 
 from hardware.video import Frame
@@ -23,17 +25,10 @@ from workers.camera.addressee import AddresseeClassifier, AttentionChange
 from workers.camera.facemesh import Box, DetectedFace, FaceMeshDetector
 from workers.camera.headpose import HeadPoseEstimator, Pose
 from workers.camera.one_euro import PoseFilter
-from workers.camera.scanner import BackgroundScanner, FaceScanner, Scan, ScannedFace
+from workers.camera.scanner import BackgroundScanner, Face, FaceScanner, Scan, same_face
 from workers.camera.settings import CameraSettings
-from workers.camera.tracking import Face, FaceTracker, TrackedFace
+from workers.camera.tracking import FaceTracker, TrackedFace, buyer_score
 
-MASK_MARGIN = 0.25
-"""Masked boxes grow by this share of their size on each side (the mesh's own region of
-interest is larger than the face box)."""
-SCAN_MEMORY_FRAMES = 90
-"""Frames of tracked-face boxes kept to compare a background scan with the frame it saw."""
-SAME_FACE_SPAN = 0.75
-"""See :func:`same_face`."""
 SCAN_STALE_INTERVALS = 3.0
 """A scan older than this many scan intervals (a stalled scanner) no longer adds faces."""
 
@@ -56,23 +51,6 @@ class FrameResult:
     """Processing time of this frame (detection + pose + addressee)."""
 
 
-def same_face(a: Box, b: Box) -> bool:
-    """Two boxes of one face: centres closer than :data:`SAME_FACE_SPAN` of the larger box on
-    both axes. Loose on purpose: a scan box is up to a scan interval old, and two people's
-    faces are at least a face width apart."""
-    (ax, ay), (bx, by) = _centre(a), _centre(b)
-    return abs(ax - bx) < SAME_FACE_SPAN * max(a[2], b[2]) and abs(ay - by) < SAME_FACE_SPAN * max(a[3], b[3])
-
-
-def _centre(box: Box) -> tuple[float, float]:
-    return box[0] + box[2] / 2, box[1] + box[3] / 2
-
-
-def _grown(box: Box) -> Box:
-    x, y, w, h = box
-    return x - MASK_MARGIN * w, y - MASK_MARGIN * h, w * (1 + 2 * MASK_MARGIN), h * (1 + 2 * MASK_MARGIN)
-
-
 class CameraPipeline:
     def __init__(
         self,
@@ -86,13 +64,13 @@ class CameraPipeline:
         ``background_scan=False`` scans inside :meth:`process` (deterministic)."""
         self.settings = settings
         self._own_detector = detector is None
-        self.detector = detector or FaceMeshDetector(max_faces=1)
+        self.detector = detector or FaceMeshDetector(max_faces=1, static_image_mode=True)
         self._own_scanner = scanner is None
         self.scanner: BackgroundScanner | None = None
         if settings.max_faces > 1:
             self.scanner = BackgroundScanner(scanner or FaceScanner(), background=background_scan)
         self.estimator = HeadPoseEstimator(settings.method, settings.fov_deg)
-        self.tracker = FaceTracker()
+        self.tracker = FaceTracker(settings.seat)
         self.filter = PoseFilter(settings.one_euro_min_cutoff_hz, settings.one_euro_beta)
         self.addressee = AddresseeClassifier(
             settings.targets, settings.tolerance_deg, settings.hysteresis_deg, settings.min_dwell_ms
@@ -101,24 +79,37 @@ class CameraPipeline:
         self._number = 0
         self._scan_interval_ms = 1000.0 / settings.scan_hz
         self._last_offer_ms: int | None = None
-        self._history: deque[tuple[int, int, list[Box]]] = deque(maxlen=SCAN_MEMORY_FRAMES)
-        """(frame number, frame ms, boxes of the meshed faces) of recent frames."""
         self._used_scan: Scan | None = None
-        self._others: list[ScannedFace] = []
+        self._others: list[Face] = []
         self._others_ms = 0
-        self._mask: list[Box] = []
-        self._steering: Box | None = None
-        """The scanned buyer's box while the mesh is being steered onto it."""
+        self._seen: list[Box] = []
+        """Boxes of the faces of the last frame, to grey out around the buyer."""
+        self._buyer_id: int | None = None
+        """The latest buyer's id."""
 
     def process(self, frame: Frame) -> FrameResult:
         started = time.perf_counter()
-        meshed = self.detector.detect(frame.image, self._mask)
-        faces, buyer = self.tracker.update(self._with_scanned_faces(frame, meshed))
-        self._mask = self._steering_mask(faces, buyer)
-        self._steering = buyer.face.box if buyer is not None and isinstance(buyer.face, ScannedFace) else None
+        around = self.tracker.buyer_box()
+        meshed = self.detector.detect(frame.image, self._mask(around), around)
+        if not meshed and around is not None:
+            # Not where they were (stood up, moved fast): look over the whole frame at once,
+            # the other known faces still greyed out, rather than after the track expires.
+            meshed = self.detector.detect(frame.image, self._mask(around))
+        faces, buyer = self.tracker.update(self._with_scanned_faces(frame, meshed), frame.t_ms)
+        if buyer is not None and buyer.face_id != self._buyer_id and not any(buyer.face is f for f in meshed):
+            # Just chosen from the scan: mesh around them now rather than on the next frame.
+            again = self.detector.detect(frame.image, self._mask(buyer.face.box), buyer.face.box)
+            if again and same_face(again[0].box, buyer.face.box):
+                meshed = again
+                found = self.tracker.replace(buyer, again[0])
+                faces = [found if t.face_id == found.face_id else t for t in faces]
+                buyer = found
+        self._seen = [t.face.box for t in faces]
+        self._buyer_id = buyer.face_id if buyer is not None else self._buyer_id
         raw: Pose | None = None
         smooth: Pose | None = None
-        if buyer is not None and isinstance(buyer.face, DetectedFace):
+        if buyer is not None and any(buyer.face is face for face in meshed):
+            assert isinstance(buyer.face, DetectedFace)
             raw = self.estimator.estimate(buyer.face)
             if self.settings.mirrored:
                 raw = raw.mirrored()
@@ -142,47 +133,34 @@ class CameraPipeline:
 
     # -- other faces -------------------------------------------------------------------------
     def _with_scanned_faces(self, frame: Frame, meshed: list[DetectedFace]) -> list[Face]:
-        """This frame's meshed faces plus the faces the latest scan saw besides them."""
+        """This frame's meshed face plus the faces the latest scan saw besides it."""
         number = self._number
         self._number += 1
         boxes = [face.box for face in meshed]
-        self._history.append((number, frame.t_ms, boxes))
         if self.scanner is None:
             return list(meshed)
         due = self._last_offer_ms is None or frame.t_ms - self._last_offer_ms >= self._scan_interval_ms - 0.5
-        if due and self.scanner.offer(number, frame.image):
+        if due and self.scanner.offer(number, frame.image, boxes):
             self._last_offer_ms = frame.t_ms
         scan = self.scanner.latest()
         if scan is not None and scan is not self._used_scan:
             self._used_scan = scan
-            # Compare with the faces meshed on the frame the scan saw, not this one: a face the
-            # mesh has lost since is not an "other" face, it is gone or will be re-found.
-            then = next(((t, b) for n, t, b in self._history if n == scan.frame_number), (frame.t_ms, boxes))
-            self._others_ms = then[0]
-            others = [s for s in scan.faces if not any(same_face(s.box, b) for b in then[1])]
-            others.sort(key=lambda s: s.area, reverse=True)
-            self._others = others[: max(0, self.settings.max_faces - len(then[1]))]
+            self._others_ms = frame.t_ms
+            # The scan skipped the faces meshed on the frame it saw; keep the likeliest buyers.
+            seat = self.settings.seat
+            others = sorted(scan.faces, key=lambda f: (isinstance(f, DetectedFace), buyer_score(f, seat)), reverse=True)
+            self._others = others[: max(0, self.settings.max_faces - 1)]
         if frame.t_ms - self._others_ms > SCAN_STALE_INTERVALS * max(self._scan_interval_ms, 1000.0):
             self._others = []
-        if self._steering is not None and meshed:
-            # The mesh, steered onto the scanned buyer (everything else masked), found a face:
-            # that is the buyer now, and the scan's old box of it is no other face.
-            steered = self._steering
-            self._others = [s for s in self._others if not same_face(s.box, steered)]
         extra = [s for s in self._others if not any(same_face(s.box, b) for b in boxes)]
         return [*meshed, *extra]
 
-    def _steering_mask(self, faces: list[TrackedFace], buyer: TrackedFace | None) -> list[Box]:
-        """Boxes to hide from the mesh on the next frame: when the buyer is known only from the
-        scan, every other face seen (tracked now or in the latest scan), so the single-face
-        mesh lets go of the face it follows and finds the buyer."""
-        if buyer is None or isinstance(buyer.face, DetectedFace) or self.scanner is None:
+    def _mask(self, around: Box | None) -> list[Box]:
+        """Other faces to grey out when meshing around the buyer's box: a neighbour in the
+        square must not be taken for the buyer."""
+        if around is None:
             return []
-        boxes = [t.face.box for t in faces if t.face_id != buyer.face_id]
-        scan = self._used_scan
-        if scan is not None:
-            boxes += [s.box for s in scan.faces]
-        return [_grown(b) for b in boxes if not same_face(b, buyer.face.box)]
+        return [b for b in self._seen if not same_face(b, around)]
 
     def close(self) -> None:
         if self.scanner is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from hardware.video import DEFAULT_FPS
 from workers.camera.facemesh import MESH_POINTS, DetectedFace
 from workers.camera.headpose import rotation_from_angles
 from workers.camera.pipeline import FrameResult
@@ -55,12 +56,17 @@ def annotate(result: FrameResult) -> np.ndarray:
 
 
 class Preview:
-    """Writes annotated frames to ``path`` (mp4), or to a window when ``path`` is None."""
+    """Writes annotated frames to ``path`` (mp4), or to a window when ``path`` is None.
 
-    def __init__(self, path: str | Path | None, fps: float) -> None:
+    The file plays at ``fps``: the caller sets it to its source's frame rate before the first
+    frame (a 15 fps camera written at 30 fps played at double speed); frames of another size
+    than the first are scaled to it."""
+
+    def __init__(self, path: str | Path | None, fps: float | None = None) -> None:
         self.path = Path(path) if path else None
         self.fps = fps
         self._writer: cv2.VideoWriter | None = None
+        self._size: tuple[int, int] = (0, 0)
         if self.path is None and not os.environ.get("DISPLAY"):
             raise RuntimeError("no display for a preview window; pass --preview out.mp4 to write a file")
 
@@ -73,9 +79,13 @@ class Preview:
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             height, width = image.shape[:2]
-            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"mp4v"), self.fps, (width, height))
+            self._size = (width, height)
+            fps = self.fps or DEFAULT_FPS
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"mp4v"), fps, self._size)
             if not self._writer.isOpened():
                 raise RuntimeError(f"cannot write preview video {self.path}")
+        if (image.shape[1], image.shape[0]) != self._size:
+            image = cv2.resize(image, self._size)
         self._writer.write(image)
 
     def close(self) -> None:

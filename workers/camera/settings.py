@@ -33,6 +33,18 @@ class Target(BaseModel):
     pitch: float = 0.0
 
 
+class Seat(BaseModel):
+    """Where the buyer's face is in the frame when they sit in the buyer's seat (measured by
+    ``humaine-env calibrate``): the centre and size of their face box, fractions of the frame."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    x: float = Field(ge=0, le=1)
+    y: float = Field(ge=0, le=1)
+    width: float = Field(gt=0, le=1)
+    height: float = Field(gt=0, le=1)
+
+
 def default_targets() -> dict[str, Target]:
     """Celia to the buyer's left and Watson to their right, a typical two-screen booth."""
     return {"Celia": Target(yaw=25.0), "Watson": Target(yaw=-25.0)}
@@ -54,6 +66,9 @@ class CameraSettings(Section):
     max_faces: int = Field(3, ge=1, le=10)
     """Faces considered when choosing the buyer. Above 1, other faces come from a scan run
     ``scan_hz`` times a second beside the buyer's per-frame tracking."""
+    seat: Seat | None = None
+    """The buyer's face at calibration; with several faces in view the buyer is the face
+    closest to it in position and size. Without it, the largest and most central face."""
     scan_hz: float = Field(3.0, gt=0, le=30)
     """How often (frame time) to look for faces other than the tracked one."""
     headpose_rate_hz: float = Field(15.0, gt=0, le=60)

@@ -90,6 +90,8 @@ class CameraWorker(Worker):
                     stop.wait(self.settings.retry_s)
                     continue
                 self.source = source
+                if self.preview is not None and not self.preview.fps:
+                    self.preview.fps = source.fps  # the recording plays at the camera's speed
                 self.report_ok(source.description)
                 try:
                     for frame in frames(source, stop):
