@@ -77,7 +77,7 @@ class TranscriptWorker(Worker):
             stale_ms=s.camera_stale_s * 1000,
         )
         self.rounds = RoundTracker(s.round_id, s.relay_phases, s.round_deadline_grace_s * 1000)
-        self.merger = Merger.from_settings(s)
+        self.merger = Merger.from_settings(s, self.avatars)
         self.clock: Clock = clock or RealClock()
         self.session_log: SessionLog | None = None
         if s.session_log:
@@ -203,7 +203,8 @@ class TranscriptWorker(Worker):
         body = build_message(utterance, decision, self.environment_uuid, check.round_id)
         job = _Job(new_id(), body, utterance.arrived_mono + self.settings.ttl_s)
         self.counts["messages"] += 1
-        self._log("message", message_id=job.message_id, message=body, addressee_detail=decision.detail)
+        self._log("message", message_id=job.message_id, message=body, addressee_detail=decision.detail,
+                  held_because=utterance.held_because)
         if not check.active:
             self._record(job, "undelivered", f"not relayed: {check.reason}")
             return
