@@ -118,8 +118,8 @@ def test_merge_gap() -> None:
     m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"], merge_hold="always"))
     assert m.add(final("I would like", 0, 1000, conf=0.8), now_ms=T0 + 1300) == []
     assert m.add(final("five eggs", 2000, 2600, conf=1.0), now_ms=T0 + 2900) == []
-    assert m.due(T0 + 3700) == []
-    (merged,) = m.due(T0 + 3800)
+    assert m.due(T0 + 4000) == []  # the gap after its end, and the segmenter's start window
+    (merged,) = m.due(T0 + 4100)
     assert merged.text == "I would like five eggs"
     assert (merged.start, merged.end) == (T0, T0 + 2600)
     assert merged.confidence == round((0.8 * 3 + 1.0 * 2) / 5, 3)
@@ -146,7 +146,7 @@ def test_a_complete_sentence_is_released_with_its_final() -> None:
     assert three.text == "hey Watson I need three packets of sugar"
     # an unfinished one whose continuation never comes leaves at the end of the gap
     assert m.add(final("and uh", 20_000, 20_500), now_ms=T0 + 20_600) == []
-    assert m.due(T0 + 21_600) == [] and [u.text for u in m.due(T0 + 21_700)] == ["and uh"]
+    assert m.due(T0 + 21_900) == [] and [u.text for u in m.due(T0 + 22_000)] == ["and uh"]
 
 
 def test_speech_restarting_before_the_final_holds_a_complete_sentence() -> None:
@@ -206,7 +206,7 @@ def test_merge_with_live_microphone_timing() -> None:
     first, second = final("I would like", 0, 1400), final("five eggs", 1700, 3400)
     alone = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
     assert alone.add(first, now_ms=T0 + 1500) == []
-    assert [u.text for u in alone.due(T0 + 2600)] == ["I would like"]  # without the voice activity
+    assert [u.text for u in alone.due(T0 + 2900)] == ["I would like"]  # without the voice activity
     m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
     assert m.add(first, now_ms=T0 + 1500, now_mono=1.5) == []
     m.speech(vad("speech_start", 1700, 2000), now_ms=T0 + 2200)
@@ -229,7 +229,7 @@ def test_speech_that_yields_no_final_releases_the_held_part() -> None:
     assert [u.text for u in m.due(T0 + 4900)] == ["I would like"]
     m.add(final("one", 10_000, 10_500), now_ms=T0 + 10_600)
     m.speech(vad("speech_start", 11_800, 11_800), now_ms=T0 + 11_600)  # 1.3 s after: a new turn
-    assert [u.text for u in m.due(T0 + 11_700)] == ["one"]
+    assert [u.text for u in m.due(T0 + 12_000)] == ["one"]
 
 
 def test_typed_is_not_held_and_clock_skew_is_bounded() -> None:
@@ -237,7 +237,7 @@ def test_typed_is_not_held_and_clock_skew_is_bounded() -> None:
     (typed,) = m.add(final("@Celia hello", 0, 0, source="typed"), now_ms=T0)
     assert typed.text == "@Celia hello"
     m.add(final("ahead of our clock and", 60_000, 61_000), now_ms=T0)
-    assert m.next_due_ms() == T0 + 1200
+    assert m.next_due_ms() == T0 + 1200 + 300
 
 
 def test_round_tracker() -> None:

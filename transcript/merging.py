@@ -86,6 +86,8 @@ class Merger:
     mergeable_sources: frozenset[str]
     final_wait_ms: float
     """After the awaited speech's ``speech_end``, how long its final may take."""
+    vad_wait_ms: float
+    """How long after the gap a ``speech_start`` of speech that began within it may arrive."""
     speech_wait_ms: float
     """After the awaited speech's ``speech_start``, how long it may last before the held
     utterance is sent without it."""
@@ -107,6 +109,7 @@ class Merger:
             settings.merge_gap_s * 1000,
             frozenset(settings.merge_sources),
             settings.merge_final_wait_s * 1000,
+            settings.merge_vad_wait_s * 1000,
             settings.merge_speech_wait_s * 1000,
             completeness,
         )
@@ -161,7 +164,7 @@ class Merger:
 
     def _hold_until(self, part: Transcript, now_ms: float) -> float:
         # the audio clock of another machine may be off: never hold longer than one gap
-        return min(part.end + self.gap_ms, now_ms + self.gap_ms)
+        return min(part.end + self.gap_ms, now_ms + self.gap_ms) + self.vad_wait_ms
 
     def speech(self, event: VadEvent, now_ms: float) -> None:
         """A voice-activity event of the microphone: speech that starts within the gap after

@@ -39,6 +39,10 @@ class TranscriptSettings(Section):
     and verbs still waiting for their object (``transcript/completeness.py`` lists them)."""
     merge_hold_bare_numbers: bool = True
     """A final ending in a number without its unit ("I need three") waits for the rest."""
+    merge_vad_wait_s: float = Field(0.3, ge=0)
+    """A held final also waits this long past the gap: the microphone announces speech that
+    began within the gap only once its start is certain (the segmenter's 200 ms start window)
+    and the announcement has crossed the broker."""
     merge_final_wait_s: float = Field(1.5, gt=0)
     """Speech that started within the gap keeps the held final open; after that speech's
     voice-activity end, its final may take this long (the recogniser's end-of-utterance work)."""
