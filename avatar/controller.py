@@ -35,7 +35,7 @@ from orchestrator_client.models import (
     StartRound,
     confirm_accept_answer,
 )
-from workers.messages import AgentMessageSeen, Attention, Envelope, Gesture, RoundState, Speaking, new_id, now_ms
+from workers.messages import AgentMessageSeen, Attention, Envelope, Gesture, RoundState, Speaking, Stage, new_id, now_ms
 from workers.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,7 @@ class AvatarController:
     def receive_message(self, message: Message) -> str:
         """A permitted message: show it, and if an avatar said it, queue it for speech."""
         self.counters["messages"] += 1
+        received = now_ms()
         body = message.body()
         message_id = new_id()
         self.bus.publish(self.topics.agent_message(), AgentMessageSeen(source=self.source, message=body))
@@ -161,7 +162,7 @@ class AvatarController:
                 self._gesture(message.speaker, name, message_id)
             self.hub.emit({**event, "verdict": "gesture_only"})
             return "gesture_only"
-        request = SpeechRequest(message.speaker, text, message_id, wanted.names)
+        request = SpeechRequest(message.speaker, text, message_id, wanted.names, stages={Stage.RECEIVED: received})
         verdict: Verdict = self.queue.submit(request)
         self.hub.emit({**event, "verdict": verdict})
         return verdict
@@ -178,9 +179,11 @@ class AvatarController:
 
         def on_begin() -> None:
             at = now_ms()
+            request.stages[Stage.FIRST_AUDIO] = at
             self.bus.publish(
                 self.topics.speaking(avatar),
-                Speaking(source=self.source, avatar=avatar, state="begin", message_id=message_id, text=plain, at=at),
+                Speaking(source=self.source, avatar=avatar, state="begin", message_id=message_id, text=plain, at=at,
+                         stages=dict(request.stages)),
             )
             caption = {"avatar": avatar, "text": plain, "message_id": message_id, "at": at}
 
@@ -202,9 +205,11 @@ class AvatarController:
 
         def on_end(result: SpokenUtterance) -> None:
             at = now_ms()
+            request.stages[Stage.SPEAKING_END] = at
             self.bus.publish(
                 self.topics.speaking(avatar),
-                Speaking(source=self.source, avatar=avatar, state="end", message_id=message_id, text=plain, at=at),
+                Speaking(source=self.source, avatar=avatar, state="end", message_id=message_id, text=plain, at=at,
+                         stages=dict(request.stages)),
             )
 
             def update(state: dict[str, Any]) -> None:

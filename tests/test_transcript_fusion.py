@@ -253,7 +253,10 @@ def test_round_tracker() -> None:
 
 def test_message_body_and_extras() -> None:
     m = Merger.from_settings(TranscriptSettings(merge_gap_s=0, merge_sources=[]))
-    (utterance,) = m.add(final("Watson, five eggs", 0, 1500, conf=0.75), now_ms=T0 + 1600)
+    part = final("Watson, five eggs", 0, 1500, conf=0.75)
+    part.ts = T0 + 1550
+    (utterance,) = m.add(part, now_ms=T0 + 1600)
+    utterance.released_ms = T0 + 1600
     h = history((-1000, "Celia"))
     d = decide(utterance.text, utterance.start, utterance.end, h, MATCHER, AVATARS, POLICY)
     body = build_message(utterance, d, "abcdefg", 3, timestamp=T0 + 1600)
@@ -263,4 +266,5 @@ def test_message_body_and_extras() -> None:
         "addresseeSource": "name", "gazeShare": {"Celia": 1.0}, "gazeCoverage": 1.0,
         "sttConfidence": 0.75, "utteranceStart": T0, "utteranceEnd": T0 + 1500, "source": "mic",
         "utteranceIds": ["u0"],
+        "stageTimes": {"speech_start": T0, "speech_end": T0 + 1500, "final": T0 + 1550, "released": T0 + 1600},
     }

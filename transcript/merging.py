@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from transcript.completeness import Completeness
 from transcript.settings import TranscriptSettings
-from workers.messages import Transcript, VadEvent
+from workers.messages import Stage, Stages, Transcript, VadEvent
 
 
 @dataclass
@@ -42,6 +42,8 @@ class Utterance:
     """The utterance id of speech that started within the gap and whose final is awaited."""
     held_because: str = ""
     """Why the utterance waited for a continuation (empty: it did not wait)."""
+    released_ms: int | None = None
+    """Wall time (ms since the epoch) the transcript worker let it go."""
 
     @property
     def text(self) -> str:
@@ -76,6 +78,14 @@ class Utterance:
     @property
     def utterance_ids(self) -> list[str]:
         return [p.utterance_id for p in self.parts]
+
+    def stages(self) -> Stages:
+        """The human-side stage timestamps so far: speech on the audio clock, the rest on the
+        wall clock (the same clock for a live microphone)."""
+        stages = {Stage.SPEECH_START: self.speech_start, Stage.SPEECH_END: self.end, Stage.FINAL: max(p.ts for p in self.parts)}
+        if self.released_ms is not None:
+            stages[Stage.RELEASED] = self.released_ms
+        return stages
 
 
 @dataclass

@@ -34,7 +34,18 @@ from transcript.session_log import SessionLog
 from transcript.settings import TranscriptSettings
 from workers.bus import Bus
 from workers.config import Config, OrchestratorSettings
-from workers.messages import Attention, HeadPose, OutgoingMessage, RoundState, Transcript, VadEvent, new_id, now_ms
+from workers.messages import (
+    Attention,
+    HeadPose,
+    OutgoingMessage,
+    RoundState,
+    Stage,
+    Stages,
+    Transcript,
+    VadEvent,
+    new_id,
+    now_ms,
+)
 from workers.runtime import Worker
 
 IDLE_POLL_S = 0.1
@@ -51,6 +62,8 @@ class _Job:
     body: dict[str, Any]
     deadline: float
     """``time.monotonic()`` after which it is no longer sent (the TTL)."""
+    stages: Stages
+    """Stage timestamps (:class:`~workers.messages.Stage`), completed as it is delivered."""
 
 
 class TranscriptWorker(Worker):
@@ -196,12 +209,13 @@ class TranscriptWorker(Worker):
 
     def _dispatch(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None]) -> None:
         """Fuse, build and queue (or record as undelivered) one complete utterance."""
+        utterance.released_ms = now_ms()
         decision = decide(
             utterance.text, utterance.speech_start, utterance.end, self.history, self.matcher, self.avatars, self.policy
         )
         check = self.rounds.check(now_ms())
         body = build_message(utterance, decision, self.environment_uuid, check.round_id)
-        job = _Job(new_id(), body, utterance.arrived_mono + self.settings.ttl_s)
+        job = _Job(new_id(), body, utterance.arrived_mono + self.settings.ttl_s, utterance.stages())
         self.counts["messages"] += 1
         self._log("message", message_id=job.message_id, message=body, addressee_detail=decision.detail,
                   held_because=utterance.held_because)
@@ -223,11 +237,14 @@ class TranscriptWorker(Worker):
                 self._record(job, "undelivered", f"not relayed: round changed while queued ({check.reason})")
                 continue
             proposal = Proposal.from_body(job.body, now_ms())
+            job.stages[Stage.RELAY_SENT] = now_ms()
             try:
                 outcome = await self.delivery.send(job.body, job.deadline)
             except asyncio.CancelledError:
                 self._record(job, "failed", "worker stopped while sending (it may have arrived)")
                 raise
+            if isinstance(outcome, (Delivered, Blocked)):
+                job.stages[Stage.EO_ANSWER] = now_ms()
             self._record_outcome(job, outcome, self._rule_note(proposal, outcome))
 
     # -- outcomes ----------------------------------------------------------------------------
@@ -264,9 +281,10 @@ class TranscriptWorker(Worker):
             self.log.debug("message %s delivered", job.message_id)
         else:
             self.log.warning("message %r %s: %s", job.body.get("text", "")[:60], outcome, reason)
-        self._log("outcome", message_id=job.message_id, outcome=outcome, reason=reason, **extra)
+        self._log("outcome", message_id=job.message_id, outcome=outcome, reason=reason, stages=job.stages, **extra)
         envelope = OutgoingMessage(
-            source=self.worker_id, id=job.message_id, message=job.body, outcome=outcome, reason=reason, **extra
+            source=self.worker_id, id=job.message_id, message=job.body, outcome=outcome, reason=reason,
+            stages=job.stages, **extra
         )
         self.bus.publish(self.topics.outgoing_message(), envelope)
 
