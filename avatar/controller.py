@@ -35,7 +35,18 @@ from orchestrator_client.models import (
     StartRound,
     confirm_accept_answer,
 )
-from workers.messages import AgentMessageSeen, Attention, Envelope, Gesture, RoundState, Speaking, Stage, new_id, now_ms
+from workers.messages import (
+    AgentMessageSeen,
+    Attention,
+    BargeIn,
+    Envelope,
+    Gesture,
+    RoundState,
+    Speaking,
+    Stage,
+    new_id,
+    now_ms,
+)
 from workers.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
@@ -90,6 +101,8 @@ class AvatarController:
         self._history_cond = threading.Condition()
         self._confirms: dict[str, asyncio.Future[bool]] = {}
         self.counters: collections.Counter[str] = collections.Counter()
+        self._speaking: str | None = None
+        """The message id being spoken right now (speech-queue thread sets and clears it)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def check(self) -> None:
@@ -105,6 +118,7 @@ class AvatarController:
         self.queue.start()
         self.bus.subscribe(self.topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(self.topics.round_state(), RoundState, self._on_retained_round)
+        self.bus.subscribe(self.topics.barge_in(), BargeIn, self._on_barge_in)
 
     def stop(self) -> None:
         self.speaker.cancel()
@@ -178,6 +192,7 @@ class AvatarController:
         avatar, message_id, plain = request.avatar, request.message_id, request.text.plain
 
         def on_begin() -> None:
+            self._speaking = message_id
             at = now_ms()
             request.stages[Stage.FIRST_AUDIO] = at
             self.bus.publish(
@@ -204,19 +219,21 @@ class AvatarController:
             self.hub.emit({"type": "word", "avatar": avatar, "message_id": message_id, "word": event.name})
 
         def on_end(result: SpokenUtterance) -> None:
+            self._speaking = None
             at = now_ms()
             request.stages[Stage.SPEAKING_END] = at
             self.bus.publish(
                 self.topics.speaking(avatar),
                 Speaking(source=self.source, avatar=avatar, state="end", message_id=message_id, text=plain, at=at,
-                         stages=dict(request.stages)),
+                         stages=dict(request.stages), cut=result.cancelled),
             )
 
             def update(state: dict[str, Any]) -> None:
                 if state["speaking"] and state["speaking"]["message_id"] == message_id:
                     state["speaking"] = None
 
-            self.hub.emit({"type": "speaking", "state": "end", "avatar": avatar, "message_id": message_id, "at": at}, update)
+            self.hub.emit({"type": "speaking", "state": "end", "avatar": avatar, "message_id": message_id, "at": at,
+                           "cut": result.cancelled}, update)
             with self._history_cond:
                 self.history.append(Spoken(request, result))
                 self._history_cond.notify_all()
@@ -339,6 +356,15 @@ class AvatarController:
             log.info("continuing round %s (phase %s) from the retained round state", message.round_id, message.phase)
             view = message.model_dump(include={"round_id", "phase", "durations", "phase_started", "phase_deadline"})
             self.hub.emit({"type": "round", **view, "now": now_ms()}, lambda s: s.__setitem__("round", view))
+
+    def _on_barge_in(self, _topic: str, message: BargeIn) -> None:
+        """The buyer talks over the avatar: stop the current utterance (its end says ``cut``)."""
+        speaking = self._speaking
+        if speaking is None:
+            return
+        self.counters["barge_ins"] += 1
+        log.info("barge-in (%.1f dBFS over an echo of %.1f): stopping message %s", message.level_db, message.echo_db, speaking)
+        self.speaker.cancel()
 
     def _on_attention(self, _topic: str, message: Attention) -> None:
         view = {"target": message.target, "since": message.since}

@@ -158,6 +158,19 @@ class VadEvent(Envelope):
     """ms since the epoch, from the audio clock."""
 
 
+class BargeIn(Envelope):
+    """The buyer started talking over an avatar (``[microphone] barge_in``): avatars yield."""
+
+    type: Literal["barge_in"] = "barge_in"
+    utterance_id: str
+    at: int
+    """When the buyer's speech was recognised as such, ms since the epoch (audio clock)."""
+    level_db: float
+    """The microphone level that triggered it, dBFS..."""
+    echo_db: float
+    """...and the avatar's echo level it was compared with."""
+
+
 class MicrophoneControl(Envelope):
     """Privacy pause: while paused the microphone worker publishes nothing it hears."""
 
@@ -189,6 +202,8 @@ class Speaking(Envelope):
     at: int = Field(default_factory=now_ms)
     stages: Stages = Field(default_factory=dict)
     """When the message was received, its first audio and (on ``end``) its end (:class:`Stage`)."""
+    cut: bool = False
+    """On ``end``: the avatar stopped before the end of the message (barge-in, shutdown)."""
 
 
 class Gesture(Envelope):

@@ -17,6 +17,7 @@ from hardware.typed import TypedInput
 from workers.bus import Bus
 from workers.config import Config
 from workers.messages import MicrophoneControl, Speaking, Transcript, VadEvent, new_id
+from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
@@ -150,6 +151,8 @@ class MicrophoneWorker(Worker):
             echo=self.echo,
             echo_mode=s.echo_mode,
             interim_hz=s.interim_hz,
+            barge_in=BargeInDetector(s.barge_in_margin_db, s.barge_in_min_ms) if s.barge_in else None,
+            emit_barge_in=lambda event: self.bus.publish(self.topics.barge_in(), event),
         )
         if self.paused:
             transcriber.pause()
@@ -195,6 +198,7 @@ class MicrophoneWorker(Worker):
                     "interims": st.interims,
                     "echo_dropped": st.echo_dropped,
                     "echo_tagged": st.echo_tagged,
+                    "barge_ins": st.barge_ins,
                 }
             )
         return figures
