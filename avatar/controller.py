@@ -38,11 +38,13 @@ from orchestrator_client.models import (
 from workers.messages import (
     AgentMessageSeen,
     Attention,
+    BargeIn,
     Envelope,
     EOVerdict,
     Gesture,
     RoundState,
     Speaking,
+    Stage,
     new_id,
     now_ms,
 )
@@ -100,6 +102,8 @@ class AvatarController:
         self._history_cond = threading.Condition()
         self._confirms: dict[str, asyncio.Future[bool]] = {}
         self.counters: collections.Counter[str] = collections.Counter()
+        self._speaking: str | None = None
+        """The message id being spoken right now (speech-queue thread sets and clears it)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def check(self) -> None:
@@ -115,6 +119,7 @@ class AvatarController:
         self.queue.start()
         self.bus.subscribe(self.topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(self.topics.round_state(), RoundState, self._on_retained_round)
+        self.bus.subscribe(self.topics.barge_in(), BargeIn, self._on_barge_in)
 
     def stop(self) -> None:
         self.speaker.cancel()
@@ -140,6 +145,7 @@ class AvatarController:
     def receive_message(self, message: Message) -> str:
         """A permitted message: show it, and if an avatar said it, queue it for speech."""
         self.counters["messages"] += 1
+        received = now_ms()
         body = message.body()
         message_id = new_id()
         self.bus.publish(self.topics.agent_message(), AgentMessageSeen(source=self.source, message=body))
@@ -171,7 +177,7 @@ class AvatarController:
                 self._gesture(message.speaker, name, message_id)
             self.hub.emit({**event, "verdict": "gesture_only"})
             return "gesture_only"
-        request = SpeechRequest(message.speaker, text, message_id, wanted.names)
+        request = SpeechRequest(message.speaker, text, message_id, wanted.names, stages={Stage.RECEIVED: received})
         verdict: Verdict = self.queue.submit(request)
         self.hub.emit({**event, "verdict": verdict})
         return verdict
@@ -187,10 +193,13 @@ class AvatarController:
         avatar, message_id, plain = request.avatar, request.message_id, request.text.plain
 
         def on_begin() -> None:
+            self._speaking = message_id
             at = now_ms()
+            request.stages[Stage.FIRST_AUDIO] = at
             self.bus.publish(
                 self.topics.speaking(avatar),
-                Speaking(source=self.source, avatar=avatar, state="begin", message_id=message_id, text=plain, at=at),
+                Speaking(source=self.source, avatar=avatar, state="begin", message_id=message_id, text=plain, at=at,
+                         stages=dict(request.stages)),
             )
             caption = {"avatar": avatar, "text": plain, "message_id": message_id, "at": at}
 
@@ -211,17 +220,21 @@ class AvatarController:
             self.hub.emit({"type": "word", "avatar": avatar, "message_id": message_id, "word": event.name})
 
         def on_end(result: SpokenUtterance) -> None:
+            self._speaking = None
             at = now_ms()
+            request.stages[Stage.SPEAKING_END] = at
             self.bus.publish(
                 self.topics.speaking(avatar),
-                Speaking(source=self.source, avatar=avatar, state="end", message_id=message_id, text=plain, at=at),
+                Speaking(source=self.source, avatar=avatar, state="end", message_id=message_id, text=plain, at=at,
+                         stages=dict(request.stages), cut=result.cancelled),
             )
 
             def update(state: dict[str, Any]) -> None:
                 if state["speaking"] and state["speaking"]["message_id"] == message_id:
                     state["speaking"] = None
 
-            self.hub.emit({"type": "speaking", "state": "end", "avatar": avatar, "message_id": message_id, "at": at}, update)
+            self.hub.emit({"type": "speaking", "state": "end", "avatar": avatar, "message_id": message_id, "at": at,
+                           "cut": result.cancelled}, update)
             with self._history_cond:
                 self.history.append(Spoken(request, result))
                 self._history_cond.notify_all()
@@ -363,6 +376,15 @@ class AvatarController:
             log.info("continuing round %s (phase %s) from the retained round state", message.round_id, message.phase)
             view = message.model_dump(include={"round_id", "phase", "durations", "phase_started", "phase_deadline"})
             self.hub.emit({"type": "round", **view, "now": now_ms()}, lambda s: s.__setitem__("round", view))
+
+    def _on_barge_in(self, _topic: str, message: BargeIn) -> None:
+        """The buyer talks over the avatar: stop the current utterance (its end says ``cut``)."""
+        speaking = self._speaking
+        if speaking is None:
+            return
+        self.counters["barge_ins"] += 1
+        log.info("barge-in (%.1f dBFS over an echo of %.1f): stopping message %s", message.level_db, message.echo_db, speaking)
+        self.speaker.cancel()
 
     def _on_attention(self, _topic: str, message: Attention) -> None:
         view = {"target": message.target, "since": message.since}

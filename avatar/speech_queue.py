@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from avatar.ssml import SpeechText
+from workers.messages import Stages
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,9 @@ class SpeechRequest:
     """Played when the avatar starts speaking this message."""
     received: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` when the message reached the controller (age is measured from here)."""
+    stages: Stages = field(default_factory=dict)
+    """Stage timestamps of this message (:class:`~workers.messages.Stage`): received, then
+    first audio and speaking end as they happen."""
 
 
 Verdict = Literal["queued", "too_long", "queue_full", "stopped"]

@@ -5,9 +5,12 @@ private mosquitto (or ``--broker-url``); this process publishes final transcript
 rate and runs a recording HTTP server on 127.0.0.1 standing in for the EO. Latency is the
 time from just before ``publish`` to the arrival of the whole POST body (same machine clock).
 
-Each transcript ends more than the merge gap before it is published - as a recogniser whose
-end-of-utterance silence is at least the gap delivers it - so the figure is the pipeline's own
-latency; merging adds up to ``merge_gap_s`` on top for speech that ends right before its final.
+Each transcript is published as a live microphone would: it ends just before it is published,
+so the merge hold is part of the figure. Its text is a complete sentence ("Celia, I want 3
+eggs for $2"), which the merger releases with its final (``[transcript] merge_hold =
+"unfinished"``): the figure is how long a complete utterance spends in the transcript worker
+and on its way to the EO (target p95 <= 50 ms for the worker's part). ``--unfinished`` sends
+sentences that end in "and" instead: those wait for the merge gap, and the figure shows it.
 
 Prints ONE JSON line.
 """
@@ -68,7 +71,7 @@ def _start_mosquitto(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     return process, f"mqtt://127.0.0.1:{port}"
 
 
-def run(seconds: float, rate: float, broker_url: str | None) -> dict[str, Any]:
+def run(seconds: float, rate: float, broker_url: str | None, unfinished: bool = False) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-transcript-"))
     broker_process = None
     worker = None
@@ -124,7 +127,7 @@ def run(seconds: float, rate: float, broker_url: str | None) -> dict[str, Any]:
             pause = target - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-            message = _final(f"bench utterance {seq}", now_ms(), seq)
+            message = _final(_sentence(seq, unfinished), now_ms(), seq)
             sent_ns[message.utterance_id] = time.time_ns()
             room.publish(room.topics.transcript_final(), message)
         publish_s = time.monotonic() - start
@@ -157,7 +160,8 @@ def run(seconds: float, rate: float, broker_url: str | None) -> dict[str, Any]:
             "max_ms": round(max(latencies), 2) if latencies else None,
             "outcomes": outcomes,
             "merge_gap_s": MERGE_GAP_S,
-            "merge_hold_included": False,
+            "texts": "unfinished (end in 'and')" if unfinished else "complete sentences",
+            "merge_hold_included": True,
             "broker": broker_url,
         }
     finally:
@@ -175,9 +179,14 @@ def run(seconds: float, rate: float, broker_url: str | None) -> dict[str, Any]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _sentence(seq: int, unfinished: bool) -> str:
+    avatar = ("Celia", "Watson")[seq % 2]
+    return f"{avatar}, I want {seq % 9 + 1} eggs" + (" and" if unfinished else f" for ${seq % 5 + 1}")
+
+
 def _final(text: str, t: int, seq: int) -> Transcript:
-    # ended well before now: the merge window is already over when it arrives
-    end = t - int(MERGE_GAP_S * 1000) - 100
+    # as a live microphone publishes it: the speech ended a moment ago
+    end = t - 20
     return Transcript(
         source="mic", final=True, utterance_id=f"bench-{seq}", text=text, confidence=0.9,
         start=end - 800, end=end, engine="bench",
@@ -189,8 +198,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="how long to publish (default 60)")
     parser.add_argument("--rate", type=float, default=5.0, help="utterances per second (default 5)")
     parser.add_argument("--broker-url", default=None, help="use this broker instead of a private mosquitto")
+    parser.add_argument("--unfinished", action="store_true", help="sentences that read as cut off (held for the gap)")
     args = parser.parse_args()
-    print(json.dumps(run(args.seconds, args.rate, args.broker_url)))
+    print(json.dumps(run(args.seconds, args.rate, args.broker_url, args.unfinished)))
     return 0
 
 

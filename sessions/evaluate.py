@@ -8,7 +8,10 @@ Scores, all against ``truth.json`` (never against another estimator):
 * head pose: yaw/pitch MAE of the published (smoothed) head pose against the rendered pose of
   the same frame; also over steady fixations only, where the smoothing lag does not count.
 * WER of the final transcripts per recognition engine.
-* latency (paced replay only): wall time from the end of speech to the delivered message.
+* latency (paced replay only): wall time from the end of speech to the delivered message, and
+  where it goes: the message's stage timestamps (``workers.messages.Stage``) give the time from
+  the end of speech to the final transcript, the merge hold, the wait for the relay and the EO's
+  answer.
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ import numpy as np
 
 from sessions.format import Session, Truth
 from sessions.replay import ReplayResult
+from workers.messages import Stage
+
+STAGE_SPANS: tuple[tuple[str, str], ...] = (
+    (Stage.SPEECH_END, Stage.FINAL),
+    (Stage.FINAL, Stage.RELEASED),
+    (Stage.RELEASED, Stage.RELAY_SENT),
+    (Stage.RELAY_SENT, Stage.EO_ANSWER),
+)
+"""Consecutive stages whose spans ``eval`` reports (p50/p95 ms, paced replay)."""
 
 
 @dataclass
@@ -36,6 +48,8 @@ class Scores:
     yaw_err_hold: list[float] = field(default_factory=list)
     pitch_err_hold: list[float] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    stage_ms: dict[str, list[float]] = field(default_factory=dict)
+    """``"a→b"`` -> the span from stage a to stage b of each delivered message."""
     wall_s: float = 0.0
     session_s: float = 0.0
     mistakes: list[dict[str, Any]] = field(default_factory=list)
@@ -66,6 +80,10 @@ class Scores:
             "pitch_mae_fixations": mae(self.pitch_err_hold),
             "latency_p50_ms": pct(50),
             "latency_p95_ms": pct(95),
+            "stages_ms": {
+                span: {"p50": round(float(np.percentile(v, 50)), 1), "p95": round(float(np.percentile(v, 95)), 1)}
+                for span, v in self.stage_ms.items() if v
+            },
             "session_s": round(self.session_s, 1),
             "replay_wall_s": round(self.wall_s, 1),
         }
@@ -109,6 +127,12 @@ def score(result: ReplayResult, scores: Scores | None = None) -> Scores:
         if best is not None and result.speed is not None and best.get("outcome") == "delivered":
             speech_end_wall = result.wall_origin_ms + (utt.end_ms - info.start_ms) / result.speed
             scores.latencies_ms.append(delivered_at[best["id"]] - speech_end_wall)
+            stages = dict(best.get("stages") or {})
+            if Stage.SPEECH_END in stages:  # on the session's audio clock: put it on the wall clock
+                stages[Stage.SPEECH_END] = result.wall_origin_ms + (stages[Stage.SPEECH_END] - info.start_ms) / result.speed
+            for first, then in STAGE_SPANS:
+                if first in stages and then in stages:
+                    scores.stage_ms.setdefault(f"{first}→{then}", []).append(float(stages[then] - stages[first]))
     poses = {t: (yaw, pitch) for t, yaw, pitch in truth.poses}
     holds = [(g.start_ms, g.end_ms) for g in truth.gaze if g.motion == "hold"]
     for hp in result.of_type("headpose"):

@@ -17,7 +17,7 @@ import pytest
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, Start, captured
-from workers.messages import Gesture, RoundState, Speaking
+from workers.messages import Gesture, RoundState, Speaking, Stage
 
 SPEECH_TIMEOUT = 30.0
 
@@ -71,6 +71,9 @@ def test_spoken_after_the_answer_with_gestures_on_time(start_avatar: Start, tmp_
     assert rms > 500
     # begin/end bracket the audio: they are as far apart as the audio is long
     assert abs((end.at - begin.at) / 1000 - duration) < 0.3
+    # and carry the message's stage times: received, first audio, speaking end, in that order
+    assert begin.stages[Stage.FIRST_AUDIO] == begin.at and end.stages[Stage.SPEAKING_END] == end.at
+    assert end.stages[Stage.RECEIVED] <= end.stages[Stage.FIRST_AUDIO] <= end.stages[Stage.SPEAKING_END]
 
     gestures = observer.wait(Gesture, 3, avatar="Watson")
     assert [g.name for g in gestures] == ["wave", "nod", "thumbs_up"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from transcript.completeness import DEFAULT_HOLD_WORDS, Completeness
 from transcript.fusion.addressee import GazePolicy, decide
 from transcript.fusion.attention import AttentionHistory
 from transcript.fusion.names import NameMatcher
@@ -114,11 +115,11 @@ def test_history_trims_but_keeps_state_at_horizon() -> None:
 
 
 def test_merge_gap() -> None:
-    m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
+    m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"], merge_hold="always"))
     assert m.add(final("I would like", 0, 1000, conf=0.8), now_ms=T0 + 1300) == []
     assert m.add(final("five eggs", 2000, 2600, conf=1.0), now_ms=T0 + 2900) == []
-    assert m.due(T0 + 3700) == []
-    (merged,) = m.due(T0 + 3800)
+    assert m.due(T0 + 4000) == []  # the gap after its end, and the segmenter's start window
+    (merged,) = m.due(T0 + 4100)
     assert merged.text == "I would like five eggs"
     assert (merged.start, merged.end) == (T0, T0 + 2600)
     assert merged.confidence == round((0.8 * 3 + 1.0 * 2) / 5, 3)
@@ -126,6 +127,71 @@ def test_merge_gap() -> None:
     assert m.add(final("one", 10_000, 10_500), now_ms=T0 + 10_600) == []
     (first,) = m.add(final("two", 11_700, 12_000), now_ms=T0 + 12_100)
     assert first.text == "one" and m.pending is not None and m.pending.text == "two"
+
+
+def test_a_complete_sentence_is_released_with_its_final() -> None:
+    """Only what reads as cut off waits: a complete sentence leaves at once, an unfinished one
+    waits for its continuation and leaves as soon as that completes it."""
+    m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]), AVATARS)
+    (alone,) = m.add(final("I want two eggs for $3", 0, 1800), now_ms=T0 + 1900)
+    assert alone.text == "I want two eggs for $3" and alone.held_because == "" and m.pending is None
+    assert m.add(final("I would like three cups of", 5000, 6500), now_ms=T0 + 6600) == []
+    assert m.pending is not None and m.pending.held_because == "ends in 'of'"
+    (merged,) = m.add(final("flour", 7200, 7600), now_ms=T0 + 7700)
+    assert merged.text == "I would like three cups of flour" and m.pending is None
+    # still unfinished after the second part: it keeps waiting for a third
+    assert m.add(final("hey Watson", 10_000, 10_600), now_ms=T0 + 10_700) == []
+    assert m.add(final("I need three", 11_000, 11_700), now_ms=T0 + 11_800) == []
+    (three,) = m.add(final("packets of sugar", 12_200, 13_000), now_ms=T0 + 13_100)
+    assert three.text == "hey Watson I need three packets of sugar"
+    # an unfinished one whose continuation never comes leaves at the end of the gap
+    assert m.add(final("and uh", 20_000, 20_500), now_ms=T0 + 20_600) == []
+    assert m.due(T0 + 21_900) == [] and [u.text for u in m.due(T0 + 22_000)] == ["and uh"]
+
+
+def test_speech_restarting_before_the_final_holds_a_complete_sentence() -> None:
+    """A recogniser slower than the speaker's pause: the next speech has begun (within the
+    gap) when the final of the first part arrives, so the first part waits for it."""
+    m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]), AVATARS)
+    m.speech(vad("speech_start", 0, 0), now_ms=T0 + 100)
+    m.speech(vad("speech_end", 0, 1000), now_ms=T0 + 1500)
+    m.speech(vad("speech_start", 1700, 1700), now_ms=T0 + 1800)
+    assert m.add(final("I want two eggs", 0, 1000), now_ms=T0 + 1900) == []
+    assert m.pending is not None and m.pending.held_because == "speech started again within the gap"
+    (merged,) = m.add(final("for $3", 1700, 2500), now_ms=T0 + 3100)
+    assert merged.text == "I want two eggs for $3"
+    # speech that began after the gap does not hold the final before it
+    m.speech(vad("speech_start", 10_000, 10_000), now_ms=T0 + 10_100)
+    m.speech(vad("speech_start", 12_000, 12_000), now_ms=T0 + 12_100)
+    (alone,) = m.add(final("that is fine", 10_000, 10_500), now_ms=T0 + 12_200)
+    assert alone.text == "that is fine"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("I would like five eggs", None),
+        ("I accept your offer", None),
+        ("how about $3.50", None),
+        ("two dollars", None),
+        ("can you do 3?", None),
+        ("a dozen eggs", None),
+        ("Celia, I'll take it.", None),
+        ("three cups of", "ends in 'of'"),
+        ("two eggs and", "ends in 'and'"),
+        ("I would like", "ends in 'like'"),
+        ("I need the", "ends in 'the'"),
+        ("um", "ends in 'um'"),
+        ("I need three", "ends in a number without its unit ('three')"),
+        ("I'll pay 4", "ends in a number without its unit ('4')"),
+        ("Hey Watson", "only names whom it addresses"),
+        ("Watson,", "trails off with ','"),
+        ("I was thinking...", "trails off with '...'"),
+    ],
+)
+def test_what_reads_as_unfinished(text: str, reason: str | None) -> None:
+    rules = Completeness.build(DEFAULT_HOLD_WORDS, DEFAULT_GREETINGS, AVATARS)
+    assert rules.unfinished(text) == reason
 
 
 def vad(event: str, utterance_start: float, at: float) -> VadEvent:
@@ -140,15 +206,13 @@ def test_merge_with_live_microphone_timing() -> None:
     first, second = final("I would like", 0, 1400), final("five eggs", 1700, 3400)
     alone = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
     assert alone.add(first, now_ms=T0 + 1500) == []
-    assert [u.text for u in alone.due(T0 + 2600)] == ["I would like"]  # without the voice activity
+    assert [u.text for u in alone.due(T0 + 2900)] == ["I would like"]  # without the voice activity
     m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
     assert m.add(first, now_ms=T0 + 1500, now_mono=1.5) == []
     m.speech(vad("speech_start", 1700, 2000), now_ms=T0 + 2200)
     assert m.due(T0 + 3300) == []
     m.speech(vad("speech_end", 1700, 3400), now_ms=T0 + 3400)
-    assert m.add(second, now_ms=T0 + 3600, now_mono=3.6) == []
-    assert m.due(T0 + 4500) == []
-    (merged,) = m.due(T0 + 4600)
+    (merged,) = m.add(second, now_ms=T0 + 3600, now_mono=3.6)  # complete now: sent with its final
     assert merged.text == "I would like five eggs" and merged.utterance_ids == ["u0", "u1700"]
     assert merged.arrived_mono == 3.6  # the TTL runs from the latest words
 
@@ -165,15 +229,15 @@ def test_speech_that_yields_no_final_releases_the_held_part() -> None:
     assert [u.text for u in m.due(T0 + 4900)] == ["I would like"]
     m.add(final("one", 10_000, 10_500), now_ms=T0 + 10_600)
     m.speech(vad("speech_start", 11_800, 11_800), now_ms=T0 + 11_600)  # 1.3 s after: a new turn
-    assert [u.text for u in m.due(T0 + 11_700)] == ["one"]
+    assert [u.text for u in m.due(T0 + 12_000)] == ["one"]
 
 
 def test_typed_is_not_held_and_clock_skew_is_bounded() -> None:
     m = Merger.from_settings(TranscriptSettings(merge_gap_s=1.2, merge_sources=["mic"]))
     (typed,) = m.add(final("@Celia hello", 0, 0, source="typed"), now_ms=T0)
     assert typed.text == "@Celia hello"
-    m.add(final("ahead of our clock", 60_000, 61_000), now_ms=T0)
-    assert m.next_due_ms() == T0 + 1200
+    m.add(final("ahead of our clock and", 60_000, 61_000), now_ms=T0)
+    assert m.next_due_ms() == T0 + 1200 + 300
 
 
 def test_round_tracker() -> None:
@@ -189,7 +253,10 @@ def test_round_tracker() -> None:
 
 def test_message_body_and_extras() -> None:
     m = Merger.from_settings(TranscriptSettings(merge_gap_s=0, merge_sources=[]))
-    (utterance,) = m.add(final("Watson, five eggs", 0, 1500, conf=0.75), now_ms=T0 + 1600)
+    part = final("Watson, five eggs", 0, 1500, conf=0.75)
+    part.ts = T0 + 1550
+    (utterance,) = m.add(part, now_ms=T0 + 1600)
+    utterance.released_ms = T0 + 1600
     h = history((-1000, "Celia"))
     d = decide(utterance.text, utterance.start, utterance.end, h, MATCHER, AVATARS, POLICY)
     body = build_message(utterance, d, "abcdefg", 3, timestamp=T0 + 1600)
@@ -199,4 +266,5 @@ def test_message_body_and_extras() -> None:
         "addresseeSource": "name", "gazeShare": {"Celia": 1.0}, "gazeCoverage": 1.0,
         "sttConfidence": 0.75, "utteranceStart": T0, "utteranceEnd": T0 + 1500, "source": "mic",
         "utteranceIds": ["u0"],
+        "stageTimes": {"speech_start": T0, "speech_end": T0 + 1500, "final": T0 + 1550, "released": T0 + 1600},
     }

@@ -23,7 +23,7 @@ from transcript.session_log import read_session_log
 from transcript.worker import TranscriptWorker
 from workers.bus import Bus
 from workers.config import Config
-from workers.messages import Attention, OutgoingMessage, RoundState, Transcript, VadEvent, now_ms
+from workers.messages import Attention, OutgoingMessage, RoundState, Stage, Transcript, VadEvent, now_ms
 
 PLATFORM_KEYS = {"speaker", "addressee", "text", "role", "environmentUUID", "timestamp", "roundId"}
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,6 +188,13 @@ def test_finals_closer_than_the_gap_become_one_message(setup: Setup) -> None:
         assert "R0" in (outcomes[1].model_extra or {}).get("rule_note", "")
         texts = [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)]
         assert texts == ["Celia I would like five eggs", "and some milk"]
+        # each stage of the message has its time: speech from the audio clock, the rest in order
+        stages = outcomes[0].stages
+        assert (stages[Stage.SPEECH_START], stages[Stage.SPEECH_END]) == (t, t + 900)
+        wall = [Stage.FINAL, Stage.RELEASED, Stage.RELAY_SENT, Stage.EO_ANSWER]
+        assert [stages[name] for name in wall] == sorted(stages[name] for name in wall)
+        human_side = [Stage.SPEECH_START, Stage.SPEECH_END, Stage.FINAL, Stage.RELEASED]
+        assert eo.bodies(ep.RELAY_MESSAGE)[0]["stageTimes"] == {k: stages[k] for k in human_side}
         assert eo.bodies(ep.RELAY_MESSAGE)[0]["utteranceIds"] == [f"u{t}", f"u{t + 500}"]
 
 

@@ -10,6 +10,11 @@ passed and the recogniser has finished: always later than the gap after the held
 arrives within the gap is the microphone's voice-activity ``speech_start``; it keeps the held
 utterance open until that part's final (or, should none come, a bounded wait after its
 ``speech_end``).
+
+Only finals that read as unfinished are held (:mod:`transcript.completeness`): a final that
+reads as a complete sentence is released as soon as it arrives, unless speech had already
+started again within the gap when it came. A held utterance that a later part completes is
+released when that part arrives, not at the end of the gap.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from transcript.completeness import Completeness
 from transcript.settings import TranscriptSettings
-from workers.messages import Transcript, VadEvent
+from workers.messages import Stage, Stages, Transcript, VadEvent
 
 
 @dataclass
@@ -34,6 +40,10 @@ class Utterance:
     further part can join."""
     awaiting: str | None = None
     """The utterance id of speech that started within the gap and whose final is awaited."""
+    held_because: str = ""
+    """Why the utterance waited for a continuation (empty: it did not wait)."""
+    released_ms: int | None = None
+    """Wall time (ms since the epoch) the transcript worker let it go."""
 
     @property
     def text(self) -> str:
@@ -69,6 +79,14 @@ class Utterance:
     def utterance_ids(self) -> list[str]:
         return [p.utterance_id for p in self.parts]
 
+    def stages(self) -> Stages:
+        """The human-side stage timestamps so far: speech on the audio clock, the rest on the
+        wall clock (the same clock for a live microphone)."""
+        stages = {Stage.SPEECH_START: self.speech_start, Stage.SPEECH_END: self.end, Stage.FINAL: max(p.ts for p in self.parts)}
+        if self.released_ms is not None:
+            stages[Stage.RELEASED] = self.released_ms
+        return stages
+
 
 @dataclass
 class Merger:
@@ -78,18 +96,32 @@ class Merger:
     mergeable_sources: frozenset[str]
     final_wait_ms: float
     """After the awaited speech's ``speech_end``, how long its final may take."""
+    vad_wait_ms: float
+    """How long after the gap a ``speech_start`` of speech that began within it may arrive."""
     speech_wait_ms: float
     """After the awaited speech's ``speech_start``, how long it may last before the held
     utterance is sent without it."""
+    completeness: Completeness | None = None
+    """Which finals wait for a continuation; ``None``: every mergeable final waits the gap."""
     pending: Utterance | None = None
+    _started: VadEvent | None = None
+    """The latest ``speech_start`` whose final has not arrived yet: speech that began before
+    the previous part's final came (a recogniser slower than the speaker's pause)."""
 
     @classmethod
-    def from_settings(cls, settings: TranscriptSettings) -> Merger:
+    def from_settings(cls, settings: TranscriptSettings, avatars: tuple[str, ...] | list[str] = ()) -> Merger:
+        completeness = None
+        if settings.merge_hold == "unfinished":
+            completeness = Completeness.build(
+                settings.merge_hold_words, settings.greetings, avatars, settings.merge_hold_bare_numbers
+            )
         return cls(
             settings.merge_gap_s * 1000,
             frozenset(settings.merge_sources),
             settings.merge_final_wait_s * 1000,
+            settings.merge_vad_wait_s * 1000,
             settings.merge_speech_wait_s * 1000,
+            completeness,
         )
 
     def add(self, part: Transcript, now_ms: float, now_mono: float | None = None) -> list[Utterance]:
@@ -97,6 +129,7 @@ class Merger:
         mono = time.monotonic() if now_mono is None else now_mono
         ready: list[Utterance] = []
         mergeable = self.gap_ms > 0 and part.source in self.mergeable_sources
+        restarted = self._speech_restarted(part)
         if self.pending is not None:
             joins = (
                 mergeable
@@ -104,34 +137,58 @@ class Merger:
                 and part.start - self.pending.end < self.gap_ms
             )
             if joins:
-                self.pending.parts.append(part)
-                self.pending.arrived_mono = mono
-                self.pending.hold_until_ms = self._hold_until(part, now_ms)
-                self.pending.awaiting = None
+                held = self.pending
+                held.parts.append(part)
+                held.arrived_mono = mono
+                held.hold_until_ms = self._hold_until(part, now_ms)
+                held.awaiting = restarted
+                if self._hold_reason(held.text, restarted) is None:
+                    self.pending = None
+                    ready.append(held)
                 return ready
             ready.append(self.pending)
             self.pending = None
-        utterance = Utterance([part], mono, self._hold_until(part, now_ms))
-        if mergeable:
+        utterance = Utterance([part], mono, self._hold_until(part, now_ms), awaiting=restarted)
+        reason = self._hold_reason(part.text, restarted) if mergeable else None
+        if reason is not None:
+            utterance.held_because = reason
             self.pending = utterance
         else:
             ready.append(utterance)
         return ready
 
+    def _hold_reason(self, text: str, restarted: str | None) -> str | None:
+        """Why an utterance should wait for a continuation, or ``None`` to send it now."""
+        if restarted is not None:
+            return "speech started again within the gap"
+        if self.completeness is None:
+            return f"waits {self.gap_ms:g} ms for a continuation"
+        return self.completeness.unfinished(text)
+
+    def _speech_restarted(self, part: Transcript) -> str | None:
+        """The id of speech that began within the gap after ``part``, before its final came."""
+        started, self._started = self._started, None
+        if started is None or part.source == "typed" or started.utterance_id == part.utterance_id:
+            return None
+        return started.utterance_id if 0 <= started.at - part.end < self.gap_ms else None
+
     def _hold_until(self, part: Transcript, now_ms: float) -> float:
         # the audio clock of another machine may be off: never hold longer than one gap
-        return min(part.end + self.gap_ms, now_ms + self.gap_ms)
+        return min(part.end + self.gap_ms, now_ms + self.gap_ms) + self.vad_wait_ms
 
     def speech(self, event: VadEvent, now_ms: float) -> None:
         """A voice-activity event of the microphone: speech that starts within the gap after
         the held utterance may be its continuation, so the utterance waits for its final."""
         held = self.pending
-        if held is None or held.source == "typed":
-            return
-        if event.event == "speech_start" and held.awaiting is None and event.at - held.end < self.gap_ms:
-            held.awaiting = event.utterance_id
-            held.hold_until_ms = max(held.hold_until_ms, now_ms + self.speech_wait_ms)
-        elif event.event == "speech_end" and event.utterance_id == held.awaiting:
+        if held is not None and held.source == "typed":
+            held = None
+        if event.event == "speech_start":
+            if held is not None and held.awaiting is None and event.at - held.end < self.gap_ms:
+                held.awaiting = event.utterance_id
+                held.hold_until_ms = max(held.hold_until_ms, now_ms + self.speech_wait_ms)
+            else:
+                self._started = event
+        elif held is not None and event.utterance_id == held.awaiting:
             held.hold_until_ms = now_ms + self.final_wait_ms
 
     def due(self, now_ms: float) -> list[Utterance]:

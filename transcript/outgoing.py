@@ -25,6 +25,7 @@ def rich_extras(utterance: Utterance, decision: AddresseeDecision) -> dict[str, 
         "utteranceEnd": utterance.end,
         "source": utterance.source,
         "utteranceIds": utterance.utterance_ids,
+        "stageTimes": utterance.stages(),
     }
 
 

@@ -6,6 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from transcript.completeness import DEFAULT_HOLD_WORDS
 from workers.config import Section
 
 DEFAULT_GREETINGS = ("hey", "hi", "hello", "ok", "okay", "so", "um", "uh", "well", "excuse", "me", "yo", "and")
@@ -25,8 +26,23 @@ class TranscriptSettings(Section):
 
     merge_gap_s: float = Field(1.2, ge=0)
     """Two final transcripts closer than this become one message (the EO's R0 would block the
-    second). A final is held until this long after its end, so it is also the added latency
-    of spoken messages; 0 disables merging."""
+    second). A held final waits until this long after its end, so it is also the added latency
+    of a held message; 0 disables merging."""
+    merge_hold: Literal["unfinished", "always"] = "unfinished"
+    """Which finals wait for a continuation. ``unfinished``: only those that read as cut off
+    (they end in one of ``merge_hold_words``, in a number without its unit, in a trailing
+    comma or ellipsis, or only name an avatar), or during which speech started again; a final
+    that reads as complete is sent as soon as it arrives. ``always``: every final waits the
+    gap (the safest for R0, the slowest)."""
+    merge_hold_words: list[str] = Field(default_factory=lambda: list(DEFAULT_HOLD_WORDS))
+    """Last words that leave a sentence open: conjunctions, prepositions, articles, fillers
+    and verbs still waiting for their object (``transcript/completeness.py`` lists them)."""
+    merge_hold_bare_numbers: bool = True
+    """A final ending in a number without its unit ("I need three") waits for the rest."""
+    merge_vad_wait_s: float = Field(0.3, ge=0)
+    """A held final also waits this long past the gap: the microphone announces speech that
+    began within the gap only once its start is certain (the segmenter's 200 ms start window)
+    and the announcement has crossed the broker."""
     merge_final_wait_s: float = Field(1.5, gt=0)
     """Speech that started within the gap keeps the held final open; after that speech's
     voice-activity end, its final may take this long (the recogniser's end-of-utterance work)."""

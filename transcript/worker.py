@@ -47,6 +47,8 @@ from workers.messages import (
     HeadPose,
     OutgoingMessage,
     RoundState,
+    Stage,
+    Stages,
     Transcript,
     VadEvent,
     new_id,
@@ -78,6 +80,8 @@ class _Job:
     body: dict[str, Any]
     deadline: float
     """``time.monotonic()`` after which it is no longer sent (the TTL)."""
+    stages: Stages
+    """Stage timestamps (:class:`~workers.messages.Stage`), completed as it is delivered."""
 
 
 class TranscriptWorker(Worker):
@@ -104,7 +108,7 @@ class TranscriptWorker(Worker):
             stale_ms=s.camera_stale_s * 1000,
         )
         self.rounds = RoundTracker(s.round_id, s.relay_phases, s.round_deadline_grace_s * 1000)
-        self.merger = Merger.from_settings(s)
+        self.merger = Merger.from_settings(s, self.avatars)
         self.clock: Clock = clock or RealClock()
         self.session_log: SessionLog | None = None
         if s.session_log:
@@ -294,6 +298,8 @@ class TranscriptWorker(Worker):
     def _dispatch(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None], hold: bool = True) -> None:
         """Fuse, build and queue (or record as undelivered) one complete utterance; while no
         round state is known yet, hold it (see :meth:`_release_held`)."""
+        if utterance.released_ms is None:  # when the merger let it go
+            utterance.released_ms = now_ms()
         if hold and (self._held or not self.rounds.known):  # behind held ones: in the order spoken
             self._held.append(utterance)
             if len(self._held) > MAX_HELD_FOR_ROUND:
@@ -304,9 +310,10 @@ class TranscriptWorker(Worker):
         )
         check = self.rounds.check(now_ms())
         body = build_message(utterance, decision, self.environment_uuid, check.round_id)
-        job = _Job(new_id(), body, utterance.arrived_mono + self.settings.ttl_s)
+        job = _Job(new_id(), body, utterance.arrived_mono + self.settings.ttl_s, utterance.stages())
         self.counts["messages"] += 1
-        self._log("message", message_id=job.message_id, message=body, addressee_detail=decision.detail)
+        self._log("message", message_id=job.message_id, message=body, addressee_detail=decision.detail,
+                  held_because=utterance.held_because)
         if not check.active:
             self._record(job, "undelivered", f"not relayed: {check.reason}")
             return
@@ -340,8 +347,11 @@ class TranscriptWorker(Worker):
                 self._record(job, "undelivered", f"not relayed: round changed while queued ({check.reason})")
                 continue
             proposal = Proposal.from_body(job.body, now_ms())
+            job.stages[Stage.RELAY_SENT] = now_ms()
             try:
                 outcome = await self.delivery.send(job.body, job.deadline)
+                if isinstance(outcome, (Delivered, Blocked)):
+                    job.stages[Stage.EO_ANSWER] = now_ms()
                 if isinstance(outcome, Blocked) and not outcome.rationale:
                     outcome = Blocked(await self._rationale(job.body), outcome.answer, outcome.attempts, outcome.latency_ms)
             except asyncio.CancelledError:
@@ -387,9 +397,10 @@ class TranscriptWorker(Worker):
             self.log.debug("message %s delivered", job.message_id)
         else:
             self.log.warning("message %r %s: %s", job.body.get("text", "")[:60], outcome, reason)
-        self._log("outcome", message_id=job.message_id, outcome=outcome, reason=reason, **extra)
+        self._log("outcome", message_id=job.message_id, outcome=outcome, reason=reason, stages=job.stages, **extra)
         envelope = OutgoingMessage(
-            source=self.worker_id, id=job.message_id, message=job.body, outcome=outcome, reason=reason, **extra
+            source=self.worker_id, id=job.message_id, message=job.body, outcome=outcome, reason=reason,
+            stages=job.stages, **extra
         )
         self.bus.publish(self.topics.outgoing_message(), envelope)
 

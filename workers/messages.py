@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -27,6 +27,36 @@ def now_ms() -> int:
 
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+class Stage:
+    """Names of the stage timestamps a message carries in its ``stages`` map (ms since the
+    epoch), so that the operator and ``eval`` can see where the time between the buyer's last
+    word and the avatar's answer goes. Human side (on :class:`OutgoingMessage`):"""
+
+    SPEECH_START: Final = "speech_start"
+    """The first word (audio clock)."""
+    SPEECH_END: Final = "speech_end"
+    """The last voiced audio (audio clock)."""
+    FINAL: Final = "final"
+    """The recogniser's final transcript was produced (the latest part's, for a merged one)."""
+    RELEASED: Final = "released"
+    """The merger let the utterance go (after any merge hold)."""
+    RELAY_SENT: Final = "relay_sent"
+    """The first ``/relayMessage`` attempt started."""
+    EO_ANSWER: Final = "eo_answer"
+    """The EO's answer arrived."""
+    # agent side (on :class:`Speaking`)
+    RECEIVED: Final = "received"
+    """The Avatar Controller received the agent's message from the EO."""
+    FIRST_AUDIO: Final = "first_audio"
+    """The avatar's first audio went to the speaker."""
+    SPEAKING_END: Final = "speaking_end"
+    """The avatar's audio ended."""
+
+
+Stages = dict[str, int]
+"""Stage name (:class:`Stage`) -> ms since the epoch; unknown names are kept."""
 
 
 class Envelope(BaseModel):
@@ -128,6 +158,19 @@ class VadEvent(Envelope):
     """ms since the epoch, from the audio clock."""
 
 
+class BargeIn(Envelope):
+    """The buyer started talking over an avatar (``[microphone] barge_in``): avatars yield."""
+
+    type: Literal["barge_in"] = "barge_in"
+    utterance_id: str
+    at: int
+    """When the buyer's speech was recognised as such, ms since the epoch (audio clock)."""
+    level_db: float
+    """The microphone level that triggered it, dBFS..."""
+    echo_db: float
+    """...and the avatar's echo level it was compared with."""
+
+
 class MicrophoneControl(Envelope):
     """Privacy pause: while paused the microphone worker publishes nothing it hears."""
 
@@ -145,6 +188,8 @@ class OutgoingMessage(Envelope):
     """``maybe_delivered``: sent, but not answered before its deadline (or the EO failed
     mid-answer): the EO may have acted on it."""
     reason: str = ""
+    stages: Stages = Field(default_factory=dict)
+    """When each stage of this message happened (:class:`Stage`)."""
 
 
 # -- avatar controller -------------------------------------------------------------------------
@@ -157,6 +202,10 @@ class Speaking(Envelope):
     message_id: str = ""
     text: str = ""
     at: int = Field(default_factory=now_ms)
+    stages: Stages = Field(default_factory=dict)
+    """When the message was received, its first audio and (on ``end``) its end (:class:`Stage`)."""
+    cut: bool = False
+    """On ``end``: the avatar stopped before the end of the message (barge-in, shutdown)."""
 
 
 class Gesture(Envelope):

@@ -100,6 +100,10 @@ class Topics:
         """Voice activity speech-start / speech-end events."""
         return Topic(f"{self.base}/speech/vad", QOS_EVENT)
 
+    def barge_in(self) -> Topic:
+        """The buyer talks over an avatar: the Avatar Controller stops the current speech."""
+        return Topic(f"{self.base}/speech/barge_in", QOS_EVENT)
+
     def microphone_control(self) -> Topic:
         """Privacy pause/resume commands for the microphone worker."""
         return Topic(f"{self.base}/control/microphone", QOS_EVENT)

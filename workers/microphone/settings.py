@@ -76,6 +76,15 @@ class MicrophoneSettings(Section):
     """What happens to speech captured while an avatar speaks: dropped, or published with ``echo``."""
     echo_tail_ms: int = 600
     """Audio up to this long after an avatar stopped still counts as its echo (room reverb, buffers)."""
+    barge_in: bool = False
+    """Let the buyer interrupt: speech clearly louder than the avatar's echo while an avatar
+    speaks makes the avatar stop, and that speech is transcribed instead of dropped as echo."""
+    barge_in_margin_db: float = Field(6.0, gt=0)
+    """How much louder than the echo (its loud parts) the buyer must be... (bench/barge_in.py:
+    no false trigger on the avatars' own voices down to 3 dB; at 6 dB every buyer 15 dB louder
+    than the echo was caught, a median 460 ms after they began)"""
+    barge_in_min_ms: int = Field(300, ge=60)
+    """...for most of this long."""
     retry_s: float = 3.0
     """Seconds between attempts to reopen a failed device."""
 

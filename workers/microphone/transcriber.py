@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hardware.audio import AudioBlock, SourceKind
-from workers.messages import Transcript, VadEvent, Word
+from workers.messages import BargeIn, Transcript, VadEvent, Word
+from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
@@ -39,6 +40,8 @@ class _Open:
     silent_ms: int = 0
     """Unvoiced audio since the last voiced frame."""
     speculating: bool = False
+    barged: bool = False
+    """The buyer talked over an avatar: this utterance is speech, not echo."""
 
 
 @dataclass
@@ -47,6 +50,7 @@ class TranscriberStats:
     finals: int = 0
     interims: int = 0
     echo_dropped: int = 0
+    barge_ins: int = 0
     echo_tagged: int = 0
     paused_blocks: int = 0
     empty: int = 0
@@ -83,11 +87,14 @@ class Transcriber:
         interim_hz: float = 5.0,
         numbers: NumberStyle = "digits",
         speculate_ms: int | None = 150,
+        barge_in: BargeInDetector | None = None,
+        emit_barge_in: Callable[[BargeIn], None] | None = None,
     ) -> None:
         """``numbers``: how the normalisation step after the engine writes numbers and money
         (``normalize``); it runs on every interim and final, whatever the engine.
         ``speculate_ms``: pause after which a :class:`SpeculativeStream` starts its final
-        (None: never)."""
+        (None: never). ``barge_in``: detect the buyer talking over an avatar; ``emit_barge_in``
+        gets each one."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -99,6 +106,8 @@ class Transcriber:
         self.interim_interval_ms = round(1000.0 / interim_hz)
         self.numbers: NumberStyle = numbers
         self.speculate_ms = speculate_ms
+        self.barge_in = barge_in
+        self.emit_barge_in = emit_barge_in
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
@@ -120,6 +129,7 @@ class Transcriber:
         kwargs.setdefault("interim_hz", s.interim_hz)
         kwargs.setdefault("numbers", s.numbers)
         kwargs.setdefault("speculate_ms", s.speculate_ms or None)
+        kwargs.setdefault("barge_in", BargeInDetector(s.barge_in_margin_db, s.barge_in_min_ms) if s.barge_in else None)
         return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
@@ -143,6 +153,29 @@ class Transcriber:
             return
         for event in self.segmenter.process(block):
             self._handle(event, block)
+        if self.barge_in is not None:
+            self._check_barge_in(block)
+
+    def _check_barge_in(self, block: AudioBlock) -> None:
+        assert self.barge_in is not None
+        current = self._open
+        level = self.barge_in.process(
+            block.samples, round(block.duration_ms), self.echo.speaking_now(), can_fire=current is not None
+        )
+        if level is None or current is None:
+            return
+        current.barged = True
+        self.stats.barge_ins += 1
+        if not current.vad_published:
+            current.vad_published = True
+            self.emit_vad(self._vad("speech_start", current.utterance_id, current.start_ms))
+        log.info("barge-in: the buyer talks over the avatar (%.1f dBFS over an echo of %.1f)",
+                 level, self.barge_in.last_reference_db or 0.0)
+        if self.emit_barge_in is not None:
+            self.emit_barge_in(BargeIn.model_validate({
+                "source": self.worker_id, "utterance_id": current.utterance_id, "at": block.end_ms,
+                "level_db": round(level, 1), "echo_db": round(self.barge_in.last_reference_db or 0.0, 1),
+            }))
 
     def flush(self) -> None:
         """End of input: finish an open utterance."""
@@ -209,7 +242,7 @@ class Transcriber:
         if not text or text == self._open.last_text:
             return
         self._open.last_text = text
-        echo = self.echo.is_echo(self._open.start_ms, now_ms)
+        echo = self.echo.is_echo(self._open.start_ms, now_ms) and not self._open.barged
         if echo and self.echo_mode == "drop":
             return
         self.stats.interims += 1
@@ -221,7 +254,7 @@ class Transcriber:
         decode_started = time.monotonic()
         hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
-        echo = self.echo.is_echo(current.start_ms, end.t_ms)
+        echo = self.echo.is_echo(current.start_ms, end.t_ms) and not current.barged
         if current.vad_published or not echo:  # every published speech_start gets its speech_end
             self.emit_vad(self._vad("speech_end", current.utterance_id, end.t_ms))
         if echo and self.echo_mode == "drop":

@@ -148,6 +148,7 @@ class MicrophoneWorker(Worker):
             worker_id=self.worker_id,
             echo=self.echo,
             echo_mode=s.echo_mode,
+            emit_barge_in=lambda event: self.bus.publish(self.topics.barge_in(), event),
         )
         if self.paused:
             transcriber.pause()
@@ -193,6 +194,7 @@ class MicrophoneWorker(Worker):
                     "interims": st.interims,
                     "echo_dropped": st.echo_dropped,
                     "echo_tagged": st.echo_tagged,
+                    "barge_ins": st.barge_ins,
                 }
             )
         return figures

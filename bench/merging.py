@@ -1,0 +1,103 @@
+"""Benchmark: utterances spoken with a pause, and complete ones, through the microphone's
+segmenter and recogniser and the transcript worker's merger, on the audio's own clock.
+
+Corpus: ``scripts/paused_speech.py`` (hesitation pauses, clause-boundary pauses and complete
+sentences, each voice of the synthetic corpus, pauses of 0.7 and 1.0 s). Measurement:
+``sessions/merge_check.py`` (events reach the merger when a live worker would see them, a final
+when its block ends plus the recogniser's real decode time).
+
+Prints ONE JSON line: per kind of utterance, of those the recogniser heard as two or more
+finals, the share that still became one message (target >= 0.95 for hesitation pauses), and
+for every message how long it waited after its last final (complete sentences: 0 ms, i.e. the
+merger adds nothing; a live worker adds its own processing, measured by ``bench/transcript.py``).
+``--engine`` picks the recogniser, ``--merge-hold`` the hold policy (default: the configured ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "scripts"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import paused_speech  # noqa: E402
+
+from sessions import merge_check  # noqa: E402
+from transcript.settings import TranscriptSettings  # noqa: E402
+from workers.config import Config  # noqa: E402
+from workers.microphone.engines import load_recognizer  # noqa: E402
+from workers.microphone.settings import MicrophoneSettings  # noqa: E402
+
+TARGET_ONE_MESSAGE = 0.95
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def run(engine: str | None, voices: tuple[str, ...] | None, merge_hold: str | None = None) -> dict[str, Any]:
+    overrides: dict[str, Any] = {"microphone.engine": engine} if engine else {}
+    if merge_hold:
+        overrides["transcript.merge_hold"] = merge_hold
+    config = Config.load(None, os.environ, overrides)
+    mic = config.section(MicrophoneSettings)
+    settings = config.section(TranscriptSettings)
+    recognizer = load_recognizer(mic, config.core.data_dir)
+    items = paused_speech.corpus(voices)
+    started = time.perf_counter()
+    report = merge_check.run(items, recognizer, mic, settings, config.core.avatars)
+    kinds: dict[str, Any] = {}
+    for kind in ("hesitation", "boundary", "complete"):
+        results = report.of_kind(kind)
+        waits = [w for r in results for w in r.wait_ms]
+        kinds[kind] = {
+            "items": len(results),
+            "heard_split": sum(len(r.finals) > 1 for r in results),
+            "one_message_share": report.one_message_share(kind),
+            "messages": sum(len(r.messages) for r in results),
+            "held": sum(bool(h) for r in results for h in r.held_because),
+            "wait_ms": {"p50": _percentile(waits, 50), "p95": _percentile(waits, 95), "max": _percentile(waits, 100)},
+        }
+    share = kinds["hesitation"]["one_message_share"]
+    complete_waits = [w for r in report.of_kind("complete") for w in r.wait_ms]
+    return {
+        "bench": "merging",
+        "engine": recognizer.name,
+        "merge_gap_s": settings.merge_gap_s,
+        "merge_hold": settings.merge_hold,
+        "voices": sorted({i.voice for i in items}),
+        "pauses_ms": list(paused_speech.PAUSES_MS),
+        "kinds": kinds,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "meets_targets": {
+            "hesitation_one_message": share is not None and share >= TARGET_ONE_MESSAGE,
+            "complete_not_held": all(w == 0 for w in complete_waits),
+        },
+        "targets": {"hesitation_one_message": TARGET_ONE_MESSAGE, "complete_wait_ms": 0},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", default=None, help="microphone engine (default: the configured one)")
+    parser.add_argument("--merge-hold", choices=("unfinished", "always"), default=None, help="default: the configured one")
+    parser.add_argument("--voices", default="", help="comma list of voices (default: the synthetic corpus's)")
+    args = parser.parse_args(argv)
+    voices = tuple(v for v in args.voices.split(",") if v) or None
+    print(json.dumps(run(args.engine, voices, args.merge_hold)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""How spoken utterances with a pause become messages: the microphone's segmenter and
+recogniser on real audio, then the transcript worker's merger, on the audio's own clock.
+
+Each item is played through the same :class:`~workers.microphone.transcriber.Transcriber` the
+microphone worker runs (voice activity, the configured engine) on a virtual clock. Every event
+reaches the :class:`~transcript.merging.Merger` when a live worker would see it: voice-activity
+events when the block that caused them ends, a final when its block ends *plus* the time the
+recogniser really took to decode it. The merger's holds expire on that same clock. What comes
+out is what the transcript worker would send: how many messages each item became, and how long
+each message waited after its last final.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from hardware.audio_files import ReplaySource
+from hardware.clock import VirtualClock
+from transcript.merging import Merger, Utterance
+from transcript.settings import TranscriptSettings
+from workers.messages import Transcript, VadEvent
+from workers.microphone.recognizer import Recognizer
+from workers.microphone.settings import MicrophoneSettings
+from workers.microphone.transcriber import Transcriber
+
+START_MS = 1_000_000_000
+
+
+class Item(Protocol):
+    path: Path
+    kind: str
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass
+class ItemResult:
+    kind: str
+    text: str
+    finals: list[str]
+    messages: list[str]
+    held_because: list[str]
+    wait_ms: list[float]
+    """Per message: its release time minus the arrival of its last final (the merge hold)."""
+
+    @property
+    def one_message(self) -> bool:
+        return len(self.messages) == 1
+
+
+@dataclass
+class MergeReport:
+    items: list[ItemResult] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[ItemResult]:
+        return [r for r in self.items if r.kind == kind]
+
+    def one_message_share(self, kind: str) -> float | None:
+        """Of the items of ``kind`` the recogniser split in two or more finals, the share that
+        still became one message (an item heard as one final proves nothing about merging)."""
+        split = [r for r in self.of_kind(kind) if len(r.finals) > 1]
+        return None if not split else sum(r.one_message for r in split) / len(split)
+
+
+def run_item(
+    item: Item, recognizer: Recognizer, mic: MicrophoneSettings, settings: TranscriptSettings, avatars: Iterable[str]
+) -> ItemResult:
+    clock = VirtualClock(start_ms=START_MS, speed=None)
+    merger = Merger.from_settings(settings, tuple(avatars))
+    source = ReplaySource(item.path, clock=clock, block_ms=mic.block_ms)
+    events: list[tuple[float, Transcript | VadEvent]] = []
+    block_end = {"ms": START_MS}
+    decode = {"started": 0.0}
+
+    def on_vad(event: VadEvent) -> None:
+        events.append((block_end["ms"], event))
+
+    def on_transcript(transcript: Transcript) -> None:
+        if transcript.final:  # the recogniser's decode time is added to the block's end
+            events.append((block_end["ms"] + (time.perf_counter() - decode["started"]) * 1000, transcript))
+
+    transcriber = Transcriber.from_settings(mic, recognizer, "replay", on_vad, on_transcript)
+    for block in source.blocks(threading.Event()):
+        block_end["ms"] = block.end_ms
+        decode["started"] = time.perf_counter()
+        transcriber.process(block)
+    decode["started"] = time.perf_counter()
+    transcriber.flush()
+
+    released: list[tuple[float, Utterance]] = []
+    finals: list[str] = []
+    last_final_at: dict[str, float] = {}
+    for at, event in sorted(events, key=lambda pair: pair[0]):
+        released += [(u.hold_until_ms, u) for u in merger.due(at)]
+        if isinstance(event, VadEvent):
+            merger.speech(event, at)
+            continue
+        finals.append(event.text)
+        last_final_at[event.utterance_id] = at
+        released += [(at, u) for u in merger.add(event, at)]
+    released += [(u.hold_until_ms, u) for u in merger.drain()]
+    return ItemResult(
+        item.kind,
+        item.text,
+        finals,
+        [u.text for _, u in released],
+        [u.held_because for _, u in released],
+        [round(when - max(last_final_at[i] for i in u.utterance_ids), 1) for when, u in released],
+    )
+
+
+def run(
+    items: Iterable[Item], recognizer: Recognizer, mic: MicrophoneSettings, settings: TranscriptSettings,
+    avatars: Iterable[str],
+) -> MergeReport:
+    names = tuple(avatars)
+    return MergeReport([run_item(item, recognizer, mic, settings, names) for item in items])

@@ -1,0 +1,96 @@
+"""Does a final transcript read as a finished utterance, or as one the speaker broke off?
+
+The merge hold exists so that a sentence with a pause in it reaches the EO as one message;
+holding *every* final for the merge gap makes every complete sentence pay that wait too. People
+pause mid-sentence at predictable places: after a function word ("three cups of ..."), a
+conjunction ("two eggs and ..."), a verb still waiting for its object ("I would like ..."), a
+filler ("uh ..."), a number still waiting for its unit ("I need three ..."), or right after
+naming whom they speak to ("hey Watson ..."). A final that ends like that is held; any other
+final is released at once. The decision reads only the text, so it works the same for every
+recogniser; the word lists come from the ``[transcript]`` configuration.
+
+Punctuation, where a recogniser writes it (Whisper does, pocketsphinx and Vosk do not), is
+read first: ``?`` or ``!`` closes an utterance; a trailing comma, dash or ellipsis leaves it
+open.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_WORD = re.compile(r"[$@]?[^\W_]+(?:[.,'][^\W_]+)*", re.UNICODE)
+_CLOSING = ("?", "!")
+_TRAILING_OFF = (",", "-", "\u2013", "\u2014", "...", "\u2026", ";", ":")
+
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+    "hundred thousand".split()
+)
+"""Spoken numbers (a recogniser's words; after digit normalisation the same numbers are digits)."""
+
+CONJUNCTIONS = ("and", "or", "but", "so", "because", "cause", "if", "then", "than", "plus", "nor", "unless",
+                "although", "though", "while", "whereas")
+PREPOSITIONS = ("for", "of", "to", "at", "in", "on", "with", "from", "about", "by", "per", "into", "onto",
+                "over", "under", "between", "without", "after", "before", "around", "as")
+DETERMINERS = ("a", "an", "the", "some", "any", "my", "your", "our", "their", "his", "her", "its", "these",
+               "those", "each", "every", "another", "both")
+FILLERS = ("uh", "um", "umm", "uhm", "er", "erm", "ah", "eh", "hmm", "mm", "mhm")
+OPEN_VERBS = ("would", "could", "should", "can", "will", "shall", "might", "must", "i'd", "i'll", "i'm",
+              "we'd", "we'll", "let's", "like", "want", "need", "buy", "sell", "pay", "give", "take")
+"""Words after which a buyer's sentence still needs its object ("I would like ..."). Words that
+also close common answers ("I accept your offer", "yes it is", "what do you have") are left out:
+holding a complete sentence costs the merge gap, splitting a broken one costs a second message."""
+
+DEFAULT_HOLD_WORDS: tuple[str, ...] = (*CONJUNCTIONS, *PREPOSITIONS, *DETERMINERS, *FILLERS, *OPEN_VERBS)
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """The text rules of the merge decision (see the module docstring)."""
+
+    hold_words: frozenset[str]
+    """A final whose last word is one of these reads as cut off."""
+    openers: frozenset[str]
+    """Greetings and the avatars' names (lower case): a final made only of these ("hey Watson")
+    addresses someone and has not said anything yet."""
+    hold_bare_numbers: bool = True
+    """A final ending in a number without a unit ("I need three") reads as cut off; money
+    (``$3``, "three dollars") and "a dozen" do not."""
+
+    @classmethod
+    def build(
+        cls, hold_words: Iterable[str], greetings: Iterable[str], avatars: Iterable[str], hold_bare_numbers: bool = True
+    ) -> Completeness:
+        openers = {w.lower() for w in greetings} | {a.lower() for a in avatars}
+        return cls(frozenset(w.lower() for w in hold_words), frozenset(openers), hold_bare_numbers)
+
+    def unfinished(self, text: str) -> str | None:
+        """Why ``text`` reads as cut off, or ``None`` when it reads as complete."""
+        stripped = text.strip()
+        if not stripped:
+            return None
+        if stripped.endswith(_CLOSING):
+            return None
+        for mark in _TRAILING_OFF:
+            if stripped.endswith(mark):
+                return f"trails off with {mark!r}"
+        words = [w.lower().lstrip("@") for w in _WORD.findall(stripped)]
+        if not words:
+            return None
+        last = words[-1]
+        if last in self.hold_words:
+            return f"ends in {last!r}"
+        if all(w in self.openers for w in words):
+            return "only names whom it addresses"
+        if self.hold_bare_numbers and _bare_number(last):
+            return f"ends in a number without its unit ({last!r})"
+        return None
+
+
+def _bare_number(word: str) -> bool:
+    if word.startswith("$"):
+        return False
+    return word in NUMBER_WORDS or bool(re.fullmatch(r"\d+(?:[.,]\d+)?", word))
