@@ -158,8 +158,17 @@ def test_speech_restarting_before_the_final_holds_a_complete_sentence() -> None:
     m.speech(vad("speech_start", 1700, 1700), now_ms=T0 + 1800)
     assert m.add(final("I want two eggs", 0, 1000), now_ms=T0 + 1900) == []
     assert m.pending is not None and m.pending.held_because == "speech started again within the gap"
+    assert m.due(T0 + 3000) == []  # it waits for that speech's final, past the gap
     (merged,) = m.add(final("for $3", 1700, 2500), now_ms=T0 + 3100)
     assert merged.text == "I want two eggs for $3"
+    # speech that restarted and ended before the final came: its final has final_wait_s to come
+    m.speech(vad("speech_start", 5000, 5000), now_ms=T0 + 5100)
+    m.speech(vad("speech_end", 5000, 5800), now_ms=T0 + 6300)
+    m.speech(vad("speech_start", 6400, 6400), now_ms=T0 + 6500)
+    m.speech(vad("speech_end", 6400, 6900), now_ms=T0 + 7300)
+    assert m.add(final("I want milk", 5000, 5800), now_ms=T0 + 7400) == []
+    assert m.next_due_ms() == T0 + 7300 + 1500
+    assert [u.text for u in m.due(T0 + 8800)] == ["I want milk"]  # its final never came
     # speech that began after the gap does not hold the final before it
     m.speech(vad("speech_start", 10_000, 10_000), now_ms=T0 + 10_100)
     m.speech(vad("speech_start", 12_000, 12_000), now_ms=T0 + 12_100)

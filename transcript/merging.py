@@ -107,6 +107,8 @@ class Merger:
     _started: VadEvent | None = None
     """The latest ``speech_start`` whose final has not arrived yet: speech that began before
     the previous part's final came (a recogniser slower than the speaker's pause)."""
+    _started_ended_ms: float | None = None
+    """When that speech ended (its ``speech_end`` came), if it has."""
 
     @classmethod
     def from_settings(cls, settings: TranscriptSettings, avatars: tuple[str, ...] | list[str] = ()) -> Merger:
@@ -127,9 +129,16 @@ class Merger:
     def add(self, part: Transcript, now_ms: float, now_mono: float | None = None) -> list[Utterance]:
         """Take a final; returns the utterances now complete (in order)."""
         mono = time.monotonic() if now_mono is None else now_mono
-        ready: list[Utterance] = []
         mergeable = self.gap_ms > 0 and part.source in self.mergeable_sources
         restarted = self._speech_restarted(part)
+        try:
+            return self._add(part, now_ms, mono, mergeable, restarted)
+        finally:
+            self._started_ended_ms = None  # it belonged to the speech just consumed
+
+    def _add(self, part: Transcript, now_ms: float, mono: float, mergeable: bool, restarted: str | None) -> list[Utterance]:
+        """:meth:`add` once it is known whether speech restarted after ``part`` (its id)."""
+        ready: list[Utterance] = []
         if self.pending is not None:
             joins = (
                 mergeable
@@ -140,7 +149,7 @@ class Merger:
                 held = self.pending
                 held.parts.append(part)
                 held.arrived_mono = mono
-                held.hold_until_ms = self._hold_until(part, now_ms)
+                held.hold_until_ms = self._hold_until(part, now_ms, restarted)
                 held.awaiting = restarted
                 if self._hold_reason(held.text, restarted) is None:
                     self.pending = None
@@ -148,7 +157,7 @@ class Merger:
                 return ready
             ready.append(self.pending)
             self.pending = None
-        utterance = Utterance([part], mono, self._hold_until(part, now_ms), awaiting=restarted)
+        utterance = Utterance([part], mono, self._hold_until(part, now_ms, restarted), awaiting=restarted)
         reason = self._hold_reason(part.text, restarted) if mergeable else None
         if reason is not None:
             utterance.held_because = reason
@@ -172,7 +181,10 @@ class Merger:
             return None
         return started.utterance_id if 0 <= started.at - part.end < self.gap_ms else None
 
-    def _hold_until(self, part: Transcript, now_ms: float) -> float:
+    def _hold_until(self, part: Transcript, now_ms: float, restarted: str | None = None) -> float:
+        if restarted is not None:  # wait for that speech's final, as after its speech_start/end
+            ended = self._started_ended_ms
+            return now_ms + self.speech_wait_ms if ended is None else max(now_ms, ended + self.final_wait_ms)
         # the audio clock of another machine may be off: never hold longer than one gap
         return min(part.end + self.gap_ms, now_ms + self.gap_ms) + self.vad_wait_ms
 
@@ -187,9 +199,11 @@ class Merger:
                 held.awaiting = event.utterance_id
                 held.hold_until_ms = max(held.hold_until_ms, now_ms + self.speech_wait_ms)
             else:
-                self._started = event
+                self._started, self._started_ended_ms = event, None
         elif held is not None and event.utterance_id == held.awaiting:
             held.hold_until_ms = now_ms + self.final_wait_ms
+        elif self._started is not None and event.utterance_id == self._started.utterance_id:
+            self._started_ended_ms = now_ms
 
     def due(self, now_ms: float) -> list[Utterance]:
         """The pending utterance if its merge window is over."""
