@@ -51,7 +51,8 @@ def draft(session: Session) -> Truth:
 def _finals(payloads: Iterable[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
     finals: dict[str, dict[str, Any]] = {}
     for _, p in payloads:
-        if p.get("type") == TRANSCRIPT and p.get("final") and not p.get("echo") and str(p.get("text", "")).strip():
+        timed = isinstance(p.get("start"), int) and isinstance(p.get("end"), int)  # else not a transcript we sent
+        if p.get("type") == TRANSCRIPT and timed and p.get("final") and not p.get("echo") and str(p.get("text", "")).strip():
             finals[str(p.get("utterance_id"))] = p  # a repeated final replaces the earlier one
     return sorted(finals.values(), key=lambda p: int(p["start"]))
 
@@ -60,7 +61,7 @@ def _attention_changes(payloads: Iterable[tuple[int, dict[str, Any]]]) -> list[t
     """(since, target) of each attention change, in time order."""
     changes: list[tuple[int, str]] = []
     for _, p in payloads:
-        if p.get("type") == ATTENTION:
+        if p.get("type") == ATTENTION and isinstance(p.get("since"), int):
             since, target = int(p.get("since", 0)), str(p.get("target", NOBODY))
             if not changes or changes[-1][1] != target:
                 changes.append((since, target))
@@ -71,7 +72,7 @@ def _poses(payloads: Iterable[tuple[int, dict[str, Any]]]) -> list[tuple[int, fl
     return sorted(
         (int(p.get("frame_ts", t)), float(p["yaw"]), float(p["pitch"]))
         for t, p in payloads
-        if p.get("type") == HEADPOSE and "yaw" in p and "pitch" in p
+        if p.get("type") == HEADPOSE and all(isinstance(p.get(k), (int, float)) for k in ("yaw", "pitch"))
     )
 
 

@@ -3,16 +3,7 @@
 
 It starts from the session's ``truth.json`` when there is one (labelling again loses
 nothing), else from a draft of what the suite heard and saw (:mod:`sessions.label`), and walks
-through every utterance, then every gaze span. At each, Enter keeps it; or type:
-
-    t TEXT        the words actually said
-    a NAME | a -  the avatar addressed (- for nobody)
-    c CUE         gaze, name or none: how they addressed it
-    s S E         start and end, seconds from the session start
-    p             play its audio (on a sound card)
-    d             delete it
-    q             save and stop here (the rest is kept as it is)
-
+through every utterance, then every gaze span; :data:`PROMPT_HELP` says what to type.
 ``--accept`` writes the draft without asking (to check it by other means). The file is
 written atomically at the end; Ctrl-C or end of input before that writes nothing.
 """
@@ -30,6 +21,14 @@ if TYPE_CHECKING:
     from sessions.format import GazeSpan, Session, Truth, TruthUtterance
 
 EXIT_FAILED = 1
+PROMPT_HELP = """At each utterance and gaze span, Enter keeps it; or type:
+  t TEXT        the words actually said
+  a NAME | a -  the avatar addressed, or looked at (- for nobody)
+  c CUE         gaze, name or none: how the buyer addressed it
+  s START END   its times, seconds from the session start
+  p             play its audio (on a sound card)
+  d             delete it
+  q             save and stop here (the rest is kept as it is)"""
 
 
 class Quit(Exception):
@@ -37,6 +36,8 @@ class Quit(Exception):
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = PROMPT_HELP
     parser.add_argument("session", help="a session folder (humaine-env record)")
     parser.add_argument("--accept", action="store_true", help="write the draft as it is, without asking")
 
@@ -66,7 +67,7 @@ def _review(session: Session, truth: Truth) -> Truth:
     avatars = session.info.avatars
     origin = session.info.start_ms
     print(f"{session.path}: {len(truth.utterances)} utterances, {len(truth.gaze)} gaze spans; "
-          f"avatars {', '.join(avatars)}. Enter keeps an item; t/a/c/s/p/d/q change it (see --help).")
+          f"avatars {', '.join(avatars)}.\n{PROMPT_HELP}")
     utterances: list[TruthUtterance] = []
     gaze: list[GazeSpan] = []
     pending_u, pending_g = list(truth.utterances), list(truth.gaze)

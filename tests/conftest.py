@@ -73,3 +73,23 @@ def make_config(tmp_path: Path) -> Callable[..., Config]:
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def mesh() -> Iterator[Any]:
+    """One single-face FaceMesh, built as the camera worker builds it (about a second to build;
+    static-image mode keeps no state between calls, so tests can share it)."""
+    from workers.camera.facemesh import FaceMeshDetector
+
+    with FaceMeshDetector(max_faces=1, static_image_mode=True) as detector:
+        yield detector
+
+
+@pytest.fixture(scope="session")
+def scanner() -> Iterator[Any]:
+    """The camera's scan for every face in view (stateless too), shared by the camera tests."""
+    from workers.camera.scanner import FaceScanner
+
+    face_scanner = FaceScanner()
+    yield face_scanner
+    face_scanner.close()

@@ -5,7 +5,7 @@ and its mirror image must choose the same person."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -33,19 +33,6 @@ SCENES: dict[str, Callable[[Path], np.ndarray]] = {
 @pytest.fixture(scope="module")
 def data() -> Path:
     return pyfeat_data()
-
-
-@pytest.fixture(scope="module")
-def mesh() -> Iterator[FaceMeshDetector]:
-    with FaceMeshDetector(max_faces=1, static_image_mode=True) as detector:
-        yield detector
-
-
-@pytest.fixture(scope="module")
-def scanner() -> Iterator[FaceScanner]:
-    face_scanner = FaceScanner()
-    yield face_scanner
-    face_scanner.close()
 
 
 def _still(mesh: FaceMeshDetector, scanner: FaceScanner, image: np.ndarray, seat: Seat | None = None) -> list[FrameResult]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -31,22 +30,6 @@ def data() -> Path:
     return pyfeat_data()
 
 
-@pytest.fixture(scope="module")
-def video_mesh() -> Iterator[FaceMeshDetector]:
-    """One single-face FaceMesh for the module, as the worker builds it (building one takes
-    about a second)."""
-    with FaceMeshDetector(max_faces=1, static_image_mode=True) as mesh:
-        yield mesh
-
-
-@pytest.fixture(scope="module")
-def scanner() -> Iterator[FaceScanner]:
-    """The scan for other faces, shared by the module's pipelines."""
-    face_scanner = FaceScanner()
-    yield face_scanner
-    face_scanner.close()
-
-
 def _pipeline(mesh: FaceMeshDetector, scanner: FaceScanner | None = None, **settings: object) -> CameraPipeline:
     """The worker's pipeline with the scan run inline (deterministic) when ``scanner`` is given."""
     values: dict[str, object] = {"targets": FRONT_AND_RIGHT, "tolerance_deg": 20.0}
@@ -70,8 +53,8 @@ def _meshed(result: FrameResult) -> bool:
 
 
 # -- attention on real clips -------------------------------------------------------------------
-def test_nobody_when_the_face_leaves(video_mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
-    results = _run(_pipeline(video_mesh, scanner), data / "face_noface.mov")
+def test_nobody_when_the_face_leaves(mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
+    results = _run(_pipeline(mesh, scanner), data / "face_noface.mov")
     last_face = max(i for i, r in enumerate(results) if _meshed(r))
     assert 0 < last_face < len(results) - 20
     assert results[last_face].attention == "Celia"  # frontal face, looking at the camera
@@ -82,8 +65,8 @@ def test_nobody_when_the_face_leaves(video_mesh: FaceMeshDetector, scanner: Face
     assert all(r.pose is None for r in results[last_face + 1 :])
 
 
-def test_attention_appears_with_the_face(video_mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
-    results = _run(_pipeline(video_mesh, scanner), data / "noface_face.mov")
+def test_attention_appears_with_the_face(mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
+    results = _run(_pipeline(mesh, scanner), data / "noface_face.mov")
     first_face = min(i for i, r in enumerate(results) if _meshed(r))
     first_pose = min(i for i, r in enumerate(results) if r.raw_pose is not None)
     assert first_face > 20
@@ -94,10 +77,10 @@ def test_attention_appears_with_the_face(video_mesh: FaceMeshDetector, scanner: 
     assert change.since == results[first_pose].frame.t_ms
 
 
-def test_attention_never_flips_on_a_single_frame(video_mesh: FaceMeshDetector, data: Path) -> None:
+def test_attention_never_flips_on_a_single_frame(mesh: FaceMeshDetector, data: Path) -> None:
     """A 20 s clip of a head turning: every change was backed by most frames of at least the
     dwell time before it, and every attention period lasts at least the dwell time."""
-    pipeline = _pipeline(video_mesh, tolerance_deg=6.0, hysteresis_deg=3.0,
+    pipeline = _pipeline(mesh, tolerance_deg=6.0, hysteresis_deg=3.0,
                          targets={"Celia": Target(yaw=0.0), "Watson": Target(yaw=-12.0)})
     results = _run(pipeline, data / "WolfgangLanger_Pexels.mp4")
     changes = [(i, r.change) for i, r in enumerate(results) if r.change]
@@ -113,8 +96,8 @@ def test_attention_never_flips_on_a_single_frame(video_mesh: FaceMeshDetector, d
         assert end - change.since >= dwell or nxt[1] is None
 
 
-def test_pose_is_smoothed_but_follows(video_mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
-    results = [r for r in _run(_pipeline(video_mesh, scanner), data / "WolfgangLanger_Pexels.mp4") if r.pose]
+def test_pose_is_smoothed_but_follows(mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
+    results = [r for r in _run(_pipeline(mesh, scanner), data / "WolfgangLanger_Pexels.mp4") if r.pose]
     raw = np.array([r.raw_pose.yaw for r in results if r.raw_pose])
     smooth = np.array([r.pose.yaw for r in results if r.pose])
     assert np.abs(np.diff(smooth)).mean() < np.abs(np.diff(raw)).mean()
@@ -132,9 +115,9 @@ def _composite(data: Path, with_big: bool = True) -> np.ndarray:
 
 
 def test_buyer_is_the_large_central_face_with_a_stable_id(
-    video_mesh: FaceMeshDetector, scanner: FaceScanner, data: Path
+    mesh: FaceMeshDetector, scanner: FaceScanner, data: Path
 ) -> None:
-    pipeline = _pipeline(video_mesh, scanner)
+    pipeline = _pipeline(mesh, scanner)
     both = _composite(data)
     results = [pipeline.process(Frame(both, 1000 + 33 * i, i)) for i in range(6)]
     assert all(len(r.faces) == 2 for r in results)
@@ -145,10 +128,10 @@ def test_buyer_is_the_large_central_face_with_a_stable_id(
     assert abs(results[-1].pose.yaw) < 7  # type: ignore[union-attr]  # the frontal one
 
 
-def test_buyer_switches_only_when_gone(video_mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
+def test_buyer_switches_only_when_gone(mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
     """The buyer's role waits :data:`LOST_MS` for a face that vanished, then goes to the face
     still in view, which kept its id and gets its own pose."""
-    pipeline = _pipeline(video_mesh, scanner)
+    pipeline = _pipeline(mesh, scanner)
     gone_frames = LOST_MS // 33 + 3
     sequence = [_composite(data)] * 3 + [_composite(data, with_big=False)] * gone_frames
     results = [pipeline.process(Frame(img, 1000 + 33 * i, i)) for i, img in enumerate(sequence)]
@@ -161,11 +144,11 @@ def test_buyer_switches_only_when_gone(video_mesh: FaceMeshDetector, scanner: Fa
 
 
 def test_a_bigger_newcomer_takes_over_after_a_while_with_its_own_pose(
-    video_mesh: FaceMeshDetector, scanner: FaceScanner, data: Path
+    mesh: FaceMeshDetector, scanner: FaceScanner, data: Path
 ) -> None:
     """A passer-by who is briefly larger does not steal the buyer's role; one who stays does,
     and from that frame on the mesh describes the newcomer (its own frontal pose)."""
-    pipeline = _pipeline(video_mesh, scanner)
+    pipeline = _pipeline(mesh, scanner)
     switch_frames = SWITCH_MS // 33 + 10
     sequence = [_composite(data, with_big=False)] * 5 + [_composite(data)] * switch_frames
     results = [pipeline.process(Frame(img, 1000 + 33 * i, i)) for i, img in enumerate(sequence)]
@@ -183,11 +166,11 @@ def test_a_bigger_newcomer_takes_over_after_a_while_with_its_own_pose(
     assert sorted(t.face_id for t in last.faces) == sorted({corner.face_id, last.buyer.face_id})
 
 
-def test_background_scan_adds_other_faces(video_mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
+def test_background_scan_adds_other_faces(mesh: FaceMeshDetector, scanner: FaceScanner, data: Path) -> None:
     """The worker's configuration: the scan runs on its own thread and its faces join the
     meshed one a few frames later, while the buyer keeps its id."""
     settings = CameraSettings.model_validate({"targets": FRONT_AND_RIGHT})
-    pipeline = CameraPipeline(settings, detector=video_mesh, scanner=scanner)
+    pipeline = CameraPipeline(settings, detector=mesh, scanner=scanner)
     both = _composite(data)
     try:
         results = []
@@ -249,10 +232,10 @@ def test_one_euro_smooths_jitter_and_follows_a_step() -> None:
     assert followed[33] > 10.0  # within 100 ms the turn is well under way
 
 
-def test_mirrored_camera_setting_flips_yaw_back(video_mesh: FaceMeshDetector, data: Path) -> None:
+def test_mirrored_camera_setting_flips_yaw_back(mesh: FaceMeshDetector, data: Path) -> None:
     still = cv2.imread(str(data / "45-m7-di-ph.jpg"))
-    plain = _pipeline(video_mesh).process(Frame(still, 0, 0))
-    selfie = _pipeline(video_mesh, mirrored=True).process(Frame(cv2.flip(still, 1), 0, 0))
+    plain = _pipeline(mesh).process(Frame(still, 0, 0))
+    selfie = _pipeline(mesh, mirrored=True).process(Frame(cv2.flip(still, 1), 0, 0))
     assert plain.pose is not None and selfie.pose is not None
     assert plain.pose.yaw < -30
     assert selfie.pose.yaw == pytest.approx(plain.pose.yaw, abs=3.0)

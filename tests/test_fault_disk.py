@@ -111,3 +111,19 @@ def test_unwritable_data_dir_is_one_line_and_an_error_status_not_an_exit(
             process.kill()
         room.close()
         eo.stop()
+
+
+def test_pocketsphinx_model_is_built_elsewhere_when_the_cache_cannot_be_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A read-only data directory made the microphone crash-loop while writing its language
+    model; it now builds it in a temporary folder and says so in one line."""
+    from workers.microphone.engine_pocketsphinx import domain_lm_path
+
+    blocker = tmp_path / "data"
+    blocker.write_text("not a directory")
+    caplog.set_level(logging.WARNING)
+    path = domain_lm_path(blocker / "cache")
+    assert path.is_file() and not str(path).startswith(str(blocker))
+    lines = [r.getMessage() for r in caplog.records if "pocketsphinx cache" in r.getMessage()]
+    assert len(lines) == 1 and "Not a directory" in lines[0], lines

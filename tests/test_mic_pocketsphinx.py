@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # Bounds: the measured corpus WER of this pocketsphinx build plus a margin for other builds.
 READ_SPEECH_BOUND = 0.35  # measured 0.29 (goforward + 5 librivox sentences, general model)
 ASTERISK_BOUND = 0.45  # measured 0.37 on the first 10 plain-word prompts
-NEGOTIATION_BOUND = 0.32  # measured 0.24 over 36 utterances (3 voices), domain model
+NEGOTIATION_BOUND = 0.5  # measured 0.445 over 90 utterances (30 sentences × 3 espeak-ng voices), domain model;
+# 0.24 on the first 12 sentences alone: the 18 later ones (a dozen eggs, best price, costs...) leave its templates
 # Domain biasing on the first 6 en-us utterances: measured 0.63 (general) → 0.23 (domain).
 
 
@@ -91,7 +92,8 @@ def test_domain_biasing_lowers_wer_on_negotiation_speech(general: PocketsphinxRe
 
 def test_biased_wer_over_all_voices(biased: PocketsphinxRecognizer) -> None:
     samples = negotiation_samples()
-    assert len(samples) == 36
+    synth = load_synth()
+    assert len(samples) == len(synth.SENTENCES) * len(synth.VOICES)  # type: ignore[attr-defined]
     wer, pairs = corpus_wer(biased, samples)
     assert wer <= NEGOTIATION_BOUND, pairs
     # The avatars' names are the words that route a message: most mentions must survive.

@@ -20,9 +20,10 @@ from workers.microphone.normalize import normalize_hypothesis
 from workers.microphone.recognizer import EngineUnavailable
 from workers.microphone.settings import MicrophoneSettings
 
-READ_SPEECH_BOUND = 0.2  # measured 0.11 on the 11 pocketsphinx test-data recordings (LibriVox reads, goforward, cards)
-NEGOTIATION_BOUND = 0.2  # measured 0.12 on 30 sentences × 2 voices (Festival HTS + espeak-ng), hotwords
-INVENTED_NUMBERS_BOUND = 1  # measured 0 numbers or prices heard that were not said, same 60 utterances
+READ_SPEECH_BOUND = 0.15  # measured 0.073 on the 11 pocketsphinx test-data recordings (LibriVox reads, goforward, cards)
+NEGOTIATION_BOUND = 0.2  # measured 0.152 on 30 sentences × 2 voices (Festival HTS + espeak-ng)
+INVENTED_NUMBERS_BOUND = 1  # measured 1 on the same 60: "three dollars fifty" heard as "3 notlers 50"
+DEAL_RECALL_FLOOR = 0.8  # measured 0.865 (109 of 126 numbers, prices, goods and units)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def test_negotiation_wer_and_no_invented_numbers(whisper: WhisperRecognizer) -> 
         if any(t[0].isdigit() or t.startswith("$") for t in (deal_terms_of(h) - deal_terms_of(r)))
     ]
     assert len(invented) <= INVENTED_NUMBERS_BOUND, invented
-    assert deal_score(refs, hyps).recall >= 0.85
+    assert deal_score(refs, hyps).recall >= DEAL_RECALL_FLOOR
 
 
 def deal_terms_of(text: str) -> set[str]:

@@ -26,7 +26,8 @@ def _mqtt(t_ms: int, topic: str, payload: dict[str, object]) -> dict[str, object
 @pytest.fixture
 def session(tmp_path: Path) -> Path:
     """A recorded session as ``humaine-env record`` leaves it: the buyer looks at Celia and
-    speaks, says "Watson, ..." while still looking at Celia, looks away; one echo."""
+    speaks, says "Watson, ..." while still looking at Celia, looks away; one echo, and two
+    malformed payloads (left out of the draft)."""
     topics = Topics("booth")
     info = SessionInfo("booth", START, 12_000, ["Celia", "Watson"], {"Celia": {"yaw": 25.0, "pitch": 0.0}}, None, audio=False)
     folder = tmp_path / "s1"
@@ -46,6 +47,8 @@ def session(tmp_path: Path) -> Path:
                    "text": "our best price", "start": START + 4000, "end": START + 4900, "engine": "vosk", "source": "mic", "echo": True}),
             _mqtt(START + 6600, str(topics.transcript_final()), {"type": "transcript", "final": True, "utterance_id": "u2",
                    "text": "Watson, what about you", "start": START + 5200, "end": START + 6500, "engine": "vosk", "source": "mic"}),
+            _mqtt(START + 7000, str(topics.transcript_final()), {"type": "transcript", "final": True, "text": "garbled"}),
+            _mqtt(START + 7100, attention, {"type": "attention", "target": "Watson", "since": "soon"}),
             _mqtt(START + 8100, attention, {"type": "attention", "target": NOBODY, "previous": "Celia", "since": START + 8000}),
         ]
         for event in events:

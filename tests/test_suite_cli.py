@@ -89,7 +89,7 @@ def test_broker_url_forms() -> None:
     assert secure.tls and secure.port == 8883
 
 
-@pytest.mark.parametrize("command", ["run", "camera", "mic", "transcript", "avatar", "devices", "broker"])
+@pytest.mark.parametrize("command", ["run", "camera", "mic", "transcript", "avatar", "devices", "broker", "headpose", "label"])
 def test_every_command_has_help(command: str) -> None:
     result = subprocess.run([*CLI, command, "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import wave
@@ -87,3 +88,17 @@ def test_numbers_as_words_on_request(tmp_path: Path) -> None:
     proc = run("/usr/share/pocketsphinx/test/data/goforward.raw", "--engine", "pocketsphinx", "--numbers", "words")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["text"].startswith("go forward ten ")
+
+
+def test_models_whisper_without_a_network_is_one_line(tmp_path: Path) -> None:
+    """``humaine-env models --whisper NAME`` where nothing can be downloaded (offline mode
+    stands in for a venue without a network, whatever the test machine has)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for name in ("base.en", "no-such-model"):
+        proc = subprocess.run(
+            [*CLI, "models", "--whisper", name, "--dest", str(tmp_path)], capture_output=True, text=True, timeout=120, env=env, check=False
+        )
+        assert proc.returncode == 1
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("humaine-env models:") and name in lines[0], proc.stderr
+    assert not any(tmp_path.iterdir())  # nothing half-downloaded left behind

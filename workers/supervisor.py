@@ -228,10 +228,14 @@ def _run_suite(
         print("humaine-env: type what the buyer says ('@Celia ...', 'Watson, ...'); Ctrl-C stops the suite", flush=True)
 
     try:
+        bus_lost = False
         while not stop.wait(0.2):
             if started is not None:
                 started.check()
             _supervise(children)
+            if not bus.alive and not bus_lost:
+                bus_lost = True
+                log.error("run's own MQTT connection died: utterance and reply lines stop here (the workers go on)")
     finally:
         _stop_children(children)
         bus.stop()

@@ -86,12 +86,15 @@ class DetectedFace:
 class FaceMeshDetector:
     """Wraps one ``FaceMesh`` graph (about a second to build: create once, reuse).
 
-    ``static_image_mode=False`` lets MediaPipe track faces between frames of a video instead of
-    running the detector on every frame, which is what keeps the worker above 30 frames/s. That
-    holds only while ``max_faces`` faces are tracked: with fewer in view MediaPipe runs its face
-    detector on every frame looking for more, so the worker tracks the buyer with
-    ``max_faces=1`` and looks for other faces with a separate, occasional scan
-    (:mod:`workers.camera.scanner`).
+    The worker uses ``max_faces=1, static_image_mode=True`` on a square around the buyer's face
+    (``detect(..., around=box)``): every frame is meshed on its own (detector, then landmarks),
+    about 9 ms at 640x480 here against 6.5 ms for MediaPipe's own tracking mode on the whole
+    frame, but the result depends only on the frame, so the square can move from face to face
+    without confusing a tracker. MediaPipe's tracking mode lost the face on 42% of the frames
+    of the head-turn clip when fed a moving square. A full-frame mesh asked for N faces runs
+    its detector on every frame while fewer than N are in view and finds only the larger faces
+    of a group, so other faces come from a separate, occasional scan
+    (:mod:`workers.camera.scanner`); ``bench/camera.py`` measures both (``crowd_4_faces``).
     """
 
     def __init__(

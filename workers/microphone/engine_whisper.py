@@ -8,7 +8,7 @@ Whisper decodes a whole utterance at once, so a stream collects the VAD-segmente
 :meth:`WhisperStream.final` decodes it (beam search, word timings from the cross-attention
 alignment, confidence = mean word probability). Interim results re-decode the growing buffer
 greedily on one background thread, at most :data:`MAX_INTERIM_HZ` per second and never two at
-once; ``whisper_interims = false`` turns them off (bench/stt.py measures what they cost).
+once, when ``whisper_interims = true`` (off by default: measured at half a core, see the setting).
 
 Whisper's encoder is trained on 30 s windows and faster-whisper pads every utterance to 30 s
 with silent frames: on one core that encoder pass alone is ~0.7 s for tiny.en, whatever the

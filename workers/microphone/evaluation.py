@@ -65,8 +65,9 @@ def deal_terms(text: str) -> Counter[str]:
     """The deal terms a text names: numbers, prices, goods and units (singular)."""
     terms: Counter[str] = Counter()
     for word in normalize(text).split():
-        if re.match(r"^\$?\d", word):
-            terms[word] += 1
+        number = re.match(r"^\$?\d+(?:\.\d+)?", word)
+        if number:  # "12x" (Whisper's "twelve eggs" misheard) still names the quantity 12
+            terms[number.group(0)] += 1
         elif _singular(word) in DEAL_WORDS:
             terms[_singular(word)] += 1
     return terms

@@ -207,7 +207,9 @@ class Transcriber:
             assert block is not None
             self._open.heard_until_ms = block.end_ms
             self._maybe_speculate(event.voiced, round(block.duration_ms))
-            self._maybe_interim(block.end_ms)
+            if not (self._open.silent_ms and isinstance(self._open.stream, SpeculativeStream)):
+                # in a pause there are no new words, and a re-decode there would hold up the final
+                self._maybe_interim(block.end_ms)
         elif isinstance(event, SpeechEnd) and self._open is not None:
             self._finish(event)
 
