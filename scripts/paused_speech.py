@@ -124,7 +124,8 @@ def speak(parts: tuple[str, ...], voice: str, kind: str, pause_ms: int = 0, out_
 
 
 def corpus(voices: tuple[str, ...] | None = None, pauses_ms: tuple[int, ...] = PAUSES_MS) -> list[SpokenItem]:
-    chosen = voices or _synth().VOICES  # type: ignore[attr-defined]
+    synth = _synth()
+    chosen = voices or (*synth.VOICES, *synth.FESTIVAL_VOICES)  # type: ignore[attr-defined]
     items: list[SpokenItem] = []
     for voice in chosen:
         for pause in pauses_ms:
@@ -136,7 +137,7 @@ def corpus(voices: tuple[str, ...] | None = None, pauses_ms: tuple[int, ...] = P
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--voices", default="", help="comma list of voices (default: the synth corpus's)")
+    parser.add_argument("--voices", default="", help="comma list of voices (default: the synth corpus's espeak-ng and Festival ones)")
     args = parser.parse_args(argv)
     voices = tuple(v for v in args.voices.split(",") if v) or None
     items = corpus(voices)

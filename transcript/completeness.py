@@ -54,8 +54,8 @@ class Completeness:
     hold_words: frozenset[str]
     """A final whose last word is one of these reads as cut off."""
     openers: frozenset[str]
-    """Greetings and the avatars' names (lower case): a final made only of these ("hey Watson")
-    addresses someone and has not said anything yet."""
+    """Greetings, fillers and the avatars' names (lower case): a final made only of these
+    ("hey Watson!", "um") has not said anything yet, whatever its punctuation."""
     hold_bare_numbers: bool = True
     """A final ending in a number without a unit ("I need three") reads as cut off; money
     (``$3``, "three dollars") and "a dozen" do not."""
@@ -72,19 +72,19 @@ class Completeness:
         stripped = text.strip()
         if not stripped:
             return None
+        words = [w.lower().lstrip("@") for w in _WORD.findall(stripped)]
+        if words and all(w in self.openers for w in words):  # "Hey Watson!" has not said anything yet
+            return "says nothing yet but a greeting or a name"
         if stripped.endswith(_CLOSING):
             return None
         for mark in _TRAILING_OFF:
             if stripped.endswith(mark):
                 return f"trails off with {mark!r}"
-        words = [w.lower().lstrip("@") for w in _WORD.findall(stripped)]
         if not words:
             return None
         last = words[-1]
         if last in self.hold_words:
             return f"ends in {last!r}"
-        if all(w in self.openers for w in words):
-            return "only names whom it addresses"
         if self.hold_bare_numbers and _bare_number(last):
             return f"ends in a number without its unit ({last!r})"
         return None
