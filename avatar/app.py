@@ -215,11 +215,21 @@ def create_app(controller: AvatarController) -> FastAPI:
             notes.warning((path, result.error), "%s: unreadable body (%s); acknowledged and ignored", path, result.error)
         return result.value
 
+    def act(path: str, handle: Callable[[M], object], body: M | None) -> None:
+        """Do what the body asks; a failure is logged once and still acknowledged (an error
+        answer would make the EO exit, and the next message may well be fine)."""
+        if body is None:
+            return
+        try:
+            handle(body)
+        except Exception as exc:
+            notes.warning((path, "failed", type(exc).__name__), "%s: handling the body failed (%s: %s); acknowledged",
+                          path, type(exc).__name__, exc)
+            log.debug("%s failed", path, exc_info=True)
+
     def route(path: str, model: type[M], handle: Callable[[M], None], summary: str) -> None:
         async def endpoint(request: Request) -> dict[str, Any]:
-            body = parse(path, model, await load(request))
-            if body is not None:
-                handle(body)
+            act(path, handle, parse(path, model, await load(request)))
             return ack()
 
         endpoint.__name__ = path.strip("/").replace("/", "_")
@@ -233,9 +243,7 @@ def create_app(controller: AvatarController) -> FastAPI:
         human's is shown. Optional extension: ``gesture`` (a name or a list of names)."""
         data = await load(request)
         human = isinstance(data, dict) and data.get("speaker") == HUMAN
-        message = parse(ep.RECEIVE_MESSAGE, HumanUtterance if human else AgentMessage, data)
-        if message is not None:
-            controller.receive_message(message)
+        act(ep.RECEIVE_MESSAGE, controller.receive_message, parse(ep.RECEIVE_MESSAGE, HumanUtterance if human else AgentMessage, data))
         return ack()
 
     route(ep.SET_UTILITY, SetUtility, controller.set_utility, "A participant's utility")
@@ -251,7 +259,13 @@ def create_app(controller: AvatarController) -> FastAPI:
         """Answers exactly ``{"status": "acknowledged"}`` (the only yes the EO accepts) unless
         ``confirm_accept = "operator"`` and the operator declines on the display page. Always
         one of the two answers the EO understands, whatever the body."""
-        return await controller.confirm_accept(parse(ep.CONFIRM_ACCEPT, ConfirmAccept, await load(request)))
+        body = parse(ep.CONFIRM_ACCEPT, ConfirmAccept, await load(request))
+        try:
+            return await controller.confirm_accept(body)
+        except Exception as exc:
+            notes.warning((ep.CONFIRM_ACCEPT, "failed", type(exc).__name__), "%s: confirming failed (%s: %s); "
+                          "answered as an unreadable deal", ep.CONFIRM_ACCEPT, type(exc).__name__, exc)
+            return await controller.confirm_accept(None)
 
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:

@@ -129,6 +129,7 @@ ODD: list[tuple[str, Any]] = [
     (ep.SET_UTILITY, {"roundId": "r1", "name": "competition-ui"}),
     # what it should never send: still one acknowledgement, never an error
     (ep.START_ROUND, {"roundDuration": 60}),
+    (ep.START_ROUND, b'{"roundId": "r1", "roundDuration": 1.8e308}'),  # a handler that fails: still acknowledged
     (ep.SEND_ROUND_METADATA, {**captured("/sendRoundMetadata"), "durations": {"warmUp": 1}}),
     (ep.CONFIRM_ACCEPT, _without(captured("/confirmAccept"), "bid")),
     (ep.CONFIRM_ACCEPT, b"{not json"),

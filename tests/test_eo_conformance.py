@@ -74,7 +74,8 @@ class Room:
     http: httpx.Client
     round_id: str = field(default_factory=lambda: f"c{uuid.uuid4().hex[:8]}")
     human_at: float = 0.0
-    """Wall ms just before the latest human message was posted (agents reply relative to it)."""
+    """Wall ms just after the EO answered the latest human message (it queued it before): an
+    agent's ``now`` of ``human_at + d`` is at least ``d`` after it, however slow the machine."""
 
     def start_round(self, durations: tuple[float, float, float] = (0.0, 60.0, 0.0)) -> None:
         body = default_round({"Celia": self.celia.port, "Watson": self.watson.port}, self.human.port, durations,
@@ -84,9 +85,8 @@ class Room:
         assert self.celia.wait_for(1, ep.SET_UTILITY, timeout=5)
 
     def say(self, text: str, addressee: str = "Celia", **changes: Any) -> str:
-        self.human_at = time.time() * 1000
         body = {"roundId": self.round_id, "speaker": "Human", "addressee": addressee, "text": text, "role": "buyer",
-                "environmentUUID": ENV, "timestamp": int(self.human_at), **changes}
+                "environmentUUID": ENV, "timestamp": int(time.time() * 1000), **changes}
         return self.relay(body)
 
     def reply(self, speaker: str, text: str, after_ms: float, bid: dict[str, Any] | None = None, **changes: Any) -> str:
@@ -102,6 +102,8 @@ class Room:
     def relay(self, body: dict[str, Any]) -> str:
         """What the answer says: permitted / blocked (the verdict comes from the log) / HTTP n."""
         response = self.http.post(self.url + ep.RELAY_MESSAGE, json=body)
+        if body.get("speaker") == "Human":
+            self.human_at = time.time() * 1000
         if response.status_code != 200:
             return f"HTTP {response.status_code}"
         answer = response.json()

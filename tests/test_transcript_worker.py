@@ -23,7 +23,7 @@ from transcript.session_log import read_session_log
 from transcript.worker import TranscriptWorker
 from workers.bus import Bus
 from workers.config import Config
-from workers.messages import Attention, OutgoingMessage, RoundState, Stage, Transcript, VadEvent, now_ms
+from workers.messages import Attention, EOVerdict, OutgoingMessage, RoundState, Stage, Transcript, VadEvent, now_ms
 
 PLATFORM_KEYS = {"speaker", "addressee", "text", "role", "environmentUUID", "timestamp", "roundId"}
 ROOT = Path(__file__).resolve().parent.parent
@@ -379,3 +379,44 @@ def _kinds(sessions: Path) -> set[str]:
     for path in sessions.glob("*.jsonl"):
         kinds |= {r["kind"] for r in read_session_log(path)}
     return kinds
+
+
+def test_blocked_by_the_current_eo_takes_the_rationale_it_told_the_avatar(setup: Setup) -> None:
+    """The current EO answers a blocked message like a permitted one, minus ``allResponses``;
+    its reason reaches the Avatar Controller, which publishes it (``EOVerdict``)."""
+    blocked_answer = Behavior(answer={"status": "Acknowledged"})
+    with RecordingServer(behaviors={ep.RELAY_MESSAGE: blocked_answer}) as eo:
+        config, room = setup(**{"eo.url": eo.url})
+        room.round("r1", "round")
+
+        def tell_rejection() -> None:
+            assert eo.wait_for(1, ep.RELAY_MESSAGE)
+            (sent,) = eo.bodies(ep.RELAY_MESSAGE)
+            room.bus.publish(room.topics.eo_verdict(), EOVerdict(
+                source="avatar", via="rejection", permitted=False, rationale="Excessive message length", message=sent))
+
+        with running(config, room):
+            t = now_ms()
+            teller = threading.Thread(target=tell_rejection)
+            teller.start()
+            room.say("Celia two eggs", t - 2500, t - 1300)
+            (told,) = room.outcomes(1)
+            teller.join(5)
+            room.say("Celia three eggs", t - 1000, t - 500)  # nobody tells why this time
+            untold = room.outcomes(2, timeout=15)[1]
+    assert told.outcome == "blocked" and told.reason == "Excessive message length"
+    assert untold.outcome == "blocked" and "rationale did not reach" in untold.reason
+
+
+def test_a_round_the_eo_does_not_know_is_never_relayed(setup: Setup) -> None:
+    """After an EO restart the retained round state still names a round the EO forgot: it
+    answers the round check with 500 and the message is recorded undelivered, never sent."""
+    with RecordingServer(behaviors={f"{ep.VIEW_QUEUE}/r1": Behavior(status=500, raw=b"TypeError")}) as eo:
+        config, room = setup(**{"eo.url": eo.url})
+        room.round("r1", "round")
+        with running(config, room):
+            t = now_ms()
+            room.say("Celia two eggs", t - 2500, t - 1300)
+            (outcome,) = room.outcomes(1)
+        assert outcome.outcome == "undelivered" and "unknown to the EO" in outcome.reason
+        assert eo.bodies(ep.RELAY_MESSAGE) == []
