@@ -23,6 +23,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hardware.speaker import VoiceSettings
+from orchestrator_client.http_edge import DEFAULT_MAX_BODY_BYTES
 from orchestrator_client.rules import DEFAULT_R4_MAX_WORDS
 from workers.config import Section
 
@@ -64,7 +65,7 @@ class AvatarSettings(Section):
     token: str = ""
     """When set, every endpoint except ``/health`` needs ``Authorization: Bearer <token>``
     (the display page: ``?token=``). The stock EO sends no token: use it behind a proxy."""
-    max_body_bytes: int = Field(256 * 1024, ge=1024)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     """Larger request bodies are refused with 413 before being read."""
     speaker: str = "auto"
     """``auto`` (the sound card, or WAV files under ``data_dir``/speech when there is none),

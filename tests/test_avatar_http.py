@@ -118,7 +118,6 @@ MALFORMED: list[tuple[str, Any, str]] = [
     (ep.RECEIVE_MESSAGE, {**captured("/receiveMessage (from Human)"), "timestamp": "yesterday"}, "timestamp"),
     (ep.RECEIVE_MESSAGE, {**captured("/receiveMessage (from agent)"), "timeStamp": "soon"}, "ISO 8601"),
     (ep.SEND_ROUND_METADATA, {**captured("/sendRoundMetadata"), "durations": {"warmUp": 1}}, "durations.round"),
-    (ep.CONFIRM_ACCEPT, {k: v for k, v in captured("/confirmAccept").items() if k != "bid"}, "bid"),
     (ep.RECEIVE_LOG, [1, 2], "body"),
     (ep.SET_UTILITY, b"{not json", "JSON"),
 ]
@@ -132,9 +131,15 @@ def test_malformed_bodies_get_422_with_the_reason(start_avatar: Start) -> None:
                 response = http.post(path, content=body, headers={"content-type": "application/json"})
             else:
                 response = http.post(path, json=body)
-            assert response.status_code == 422, (path, response.text)
+            assert response.status_code == (400 if isinstance(body, bytes) else 422), (path, response.text)
             reason = response.json()["reason"]
             assert mentioned.lower() in reason.lower(), (path, reason)
+        # the EO dies on anything but a JSON status here: what it cannot mean is declined
+        no_bid = {k: v for k, v in captured("/confirmAccept").items() if k != "bid"}
+        for body in (no_bid, b"{not json", b"[" * 5000):
+            response = http.post(ep.CONFIRM_ACCEPT, content=body if isinstance(body, bytes) else json.dumps(body),
+                                 headers={"content-type": "application/json"})
+            assert (response.status_code, response.json()) == (200, {"status": "rejected"}), response.text
         # still up and answering after all that
         assert http.get("/health").json()["status"] == "ok"
     assert local.controller.queue.stats.queued == 0

@@ -1,0 +1,79 @@
+"""Strict JSON for what arrives from outside the process.
+
+Python's ``json`` accepts more than JSON: ``NaN``, ``Infinity``, numbers that overflow to
+``inf`` and integers of thousands of digits; and a deeply nested ``[[[[...`` raises
+``RecursionError`` (not a ``ValueError``) in the middle of whatever thread parses it. A payload
+read here either is plain JSON within bounds or raises :class:`StrictJSONError` with a short
+reason, so a receiver drops it in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MAX_DEPTH = 32
+"""Deepest nesting of arrays/objects accepted; the suite's own messages use fewer than 6."""
+MAX_INT = 2**63
+"""Integers beyond ±this are refused: no field of the suite or the platform needs more."""
+
+
+class StrictJSONError(ValueError):
+    """The payload is not strict JSON within the bounds above."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise StrictJSONError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise StrictJSONError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > 20:
+        raise StrictJSONError(f"integer of {len(text)} digits is out of range")
+    value = int(text)
+    if abs(value) > MAX_INT:
+        raise StrictJSONError(f"integer {text} is out of range")
+    return value
+
+
+def loads(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse ``raw`` as strict JSON; :class:`StrictJSONError` for anything else."""
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+    except StrictJSONError:
+        raise
+    except RecursionError:
+        raise StrictJSONError(f"nested deeper than {max_depth} levels") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise StrictJSONError(str(exc)) from None
+    if depth(value, max_depth + 1) > max_depth:
+        raise StrictJSONError(f"nested deeper than {max_depth} levels")
+    return value
+
+
+def depth(value: Any, stop_at: int) -> int:
+    """Nesting depth of ``value`` (a scalar is 0), counted without recursion and no further
+    than ``stop_at``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        level += 1
+        deepest = max(deepest, level)
+        if deepest >= stop_at:
+            return deepest
+        stack.extend((child, level) for child in children)
+    return deepest
