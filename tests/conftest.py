@@ -15,6 +15,10 @@ from workers.broker import EmbeddedBroker
 from workers.config import Config
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ROOT = Path(__file__).resolve().parent.parent
+# Processes the tests start (``python -m workers.cli`` in a temporary folder) run this checkout's
+# code, not whatever copy of the suite is installed in the environment.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 _env_counter = itertools.count()
 
 

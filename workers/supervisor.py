@@ -25,7 +25,7 @@ from pydantic import Field
 from workers.broker import broker_for
 from workers.bus import Bus
 from workers.cli import COMMANDS, available, status_name
-from workers.config import Config, OrchestratorSettings, Section, parse_flag_value
+from workers.config import Config, OrchestratorSettings, Section, inherited_flags_env, parse_flag_value
 from workers.messages import AgentMessageSeen, OutgoingMessage, Status
 from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
 
@@ -61,6 +61,8 @@ class RunSettings(Section):
 class Child:
     name: str
     argv: list[str]
+    env: dict[str, str] | None = None
+    """The child's whole environment (None: this process's)."""
     console: bool = False
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
@@ -70,7 +72,7 @@ class Child:
 
     def start(self) -> None:
         stdin = None if self.console else subprocess.DEVNULL
-        self.process = subprocess.Popen(self.argv, stdin=stdin)
+        self.process = subprocess.Popen(self.argv, stdin=stdin, env=self.env)
         self.started = time.monotonic()
 
 
@@ -126,17 +128,21 @@ def display_url(config: Config) -> str:
 
 
 def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict[str, str]) -> list[str]:
+    """The command line of one child. The user's own ``--set`` flags are not on it (they may
+    hold a secret, and a command line is public): :func:`child_env` passes them."""
     argv = [sys.executable, "-m", "workers.cli", name]
     if args.config:
         argv += ["--config", args.config]
-    for override in args.overrides:
-        argv += ["--set", override]
     if args.log_level:
         argv += ["--log-level", args.log_level]
     argv += ["--set", f'broker.url="{broker_url}"', "--set", 'broker.mode="external"']
     for key, value in extra.items():
         argv += ["--set", f"{key}={value}"]
     return argv
+
+
+def child_env(args: argparse.Namespace) -> dict[str, str]:
+    return {**os.environ, **inherited_flags_env(args.overrides, os.environ)}
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -159,7 +165,8 @@ def _run_suite(
     stop = threading.Event()
     install_stop_signals(stop.set)
     console_taker = "mic" if "mic" in names and sys.stdin is not None and sys.stdin.isatty() else None
-    children = [Child(n, child_argv(n, args, broker_url, extra), console=(n == console_taker)) for n in names]
+    env = child_env(args)
+    children = [Child(n, child_argv(n, args, broker_url, extra), env, console=(n == console_taker)) for n in names]
 
     statuses: dict[str, Status] = {}
     bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)
