@@ -82,6 +82,11 @@ def block_samples(block_ms: int) -> int:
     return SAMPLE_RATE * block_ms // 1000
 
 
+def is_device(spec: str) -> bool:
+    """Whether ``spec`` names a live device (which may come back) rather than a file."""
+    return spec.partition(":")[0].strip().lower() == "mic"
+
+
 def open_source(
     spec: str,
     clock: Clock | None = None,

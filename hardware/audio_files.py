@@ -65,15 +65,19 @@ def _read_wav(path: Path) -> tuple[np.ndarray, int]:
         with wave.open(str(path), "rb") as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
             frames = wav.readframes(wav.getnframes())
+    except EOFError:  # a header cut short (a 30-byte RIFF)
+        raise AudioSourceError(f"{path}: not a readable WAV file (it ends inside its header)") from None
     except wave.Error:
         # WAVE_FORMAT_EXTENSIBLE / float WAVs: scipy reads them.
         from scipy.io import wavfile
 
         try:
             rate, data = wavfile.read(str(path))
-        except ValueError as exc:
-            raise AudioSourceError(f"{path}: not a readable WAV file ({exc})") from None
+        except (ValueError, EOFError, OSError) as exc:
+            raise AudioSourceError(f"{path}: not a readable WAV file ({exc or type(exc).__name__})") from None
         return to_mono_int16(data), int(rate)
+    if not rate or not channels:
+        raise AudioSourceError(f"{path}: not a readable WAV file ({rate} Hz, {channels} channels)")
     if width == 3:
         raw = np.frombuffer(frames, dtype=np.uint8).reshape(-1, 3)
         data = (

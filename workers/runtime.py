@@ -32,6 +32,11 @@ HEALTH_INTERVAL_S = 10.0
 """How often the retained status is refreshed with the worker's health figures."""
 
 
+class WorkerUnavailable(Exception):
+    """Raised by :meth:`Worker.run` when the worker cannot run here and retrying cannot help (a
+    media file that cannot be read): one line, then :data:`EXIT_UNAVAILABLE`."""
+
+
 class Worker:
     """Base of every worker. Subclasses set :attr:`name` and implement :meth:`run`."""
 
@@ -118,11 +123,15 @@ def run_worker(worker: Worker, install_signals: bool = True) -> int:
         install_stop_signals(worker.stop)
     worker.start()
     started = time.monotonic()
+    code = 0
     try:
         worker.run(worker.stop_event)
     except KeyboardInterrupt:
         pass
+    except WorkerUnavailable as exc:
+        worker.report_error(f"cannot run: {exc}")  # the one line (report_error logs it)
+        code = EXIT_UNAVAILABLE
     finally:
         worker.close()
     worker.log.debug("stopped after %.1f s", time.monotonic() - started)
-    return 0
+    return code
