@@ -40,6 +40,10 @@ class AudioSourceError(Exception):
     """A source cannot be opened or stopped delivering; the message is meant for an operator."""
 
 
+class UnreadableMediaError(AudioSourceError):
+    """A media file that exists but cannot be decoded: waiting will not make it readable."""
+
+
 class NoInputDeviceError(AudioSourceError):
     """No capture device exists at all (the caller may fall back to typed input)."""
 

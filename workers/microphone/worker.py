@@ -11,7 +11,15 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar, TextIO
 
-from hardware.audio import AudioSource, AudioSourceError, NoInputDeviceError, is_device, open_source, resilient_blocks
+from hardware.audio import (
+    AudioSource,
+    AudioSourceError,
+    NoInputDeviceError,
+    UnreadableMediaError,
+    is_device,
+    open_source,
+    resilient_blocks,
+)
 from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
 from workers.bus import Bus
@@ -99,9 +107,9 @@ class MicrophoneWorker(Worker):
                 return
             first = None
             self.report_error(str(exc))
+        except UnreadableMediaError as exc:
+            raise WorkerUnavailable(str(exc)) from None  # a file does not get better by waiting
         except AudioSourceError as exc:
-            if not is_device(spec):
-                raise WorkerUnavailable(str(exc)) from None  # a file does not get better by waiting
             first = None
             self.report_error(str(exc))
         try:
