@@ -42,6 +42,8 @@ MAX_MAGNITUDE: Final = float(2**53)
 them, no quantity, price or duration comes near, and a duration in ms stays a small int."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 REPLACEMENT_CHAR: Final = "\ufffd"
+_ESCAPE: Final = re.compile(rb"(\\+)u([dD][0-9a-fA-F]{3})")
+"""A ``\\uDxxx`` escape (a surrogate when >= D800; an escape when the backslashes are odd)."""
 
 Refusal = Callable[[str, "list[dict[str, Any]] | None"], dict[str, Any]]
 """``(reason, validation errors or None) -> error body`` of one app."""
@@ -70,6 +72,30 @@ def _bounded(value: Any) -> Any:
     return value
 
 
+def _repair_lone_surrogates(raw: bytes) -> bytes:
+    """``raw`` with every ``\\uD800``-``\\uDFFF`` escape that is not half of a pair turned into
+    ``\\uFFFD``, before the strict parser (which refuses them) sees it."""
+    escapes = [m for m in _ESCAPE.finditer(raw) if len(m.group(1)) % 2 and int(m.group(2), 16) >= 0xD800]
+    lone, i = [], 0
+    while i < len(escapes):
+        m = escapes[i]
+        nxt = escapes[i + 1] if i + 1 < len(escapes) else None
+        if (int(m.group(2), 16) < 0xDC00 and nxt is not None and nxt.start() == m.end()
+                and len(nxt.group(1)) == 1 and int(nxt.group(2), 16) >= 0xDC00):
+            i += 2  # a pair: one character
+            continue
+        lone.append(m)
+        i += 1
+    if not lone:
+        return raw
+    out, last = [], 0
+    for m in lone:
+        out += [raw[last : m.end(1)], b"ufffd"]
+        last = m.end()
+    out.append(raw[last:])
+    return b"".join(out)
+
+
 def parse_body(raw: bytes) -> Any:
     """A request body as JSON within the platform's bounds (``None`` when empty); a lone
     surrogate, which ``JSON.stringify`` writes for half an emoji, becomes U+FFFD rather than
@@ -77,7 +103,7 @@ def parse_body(raw: bytes) -> Any:
     if not raw.strip():
         return None
     try:
-        return _bounded(strict_json.loads(raw))
+        return _bounded(strict_json.loads(_repair_lone_surrogates(raw)))
     except strict_json.StrictJSONError as exc:
         raise BodyRefused(400, f"the body is not JSON we take: {exc}") from None
 

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 MAX_DEPTH = 32
 """Deepest nesting of arrays/objects accepted; the suite's own messages use fewer than 6."""
 MAX_INT = 2**63
 """Integers beyond ±this are refused: no field of the suite or the platform needs more."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class StrictJSONError(ValueError):
@@ -55,7 +60,27 @@ def loads(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
         raise StrictJSONError(str(exc)) from None
     if depth(value, max_depth + 1) > max_depth:
         raise StrictJSONError(f"nested deeper than {max_depth} levels")
+    encoded = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if _SURROGATE_ESCAPE.search(encoded) and _has_lone_surrogate(value):
+        raise StrictJSONError("a string holds a lone UTF-16 surrogate (not text)")
     return value
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """True when a string (or key) anywhere in ``value`` has a surrogate that is not part of a
+    pair: it cannot be encoded, so whoever passes it on later would fail instead of us now."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def depth(value: Any, stop_at: int) -> int:
