@@ -58,7 +58,7 @@ def schemathesis_run(base_url: str, report: Path) -> dict[str, Any]:
         "--checks", "not_a_server_error", "--generation-database", "none", "--workers", "1", "--no-color",
         "--request-timeout", str(HTTP_TIMEOUT), "--report", "json", "--report-json-path", str(report),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=FUZZ_TIMEOUT_S)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=FUZZ_TIMEOUT_S, cwd=report.parent)  # its cache stays there
     assert report.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads(report.read_text())
     data["_output"] = done.stdout[-4000:]
