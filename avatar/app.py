@@ -1,8 +1,12 @@
 """The Avatar Controller's HTTP face: the EO's human-side endpoints, /health, the display page.
 
 Paths and body models come from :mod:`orchestrator_client` (never spelled here). Bodies are
-validated by FastAPI; a malformed one gets a 422 whose ``reason`` is one readable line (and
-``detail`` the usual list). Handlers do only quick work and answer: the EO has no timeouts and
+parsed as strict JSON on the shared edge (:mod:`orchestrator_client.http_edge`). The EO exits
+when its human-side service answers it with an error, so every endpoint it calls reads its body
+liberally (:func:`~orchestrator_client.models.read_lenient`) and always acknowledges: what is
+missing is filled in, what cannot be read is logged once and ignored, and ``/confirmAccept``
+always gives one of the EO's two answers. With a token set, :class:`~avatar.auth.TokenGuard` guards every route but ``/health``.
+Handlers do only quick work and answer: the EO has no timeouts and
 a slow answer holds up the agent that is waiting on its ``/relayMessage``.
 """
 
@@ -10,22 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
-import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlencode
 
-from fastapi import Depends, FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect, status
-from fastapi.encoders import jsonable_encoder
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
-from avatar.controller import AvatarController
+from avatar.auth import TOKEN_QUERY, TokenGuard
+from avatar.controller import CONFIRM_REJECTED_STATUS, AvatarController
 from avatar.display import STATIC_DIR
 from orchestrator_client import endpoints as ep
+from orchestrator_client.http_edge import BodyRefused, edge_app, parse_body
 from orchestrator_client.models import (
     HUMAN,
     AgentMessage,
@@ -51,12 +55,16 @@ HEALTH_PATH = "/health"
 DISPLAY_PATH = "/"
 DISPLAY_STATIC_PATH = "/display"
 DISPLAY_WS_PATH = "/ws"
-TOKEN_QUERY = "token"
+DOCS_PATH = "/docs"
+REDOC_PATH = "/redoc"
 
 
 M = TypeVar("M", bound=PlatformModel)
 _UNREADABLE: Any = object()
-"""A body that is not JSON."""
+"""A body that is not JSON we take."""
+EO_PATHS = (ep.RECEIVE_MESSAGE, ep.SET_UTILITY, ep.SEND_ROUND_METADATA, ep.START_ROUND, ep.END_ROUND,
+            ep.RECEIVE_LOG, ep.RECEIVE_REJECTION, ep.RECEIVE_ROUND_TOTALS)
+"""The endpoints the EO calls besides ``/confirmAccept``: whatever happens, they acknowledge."""
 
 
 def _body_schema(model: type[PlatformModel]) -> dict[str, Any]:
@@ -79,72 +87,25 @@ class OperatorDecision(BaseModel):
     accept: bool
 
 
-# -- middleware ---------------------------------------------------------------------------------
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+def _refusal(reason: str, errors: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """A refused body: ``reason`` in one line, ``detail`` pydantic's errors when there are any."""
+    return {"reason": reason, "detail": errors if errors is not None else reason}
 
 
-class BodyLimitMiddleware:
-    """413 for request bodies over ``limit`` bytes, so a huge body is never held in memory.
+def _add_docs(app: FastAPI) -> None:
+    """``/docs`` and ``/redoc`` that load the schema with the token they were opened with."""
 
-    With a ``content-length`` the check is on the declared length (the HTTP parser holds the
-    sender to it). Without one (chunked upload), the body is read here up to the limit and
-    replayed to the app; an exception raised mid-read would reach FastAPI's body parser,
-    which turns it into a 400 that hides the reason."""
+    def schema_url(request: Request) -> str:
+        token = request.query_params.get(TOKEN_QUERY)
+        return f"{app.openapi_url}?{urlencode({TOKEN_QUERY: token})}" if token else str(app.openapi_url)
 
-    def __init__(self, app: Callable[..., Awaitable[None]], limit: int) -> None:
-        self.app = app
-        self.limit = limit
+    @app.get(DOCS_PATH, include_in_schema=False)
+    async def docs(request: Request) -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=schema_url(request), title=f"{app.title} - docs")
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None:
-            if declared.isdigit() and int(declared) > self.limit:
-                await self._refuse(send)
-                return
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                await self.app(scope, receive, send)  # disconnect: let the app see it
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                await self._refuse(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body over {self.limit} bytes"}).encode()
-        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _reason(errors: list[dict[str, Any]]) -> str:
-    parts = []
-    for err in errors:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "human", "agent")]
-        parts.append(f"{'.'.join(loc) or 'body'}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
+    @app.get(REDOC_PATH, include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        return get_redoc_html(openapi_url=schema_url(request), title=f"{app.title} - ReDoc")
 
 
 # -- the app ----------------------------------------------------------------------------------
@@ -160,7 +121,7 @@ def create_app(controller: AvatarController) -> FastAPI:
         finally:
             controller.hub.detach()
 
-    app = FastAPI(
+    app = edge_app(
         title="humaine-env Avatar Controller",
         version=__version__,
         description=(
@@ -168,37 +129,30 @@ def create_app(controller: AvatarController) -> FastAPI:
             "permitted agent messages and gesture; round events become the retained round state."
         ),
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        max_body_bytes=settings.max_body_bytes,
+        # The current EO dies on an error answer (and reads ``status`` of /confirmAccept's): a
+        # body it sent that the edge cannot take is acknowledged, or the deal declined.
+        lenient={ep.CONFIRM_ACCEPT: {"status": CONFIRM_REJECTED_STATUS}, **{p: acknowledgement() for p in EO_PATHS}},
+        refusal=_refusal,
+        hidden_loc=("human", "agent"),
     )
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    _add_docs(app)
+    if settings.token:
+        app.add_middleware(TokenGuard, token=settings.token, open_paths=(HEALTH_PATH,))
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = jsonable_encoder(exc.errors(), custom_encoder={Exception: str})
-        reason = _reason(errors)
-        log.warning("422 on %s: %s", request.url.path, reason)
-        return JSONResponse(status_code=422, content={"reason": reason, "detail": errors})
-
-    def require_token(request: Request) -> None:
-        if not settings.token:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), settings.token):
-            raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong bearer token",
-                                headers={"WWW-Authenticate": "Bearer"})
-
-    guarded = [Depends(require_token)]
     notes = OnceLog(log)
     ack = acknowledgement
 
     async def load(request: Request) -> Any:
-        """The JSON body, or :data:`_UNREADABLE` (logged once per path)."""
+        """The body as strict JSON, or :data:`_UNREADABLE` (logged once per path)."""
         raw = await request.body()
         try:
-            return json.loads(raw) if raw else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            return parse_body(raw)
+        except BodyRefused as exc:
             path = request.url.path
-            notes.warning((path, "json"), "%s: the body is not JSON (%.60r); acknowledged and ignored", path, raw)
+            notes.warning((path, "json"), "%s: %s (%.60r); acknowledged and ignored", path, exc.detail, raw)
             return _UNREADABLE
 
     def parse(path: str, model: type[M], data: Any) -> M | None:
@@ -233,10 +187,10 @@ def create_app(controller: AvatarController) -> FastAPI:
             return ack()
 
         endpoint.__name__ = path.strip("/").replace("/", "_")
-        app.add_api_route(path, endpoint, methods=["POST"], dependencies=guarded, response_model=Ack,
-                          summary=summary, openapi_extra=_body_schema(model))
+        app.add_api_route(path, endpoint, methods=["POST"], response_model=Ack, summary=summary,
+                          openapi_extra=_body_schema(model))
 
-    @app.post(ep.RECEIVE_MESSAGE, dependencies=guarded, response_model=Ack, summary="A permitted message",
+    @app.post(ep.RECEIVE_MESSAGE, response_model=Ack, summary="A permitted message",
               openapi_extra=_body_schema(AgentMessage))
     async def receive_message(request: Request) -> dict[str, Any]:
         """Every message the EO permitted. An avatar's is spoken after this answer; the
@@ -254,7 +208,7 @@ def create_app(controller: AvatarController) -> FastAPI:
     route(ep.RECEIVE_REJECTION, Rejection, controller.receive_rejection, "A message the EO blocked")
     route(ep.RECEIVE_ROUND_TOTALS, RoundTotals, controller.round_totals, "The round's totals")
 
-    @app.post(ep.CONFIRM_ACCEPT, dependencies=guarded, response_model=Ack, openapi_extra=_body_schema(ConfirmAccept))
+    @app.post(ep.CONFIRM_ACCEPT, response_model=Ack, openapi_extra=_body_schema(ConfirmAccept))
     async def confirm_accept(request: Request) -> dict[str, Any]:
         """Answers exactly ``{"status": "acknowledged"}`` (the only yes the EO accepts) unless
         ``confirm_accept = "operator"`` and the operator declines on the display page. Always
@@ -277,35 +231,25 @@ def create_app(controller: AvatarController) -> FastAPI:
 
 
 def _add_display(app: FastAPI, controller: AvatarController) -> None:
-    token = controller.settings.token
-
-    def token_ok(given: str | None) -> bool:
-        return not token or (given is not None and hmac.compare_digest(given, token))
-
     @app.get(DISPLAY_PATH, include_in_schema=False)
-    async def display_page(request: Request) -> FileResponse:
-        if not token_ok(request.query_params.get(TOKEN_QUERY)):
-            raise HTTPException(status.HTTP_401_UNAUTHORIZED, "add ?token=... to the display page's address")
+    async def display_page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html")
 
     app.mount(DISPLAY_STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="display")
 
     @app.websocket(DISPLAY_WS_PATH)
     async def display_feed(websocket: WebSocket) -> None:
-        if not token_ok(websocket.query_params.get(TOKEN_QUERY)):
-            await websocket.close(code=4401)
-            return
         await websocket.accept()
         queue = controller.hub.register()
 
         async def pump() -> None:
-            await websocket.send_json(controller.hub.snapshot())
+            await websocket.send_text(controller.hub.snapshot_text())
             while True:
                 event = await queue.get()
                 if event is None:
                     await websocket.close()
                     return
-                await websocket.send_json(event)
+                await websocket.send_text(event)
 
         sender = asyncio.create_task(pump())
         try:

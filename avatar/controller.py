@@ -95,6 +95,7 @@ class AvatarController:
         self.source = source
         self.hub = DisplayHub(self.avatars, settings.confirm_accept)
         self.rounds = RoundTracker(source)
+        self.limits = settings.ssml_limits()
         self.queue = SpeechQueue(
             self._speak, settings.queue_max, settings.stale_after_s, settings.max_words, on_drop=self._dropped
         )
@@ -149,7 +150,7 @@ class AvatarController:
         body = message.body()
         message_id = new_id()
         self.bus.publish(self.topics.agent_message(), AgentMessageSeen(source=self.source, message=body))
-        text = prepare(message.text)
+        text = prepare(message.text, self.limits)
         event = {
             "type": "message",
             "message_id": message_id,
@@ -239,7 +240,7 @@ class AvatarController:
                 self.history.append(Spoken(request, result))
                 self._history_cond.notify_all()
 
-        self.speaker.speak(
+        spoken = self.speaker.speak(
             request.text.ssml,
             self.settings.voice_for(avatar),
             name=f"{avatar}-{message_id}",
@@ -247,7 +248,10 @@ class AvatarController:
             on_end=on_end,
             on_word=on_word,
             on_mark=on_mark,
+            max_s=self.settings.max_speaking_s,
         )
+        if spoken.cut:
+            log.warning("%s's message %s was cut after %.0f s (max_speaking_s)", avatar, message_id, self.settings.max_speaking_s)
 
     def wait_spoken(self, count: int, timeout: float) -> bool:
         """True once ``count`` utterances have finished (tests, benchmark)."""

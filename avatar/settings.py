@@ -22,7 +22,9 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from avatar.ssml import DEFAULT_LIMITS, SsmlLimits
 from hardware.speaker import VoiceSettings
+from orchestrator_client.http_edge import DEFAULT_MAX_BODY_BYTES
 from orchestrator_client.rules import DEFAULT_R4_MAX_WORDS
 from workers.config import Section
 
@@ -64,7 +66,7 @@ class AvatarSettings(Section):
     token: str = ""
     """When set, every endpoint except ``/health`` needs ``Authorization: Bearer <token>``
     (the display page: ``?token=``). The stock EO sends no token: use it behind a proxy."""
-    max_body_bytes: int = Field(256 * 1024, ge=1024)
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     """Larger request bodies are refused with 413 before being read."""
     speaker: str = "auto"
     """``auto`` (the sound card, or WAV files under ``data_dir``/speech when there is none),
@@ -79,6 +81,19 @@ class AvatarSettings(Section):
     moved on and a late reply would only confuse the buyer."""
     max_words: int = Field(DEFAULT_R4_MAX_WORDS, ge=1)
     """The platform's rule R4: agent messages over this many words are never spoken."""
+    max_speaking_s: float = Field(45.0, gt=0)
+    """Longest one message may speak (pauses included; 100 words take about 35 s): the rest is
+    cut, so no text holds the speech queue longer."""
+    max_break_s: float = Field(DEFAULT_LIMITS.max_break_s, ge=0)
+    """Longest pause one SSML ``<break>`` makes."""
+    min_rate: float = Field(DEFAULT_LIMITS.min_rate, gt=0, le=1)
+    max_rate: float = Field(DEFAULT_LIMITS.max_rate, ge=1)
+    """SSML ``<prosody rate>`` bounds, as factors of the avatar's own rate."""
+    min_pitch: float = Field(DEFAULT_LIMITS.min_pitch, gt=0, le=1)
+    max_pitch: float = Field(DEFAULT_LIMITS.max_pitch, ge=1)
+    """SSML ``<prosody pitch>`` and ``range`` bounds, as factors of the voice's own."""
+    max_volume: float = Field(DEFAULT_LIMITS.max_volume, ge=1, le=4)
+    """SSML ``<prosody volume>`` bound, as a factor of the avatar's configured volume."""
     confirm_accept: Literal["auto", "operator"] = "auto"
     """``auto``: answer ``/confirmAccept`` at once with the EO's yes. ``operator``: show the
     deal on the display page and wait for a click (the EO and the agent wait meanwhile)."""
@@ -100,6 +115,9 @@ class AvatarSettings(Section):
     def _keep_defaults(cls, value: dict[str, AvatarVoice]) -> dict[str, AvatarVoice]:
         """Configuring Watson alone must not turn Celia into espeak's default (male) voice."""
         return {**_default_voices(), **value}
+
+    def ssml_limits(self) -> SsmlLimits:
+        return SsmlLimits(self.max_break_s, self.min_rate, self.max_rate, self.min_pitch, self.max_pitch, self.max_volume)
 
     def voice_for(self, avatar: str) -> VoiceSettings:
         return self.voices.get(avatar, AvatarVoice()).settings()

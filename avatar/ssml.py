@@ -13,10 +13,19 @@ agent must not turn a reply into silence) and rebuilt:
 * text is XML-escaped, so ``&`` and ``<`` in plain text are spoken as words, not parsed.
 
 The result is always well-formed: unclosed elements are closed, stray end tags ignored.
+
+Effects are bounded (:class:`SsmlLimits`), because an agent's text must never silence the room
+or deafen it: a ``<break>`` lasts at most ``max_break_s``; ``<prosody>`` rate, pitch, range
+and volume are rewritten as percentages clamped to sane ranges - for the value itself and for
+its product with every enclosing ``<prosody>``, so nesting cannot compound them either way
+espeak-ng reads a percentage; a value we cannot read is dropped. What is not speech never
+reaches espeak-ng: a ``<!DOCTYPE>`` with its internal subset, unknown entity references
+(``&xxe;``), CDATA sections, comments, and markup left unterminated at the end of the text.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from html import escape
@@ -39,8 +48,105 @@ SILENT_ELEMENTS = frozenset({"desc", "metadata", "lexicon", "script", "style", "
 BOUNDARY_ELEMENTS = frozenset({"break", "s", "p", "br", "speak"})
 """Elements that separate words in the plain text even when written without spaces."""
 MAX_ATTRIBUTE_CHARS = 64
+MAX_NESTING = 8
+"""Kept elements nested deeper are dropped (their text kept): each ``<s>``/``<p>`` level is a
+pause, and 500 of them were 14 s of silence."""
 _MARK_NAME = re.compile(r"[^A-Za-z0-9_:.\-]")
 _SPACES = re.compile(r"\s+")
+_DOCTYPE = re.compile(r"<!DOCTYPE[^\[>]*(?:\[.*?\]\s*>|>)", re.IGNORECASE | re.DOTALL)
+"""A document type declaration, internal subset (``[<!ENTITY ...>]``) included. One left
+unterminated is unparsed markup at the end, which is dropped too."""
+_ENTITY_REF = re.compile(r"&[A-Za-z_][\w.\-]{0,31};")
+"""A named entity reference left after HTML's own were decoded: an XML entity (``&xxe;``)."""
+_EMPTY_BLOCK = re.compile(r"<(s|p)>\s*</\1>")
+"""A sentence or paragraph with nothing in it: only a pause (500 of them were 14 s of silence)."""
+_UNTERMINATED = re.compile(r"<[A-Za-z/!?]")
+"""The start of markup; HTMLParser keeps it unparsed when it never ends."""
+
+
+@dataclass(frozen=True)
+class SsmlLimits:
+    """Bounds of what an agent's markup may do (``[avatar]`` settings of the same names)."""
+
+    max_break_s: float = 2.0
+    """Longest pause one ``<break>`` makes."""
+    min_rate: float = 0.5
+    max_rate: float = 2.0
+    """Speaking rate as a factor of the avatar's own."""
+    min_pitch: float = 0.5
+    max_pitch: float = 2.0
+    """Pitch (and pitch range) as a factor of the voice's own."""
+    max_volume: float = 1.0
+    """Loudness as a factor of the avatar's configured volume: an agent may speak softer, never
+    louder (``+200dB`` would clip at full scale)."""
+
+    def bounds(self, attribute: str) -> tuple[float, float]:
+        if attribute == "rate":
+            return self.min_rate, self.max_rate
+        if attribute == "volume":
+            return 0.0, self.max_volume
+        return self.min_pitch, self.max_pitch
+
+
+DEFAULT_LIMITS = SsmlLimits()
+
+_KEYWORDS: dict[str, dict[str, float]] = {
+    "rate": {"x-slow": 0.5, "slow": 0.75, "medium": 1.0, "default": 1.0, "fast": 1.25, "x-fast": 1.5},
+    "pitch": {"x-low": 0.7, "low": 0.85, "medium": 1.0, "default": 1.0, "high": 1.15, "x-high": 1.3},
+    "range": {"x-low": 0.5, "low": 0.75, "medium": 1.0, "default": 1.0, "high": 1.25, "x-high": 1.5},
+    "volume": {"silent": 0.0, "x-soft": 0.25, "soft": 0.5, "medium": 0.75, "default": 1.0, "loud": 1.0, "x-loud": 1.0},
+}
+"""SSML's named values as factors (``loud`` is already the most an agent gets)."""
+_NUMBER = r"([+-]?)(\d{1,6}(?:\.\d{0,6})?|\.\d{1,6})"
+_PROSODY_VALUE = re.compile(rf"{_NUMBER}\s*(%|db|st|hz)?", re.IGNORECASE)
+_BREAK_TIME = re.compile(rf"{_NUMBER}\s*(ms|s)", re.IGNORECASE)
+BREAK_STRENGTHS = frozenset({"none", "x-weak", "weak", "medium", "strong", "x-strong"})
+EMPHASIS_LEVELS = frozenset({"strong", "moderate", "none", "reduced"})
+
+
+def _factor(attribute: str, value: str) -> float | None:
+    """A prosody attribute as a factor of the current value, or None when unreadable."""
+    text = value.strip().lower()
+    if text in _KEYWORDS[attribute]:
+        return _KEYWORDS[attribute][text]
+    match = _PROSODY_VALUE.fullmatch(text)
+    if match is None:
+        return None
+    sign, number, unit = match.group(1), float(match.group(2)), (match.group(3) or "").lower()
+    signed = -number if sign == "-" else number
+    if unit == "%":
+        return 1.0 + signed / 100.0 if sign else number / 100.0
+    if unit == "db":
+        return 10.0 ** (signed / 20.0)
+    if unit == "st":
+        return 2.0 ** (signed / 12.0)
+    if unit == "hz":
+        return None  # absolute frequencies depend on the voice: not ours to guess
+    if attribute in ("rate",) and not sign:
+        return number  # SSML 1.1: a plain number is a multiplier
+    if attribute == "volume" and not sign:
+        return number / 100.0  # SSML 1.0: 0-100
+    return None
+
+
+def _clamp_prosody(attribute: str, factor: float, enclosing: float, limits: SsmlLimits) -> float:
+    """``factor`` within the bounds on its own and multiplied by the enclosing ``enclosing``."""
+    low, high = limits.bounds(attribute)
+    if enclosing > 0:
+        low, high = max(low, low / enclosing), min(high, high / enclosing)
+    if low > high:  # cannot happen while 1 is within the bounds; stay neutral if it does
+        return 1.0
+    return min(max(factor, low), high)
+
+
+def _break_time(value: str, limits: SsmlLimits) -> str | None:
+    match = _BREAK_TIME.fullmatch(value.strip())
+    if match is None or match.group(1) == "-":
+        return None
+    seconds = float(match.group(2)) / (1000.0 if match.group(3).lower() == "ms" else 1.0)
+    if not math.isfinite(seconds):
+        return None
+    return f"{round(min(seconds, limits.max_break_s) * 1000)}ms"
 
 
 @dataclass
@@ -62,8 +168,11 @@ class SpeechText:
 
 
 class _Rebuilder(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, limits: SsmlLimits) -> None:
         super().__init__(convert_charrefs=True)
+        self.limits = limits
+        self.prosody: list[dict[str, float]] = [{"rate": 1.0, "pitch": 1.0, "range": 1.0, "volume": 1.0}]
+        """Effective prosody factors, one entry per open ``<prosody>`` (and the base)."""
         self.out: list[str] = []
         self.plain: list[str] = []
         self.marks: list[str] = []
@@ -88,19 +197,25 @@ class _Rebuilder(HTMLParser):
             return
         if tag in BOUNDARY_ELEMENTS:
             self.plain.append(" ")
-        if tag not in KEPT_ELEMENTS:
+        too_deep = tag not in EMPTY_ELEMENTS and len(self.open) >= MAX_NESTING
+        if tag not in KEPT_ELEMENTS or too_deep:
             if tag != "speak":
-                self._note_drop(tag)
+                self._note_drop(f"{tag} nested over {MAX_NESTING}" if too_deep and tag in KEPT_ELEMENTS else tag)
                 self._separate()
             return
         allowed = KEPT_ELEMENTS[tag]
         parts = [tag]
+        effective = dict(self.prosody[-1])
         for key, value in attrs:
             if key in allowed and value is not None:
+                value = self._bounded(tag, key, value[:MAX_ATTRIBUTE_CHARS], effective)
+                if value is None:
+                    self._note_drop(f"{tag}@{key}")
+                    continue
                 if tag == "mark":
                     value = _MARK_NAME.sub("", value)
                     self.marks.append(value)
-                parts.append(f'{key}="{escape(value[:MAX_ATTRIBUTE_CHARS], quote=True)}"')
+                parts.append(f'{key}="{escape(value, quote=True)}"')
         if tag in EMPTY_ELEMENTS:
             self.out.append(f"<{' '.join(parts)}/>")
             return
@@ -109,6 +224,26 @@ class _Rebuilder(HTMLParser):
             self.out.append(f"</{tag}>")
         else:
             self.open.append(tag)
+            if tag == "prosody":
+                self.prosody.append(effective)
+
+    def _bounded(self, tag: str, key: str, value: str, effective: dict[str, float]) -> str | None:
+        """``value`` of ``tag``'s attribute ``key`` within :attr:`limits` (None: drop it);
+        a prosody value also updates ``effective``."""
+        if tag == "prosody":
+            factor = _factor(key, value)
+            if factor is None or not math.isfinite(factor):
+                return None
+            factor = _clamp_prosody(key, factor, effective[key], self.limits)
+            effective[key] *= factor
+            return f"{round(factor * 100)}%"
+        if tag == "break":
+            if key == "time":
+                return _break_time(value, self.limits)
+            return value if value.strip().lower() in BREAK_STRENGTHS else None
+        if tag == "emphasis":
+            return value if value.strip().lower() in EMPHASIS_LEVELS else None
+        return value
 
     def handle_endtag(self, tag: str) -> None:
         if tag in SILENT_ELEMENTS:
@@ -124,14 +259,23 @@ class _Rebuilder(HTMLParser):
         if tag in EMPTY_ELEMENTS or tag not in self.open:
             return
         while self.open:  # close anything left open inside it (``<s><emphasis>x</s>``)
-            inner = self.open.pop()
-            self.out.append(f"</{inner}>")
+            inner = self._close_one()
             if inner == tag:
                 break
+
+    def _close_one(self) -> str:
+        inner = self.open.pop()
+        self.out.append(f"</{inner}>")
+        if inner == "prosody":
+            self.prosody.pop()
+        return inner
 
     def handle_data(self, data: str) -> None:
         if self.silent_depth:
             return
+        if _ENTITY_REF.search(data):
+            self._note_drop("entity")
+            data = _ENTITY_REF.sub(" ", data)
         self.out.append(escape(data, quote=False))
         self.plain.append(data)
 
@@ -158,22 +302,32 @@ class _Rebuilder(HTMLParser):
 
     # -- result ---------------------------------------------------------------------------------
     def result(self) -> SpeechText:
+        rest = self.rawdata
+        if _UNTERMINATED.match(rest):  # ``<prosody rate=`` at the end: markup, never text
+            self._note_drop("unterminated markup")
+            self.rawdata = ""
         self.close()
         while self.open:
-            self.out.append(f"</{self.open.pop()}>")
+            self._close_one()
         plain = _SPACES.sub(" ", "".join(self.plain)).strip()
+        body, emptied = "".join(self.out), 1
+        while emptied:
+            body, emptied = _EMPTY_BLOCK.subn(" ", body)
         return SpeechText(
-            ssml=f"<speak>{''.join(self.out)}</speak>",
+            ssml=f"<speak>{body}</speak>",
             plain=plain,
             marks=self.marks,
             dropped=self.dropped,
         )
 
 
-def prepare(text: str) -> SpeechText:
-    """Plain text or (possibly broken) SSML → :class:`SpeechText`."""
-    builder = _Rebuilder()
-    builder.feed(text)
+def prepare(text: str, limits: SsmlLimits = DEFAULT_LIMITS) -> SpeechText:
+    """Plain text or (possibly broken, possibly hostile) SSML → :class:`SpeechText`."""
+    builder = _Rebuilder(limits)
+    stripped = _DOCTYPE.sub(" ", text)
+    if stripped != text:
+        builder._note_drop("doctype")
+    builder.feed(stripped)
     return builder.result()
 
 

@@ -40,6 +40,10 @@ class AudioSourceError(Exception):
     """A source cannot be opened or stopped delivering; the message is meant for an operator."""
 
 
+class UnreadableMediaError(AudioSourceError):
+    """A media file that exists but cannot be decoded: waiting will not make it readable."""
+
+
 class NoInputDeviceError(AudioSourceError):
     """No capture device exists at all (the caller may fall back to typed input)."""
 
@@ -80,6 +84,11 @@ def block_samples(block_ms: int) -> int:
             f"block length must be 10, 20 or 30 ms (voice activity frames), got {block_ms}"
         )
     return SAMPLE_RATE * block_ms // 1000
+
+
+def is_device(spec: str) -> bool:
+    """Whether ``spec`` names a live device (which may come back) rather than a file."""
+    return spec.partition(":")[0].strip().lower() == "mic"
 
 
 def open_source(

@@ -23,6 +23,7 @@ from hardware.audio import (
     AudioBlock,
     AudioSourceError,
     SourceKind,
+    UnreadableMediaError,
     block_samples,
 )
 from hardware.clock import Clock
@@ -65,15 +66,19 @@ def _read_wav(path: Path) -> tuple[np.ndarray, int]:
         with wave.open(str(path), "rb") as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
             frames = wav.readframes(wav.getnframes())
+    except EOFError:  # a header cut short (a 30-byte RIFF)
+        raise UnreadableMediaError(f"{path}: not a readable WAV file (it ends inside its header)") from None
     except wave.Error:
         # WAVE_FORMAT_EXTENSIBLE / float WAVs: scipy reads them.
         from scipy.io import wavfile
 
         try:
             rate, data = wavfile.read(str(path))
-        except ValueError as exc:
-            raise AudioSourceError(f"{path}: not a readable WAV file ({exc})") from None
+        except (ValueError, EOFError, OSError) as exc:
+            raise UnreadableMediaError(f"{path}: not a readable WAV file ({exc or type(exc).__name__})") from None
         return to_mono_int16(data), int(rate)
+    if not rate or not channels:
+        raise UnreadableMediaError(f"{path}: not a readable WAV file ({rate} Hz, {channels} channels)")
     if width == 3:
         raw = np.frombuffer(frames, dtype=np.uint8).reshape(-1, 3)
         data = (
@@ -84,7 +89,7 @@ def _read_wav(path: Path) -> tuple[np.ndarray, int]:
     else:
         dtype = {1: np.uint8, 2: np.int16, 4: np.int32}.get(width)
         if dtype is None:
-            raise AudioSourceError(f"{path}: unsupported sample width of {width} bytes")
+            raise UnreadableMediaError(f"{path}: unsupported sample width of {width} bytes")
         data = np.frombuffer(frames, dtype=dtype)
     if channels > 1:
         data = data.reshape(-1, channels)
@@ -96,7 +101,7 @@ def decode_with_ffmpeg(path: Path, input_format: str | None = None) -> np.ndarra
     codecs) to 16 kHz mono int16."""
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:
-        raise AudioSourceError(
+        raise UnreadableMediaError(
             f"{path}: not a WAV/raw file and ffmpeg is not installed "
             "(apt install ffmpeg, or convert it to WAV)"
         )
@@ -108,7 +113,7 @@ def decode_with_ffmpeg(path: Path, input_format: str | None = None) -> np.ndarra
     if proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         reason = detail[-1] if detail else "no detail"
-        raise AudioSourceError(f"{path}: ffmpeg could not decode it ({reason})")
+        raise UnreadableMediaError(f"{path}: ffmpeg could not decode it ({reason})")
     return np.frombuffer(proc.stdout, dtype="<i2").astype(np.int16)
 
 

@@ -96,6 +96,8 @@ class SpokenUtterance:
     began_at: float | None = None
     ended_at: float | None = None
     cancelled: bool = False
+    cut: bool = False
+    """The audio reached ``max_s`` and the rest was not spoken."""
 
     @property
     def duration_s(self) -> float:
@@ -475,10 +477,14 @@ class Speaker:
         on_end: Callable[[SpokenUtterance], None] | None = None,
         on_word: SpeechCallback | None = None,
         on_mark: SpeechCallback | None = None,
+        max_s: float | None = None,
     ) -> SpokenUtterance:
-        """Synthesise and output ``ssml``; returns when the audio has been played out."""
+        """Synthesise and output ``ssml``; returns when the audio has been played out.
+        ``max_s``: at most this much audio (pauses included), the rest is not synthesised, so
+        no text can hold the output longer (``result.cut``)."""
         self._cancel.clear()
         rate = self.engine.sample_rate
+        max_samples = None if max_s is None else max(int(max_s * rate), 0)
         result = SpokenUtterance(name=name, sample_rate=rate, requested_at=time.monotonic())
         sink = self.sink
         pending: list[SpeechEvent] = []
@@ -514,6 +520,11 @@ class Speaker:
                 result.began_at = state["t0"] = time.monotonic()
             pending.extend(events)
             pending.sort(key=lambda e: e.audio_ms)
+            if max_samples is not None and result.samples + len(pcm) // SAMPLE_WIDTH >= max_samples:
+                pcm = pcm[: (max_samples - result.samples) * SAMPLE_WIDTH]
+                result.cut = True
+                end_ms = max_samples * 1000 // rate
+                pending[:] = [e for e in pending if e.audio_ms <= end_ms]  # never said: never reported
             for offset in range(0, len(pcm), block_bytes):
                 fire_due(time.monotonic())
                 block = pcm[offset : offset + block_bytes]
@@ -528,7 +539,7 @@ class Speaker:
                         result.cancelled = True
                         return False
             fire_due(time.monotonic())
-            return True
+            return not result.cut
 
         try:
             self.engine.synthesize(ssml, voice, on_audio)

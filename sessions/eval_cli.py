@@ -1,6 +1,11 @@
 """``humaine-env eval SESSION...``: replay sessions with ground truth and print one JSON line:
 addressee accuracy (overall, gaze-only, name), yaw/pitch MAE, WER per engine and, with
-``--speed``, end-to-end latency p50/p95 (speech end -> message delivered)."""
+``--speed``, end-to-end latency p50/p95 (speech end -> message delivered).
+
+Each session is checked first (:mod:`sessions.coverage`): a part missing, unreadable or cut
+short is one line on stderr and the coverage of every part is in the JSON; unreadable media
+are left out of the replay; a session without readable ground truth, or without any readable
+media, stops the evaluation with one line (status 1)."""
 
 from __future__ import annotations
 
@@ -22,19 +27,26 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    from sessions.coverage import check
     from sessions.evaluate import evaluate
-    from sessions.format import Session, SessionFormatError
+    from sessions.format import AUDIO_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
     from sessions.replay import ReplayError
     from workers.broker import broker_for
 
     try:
         sessions = [Session(p) for p in args.sessions]
-        missing = [str(s.path) for s in sessions if s.truth() is None]
-        if missing:
-            print(f"humaine-env eval: no truth.json in {', '.join(missing)}", file=sys.stderr)
+        coverage = [check(s) for s in sessions]
+        for report in coverage:
+            for line in report.problems:
+                print(f"humaine-env eval: {line}", file=sys.stderr)
+        unusable = [f"{c.session} (no readable {TRUTH_FILE})" for c in coverage if not c.usable(TRUTH_FILE)]
+        unusable += [f"{c.session} (no readable media)" for c in coverage
+                     if not c.usable(AUDIO_FILE) and not c.usable(VIDEO_FILE)]
+        if unusable:
+            print(f"humaine-env eval: cannot evaluate {', '.join(unusable)}", file=sys.stderr)
             return 1
         with broker_for(config) as (config, _embedded):
-            summary = evaluate(sessions, config, engines=args.engine or [None], speed=args.speed)
+            summary = evaluate(sessions, config, engines=args.engine or [None], speed=args.speed, coverage=coverage)
     except (SessionFormatError, ReplayError, ConfigError) as exc:
         print(f"humaine-env eval: {exc}", file=sys.stderr)
         return 1

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from sessions.format import Session, Truth
+from sessions.coverage import SessionCoverage
+from sessions.format import AUDIO_FILE, VIDEO_FILE, Session, Truth
 from sessions.replay import ReplayResult
 from workers.messages import Stage
 
@@ -150,10 +151,18 @@ def score(result: ReplayResult, scores: Scores | None = None) -> Scores:
 
 
 def evaluate(sessions: Sequence[Session], config: Any, engines: Sequence[str | None] = (None,),
-             speed: float | None = None) -> dict[str, Any]:
+             speed: float | None = None, coverage: Sequence[SessionCoverage] = ()) -> dict[str, Any]:
     """Replay every session with every engine; one summary dict (figures of the first engine at
-    the top level, every engine's WER and addressee accuracy under ``engines``)."""
+    the top level, every engine's WER and addressee accuracy under ``engines``). With the
+    sessions' ``coverage`` (:func:`sessions.coverage.check`), unreadable media are left out of
+    the replay and each session's coverage is in the summary."""
     from sessions.replay import replay
+
+    checked = {c.session: c for c in coverage}
+
+    def media(session: Session) -> tuple[bool, bool]:
+        report = checked.get(session.path.name)
+        return (True, True) if report is None else (report.usable(AUDIO_FILE), report.usable(VIDEO_FILE))
 
     out: dict[str, Any] = {"sessions": len(sessions), "speed": speed if speed is not None else "max"}
     per_engine: dict[str, Any] = {}
@@ -161,7 +170,7 @@ def evaluate(sessions: Sequence[Session], config: Any, engines: Sequence[str | N
         scores = Scores()
         used = engine or ""
         for session in sessions:
-            result = replay(session, config, speed=speed, engine=engine)
+            result = replay(session, config, speed=speed, engine=engine, media=media(session))
             used = next((t["engine"] for t in result.of_type("transcript") if t.get("final")), used)
             score(result, scores)
         summary = scores.summary()
@@ -171,4 +180,6 @@ def evaluate(sessions: Sequence[Session], config: Any, engines: Sequence[str | N
             out.update(summary)
             out["mistakes"] = scores.mistakes
     out["engines"] = per_engine
+    if checked:
+        out["coverage"] = [c.summary() for c in coverage]
     return out

@@ -190,10 +190,19 @@ class Session:
                         raise SessionFormatError(f"{p}:{n}: invalid JSON ({exc})") from None
 
     def truth(self) -> Truth | None:
+        """The ground truth, None without ``truth.json``; :class:`SessionFormatError` (one line)
+        when it cannot be read (a copy cut short, a hand edit gone wrong)."""
         p = self.path / TRUTH_FILE
         if not p.is_file():
             return None
-        return Truth.from_json(json.loads(p.read_text(encoding="utf-8")))
+        try:
+            return Truth.from_json(json.loads(p.read_text(encoding="utf-8")))
+        except json.JSONDecodeError as exc:
+            size = p.stat().st_size
+            cut = " (cut short?)" if exc.pos >= size - 1 else ""
+            raise SessionFormatError(f"{p}: invalid JSON at byte {exc.pos} of {size}{cut}: {exc.msg}") from None
+        except (UnicodeDecodeError, AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise SessionFormatError(f"{p}: not a truth file ({type(exc).__name__}: {exc})") from None
 
 
 class SessionWriter:

@@ -257,11 +257,13 @@ def _stop(worker: Worker, thread: threading.Thread) -> None:
 
 
 def replay_config(base: Config, session: Session, environment: str, eo_url: str, speed: float | None,
-                  engine: str | None) -> Config:
+                  engine: str | None, media: tuple[bool, bool] = (True, True)) -> Config:
     """``base`` with what replaying ``session`` needs: its media as sources, its avatars and
-    targets, a fixed round so messages are relayed, delivery to the stand-in EO."""
+    targets, a fixed round so messages are relayed, delivery to the stand-in EO. ``media``:
+    whether to use its (audio, video) at all."""
     info = session.info
-    video, audio = session.video_path, session.audio_path
+    audio = session.audio_path if media[0] else None
+    video = session.video_path if media[1] else None
     kind = "video" if speed is None else "replay"
     # audio is always paced by its clock: in fast mode that clock follows the camera
     overrides: dict[str, Any] = {
@@ -286,8 +288,9 @@ def replay_config(base: Config, session: Session, environment: str, eo_url: str,
 
 
 def replay(session: Session, base: Config, speed: float | None = None, engine: str | None = None,
-           timeout_s: float = 600.0) -> ReplayResult:
-    """Run ``session`` through the workers; returns everything published on the bus."""
+           timeout_s: float = 600.0, media: tuple[bool, bool] = (True, True)) -> ReplayResult:
+    """Run ``session`` through the workers; returns everything published on the bus.
+    ``media``: whether to replay its (audio, video) - a part found unreadable is left out."""
     from orchestrator_client.recorder import RecordingServer
     from transcript.worker import TranscriptWorker
     from workers.camera.worker import CameraWorker
@@ -297,7 +300,7 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
     environment = f"replay-{uuid.uuid4().hex[:10]}"
     started = time.monotonic()
     with RecordingServer() as eo:
-        config = replay_config(base, session, environment, eo.url, speed, engine)
+        config = replay_config(base, session, environment, eo.url, speed, engine, media)
         recorder = BusRecorder(config, f"replay-recorder-{environment}")
         recorder.start()
         progress = CameraProgress()
@@ -318,11 +321,12 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
         result = ReplayResult(session, speed, engine or "", environment)
         try:
             camera = None
-            if session.video_path and info.camera is not None:
+            if media[1] and session.video_path and info.camera is not None:
                 camera = CameraWorker(config, worker_id="camera", clock=camera_clock, opener=progress.opener)
             else:
                 progress.finish()
-            mic = MicrophoneWorker(config, worker_id="microphone", clock=audio_clock) if session.audio_path else None
+            with_audio = media[0] and session.audio_path is not None
+            mic = MicrophoneWorker(config, worker_id="microphone", clock=audio_clock) if with_audio else None
             c_thread = _start(camera, progress.finish) if camera is not None else None
             m_thread = _start(mic) if mic is not None else None
             if held is not None:

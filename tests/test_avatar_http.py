@@ -135,6 +135,8 @@ ODD: list[tuple[str, Any]] = [
     (ep.CONFIRM_ACCEPT, b"{not json"),
     (ep.RECEIVE_LOG, [1, 2]),
     (ep.SET_UTILITY, b"{not json"),
+    (ep.RECEIVE_MESSAGE, b'{"speaker": "Celia", "text": NaN}'),  # not strict JSON
+    (ep.CONFIRM_ACCEPT, b"[" * 5000),  # nested beyond the edge's bound
 ]
 
 
@@ -193,6 +195,34 @@ def test_body_limit_token_health_openapi_and_loopback(start_avatar: Start) -> No
     for path in (*ep.HUMAN_SIDE_PATHS, "/health"):
         assert path in schema["paths"], path
     assert "requestBody" in schema["paths"][ep.RECEIVE_MESSAGE]["post"]
+
+
+def test_a_token_guards_every_route_but_health(start_avatar: Start) -> None:
+    local, _ = start_avatar(**{"avatar.token": "s3cret"})
+    ws_url = local.url.replace("http://", "ws://") + "/ws"
+    guarded_gets = ("/openapi.json", "/docs", "/redoc", "/", "/display/display.js", "/display/display.css")
+    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+        for path in guarded_gets:
+            assert http.get(path).status_code == 401, path
+            assert http.get(path, params={"token": "nope"}).status_code == 401, path
+        assert http.post(ep.START_ROUND, params={"token": "s3cret"}, json=captured("/startRound")).status_code == 401
+        assert http.get("/health").status_code == 200
+        assert http.get("/openapi.json", headers={"authorization": "Bearer s3cret"}).status_code == 200
+        # the docs page loads its schema with the token it was opened with
+        docs = http.get("/docs", params={"token": "s3cret"})
+        assert docs.status_code == 200 and "/openapi.json?token=s3cret" in docs.text
+    with pytest.raises(Exception, match=r"401|403|4401|rejected"):
+        with ws_connect(ws_url) as ws:
+            ws.recv(timeout=HTTP_TIMEOUT)
+    # a browser opening the page with ?token= gets a cookie for the files and the feed it loads
+    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as browser:
+        assert browser.get("/", params={"token": "s3cret"}).status_code == 200
+        assert browser.get("/display/display.js").status_code == 200
+        cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+    with ws_connect(ws_url, additional_headers={"cookie": cookie}) as ws:
+        assert json.loads(ws.recv(timeout=HTTP_TIMEOUT))["type"] == "snapshot"
+    with ws_connect(ws_url + "?token=s3cret") as ws:
+        assert json.loads(ws.recv(timeout=HTTP_TIMEOUT))["type"] == "snapshot"
 
 
 def post_in_background(url: str, path: str, body: dict[str, Any]) -> tuple[threading.Thread, dict[str, Any]]:

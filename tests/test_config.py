@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.config import BrokerSettings, Config, ConfigError, CoreSettings
+from workers.config import BrokerSettings, Config, ConfigError, CoreSettings, inherited_flags_env
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -105,3 +105,29 @@ def test_common_flags_before_or_after_the_command() -> None:
     assert (before.log_level, before.overrides, before.config) == ("DEBUG", ["a=1"], "x.toml")
     after = parse_arguments(["--set", "a=1", "broker", "--set", "b=2", "--log-level", "ERROR"])
     assert (after.log_level, after.overrides, after.config) == ("ERROR", ["a=1", "b=2"], None)
+
+
+def test_secrets_from_a_file_named_in_the_environment(tmp_path: Path) -> None:
+    secret = tmp_path / "token"
+    secret.write_text("s3cret\n")
+    config = Config.load(None, environ={"HUMAINE_ENV_BROKER_PASSWORD_FILE": str(secret)})
+    assert config.broker.password == "s3cret"
+    # the variable itself wins over the file, a flag over both
+    both = {"HUMAINE_ENV_BROKER_PASSWORD_FILE": str(secret), "HUMAINE_ENV_BROKER_PASSWORD": "direct"}
+    assert Config.load(None, environ=both).broker.password == "direct"
+    missing = Config.load(None, environ={"HUMAINE_ENV_BROKER_PASSWORD_FILE": str(tmp_path / "nope")})
+    with pytest.raises(ConfigError) as error:
+        missing.broker  # noqa: B018 - the section is read lazily
+    assert str(error.value).startswith("HUMAINE_ENV_BROKER_PASSWORD_FILE: cannot read") and "\n" not in str(error.value)
+
+
+def test_flags_inherited_by_environment_come_before_the_process_own() -> None:
+    environ = inherited_flags_env(['broker.password="from-parent"', "broker.keepalive_s=40"], {})
+    assert Config.load(None, environ=environ).broker.password == "from-parent"
+    mine = Config.load(None, environ=environ, overrides=["broker.keepalive_s=50"])
+    assert (mine.broker.password, mine.broker.keepalive_s) == ("from-parent", 50)
+    # a grandchild gets the flags its parent inherited, then the parent's own
+    again = inherited_flags_env(["broker.keepalive_s=60"], environ)
+    assert Config.load(None, environ=again).broker.keepalive_s == 60
+    with pytest.raises(ConfigError, match="HUMAINE_ENV_SET"):
+        Config.load(None, environ={"HUMAINE_ENV_SET": "{not json"})

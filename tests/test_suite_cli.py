@@ -10,8 +10,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.helpers import MosquittoBroker, free_port, wait_for
@@ -181,11 +187,25 @@ def suite_config(tmp_path: Path, broker_port: int) -> Path:
     return path
 
 
+def children_command_lines(pid: int) -> list[str]:
+    """The command lines of ``pid``'s children, as ``ps`` shows them to any user."""
+    lines = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                lines.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return lines
+
+
 def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
     port = free_port()
     config = suite_config(tmp_path, port)
+    avatar_url = f"http://127.0.0.1:{tomllib.loads(config.read_text())['avatar']['port']}"
+    secret = f"tok-{os.getpid()}-secret"
     process = subprocess.Popen(
-        [*CLI, "run", "--config", str(config)],
+        [*CLI, "run", "--config", str(config), "--set", f'avatar.token="{secret}"'],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=tmp_path,
         start_new_session=True,
     )
@@ -211,6 +231,12 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         # no microphone here and no console: typed input, which ends with the closed stdin
         assert table["mic"].startswith(("online", "offline", "exited (0)")), output
         assert table["camera"] in ("online", "exited (3)"), output  # no webcam here: said why, not restarted
+        # the token given with --set reached the avatar, by environment, not on a command line
+        children = children_command_lines(process.pid)
+        assert any(" avatar" in line for line in children), children
+        assert not [line for line in children if secret in line], children
+        assert httpx.get(avatar_url + "/openapi.json", timeout=10).status_code == 401
+        assert httpx.get(avatar_url + "/openapi.json", headers={"authorization": f"Bearer {secret}"}, timeout=10).status_code == 200
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         rest, _ = process.communicate(timeout=15)
         output += rest

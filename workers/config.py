@@ -9,6 +9,11 @@ Environment variables map onto sections: ``HUMAINE_ENV_BROKER_URL`` sets ``[brok
 ``HUMAINE_ENV_ENVIRONMENT_UUID`` sets the top-level ``environment_uuid``. A field may declare
 a shorter alias with ``Field(json_schema_extra={"env": "VOSK_MODEL"})``. Flags use
 ``--set section.key=value`` (or a worker's dedicated flag, which does the same).
+
+Secrets never need the command line, where every user of the machine can read them (``ps``):
+``HUMAINE_ENV_AVATAR_TOKEN=...``, or ``HUMAINE_ENV_AVATAR_TOKEN_FILE=/run/secrets/token`` to read
+the value from a file (any key; trailing newlines dropped). ``run`` hands its own ``--set``
+flags to its children in :data:`SET_ENV_VAR`, not on their command lines.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ else:  # pragma: no cover - Python 3.10
 
 ENV_PREFIX = "HUMAINE_ENV_"
 CONFIG_ENV_VAR = f"{ENV_PREFIX}CONFIG"
+SET_ENV_VAR = f"{ENV_PREFIX}SET"
+"""A JSON list of ``section.key=value`` flags, applied before the process's own ``--set``."""
+FILE_SUFFIX = "_FILE"
 DEFAULT_CONFIG_FILE = "humaine-env.toml"
 DEFAULT_AVATARS = ("Celia", "Watson")
 
@@ -135,6 +143,35 @@ def parse_flag_value(raw: str) -> Any:
         return raw
 
 
+def _read_secret(variable: str, path: str) -> str:
+    """The content of the file ``variable`` names, without trailing newlines."""
+    try:
+        return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{variable}: cannot read {path}: {reason}") from None
+
+
+def _inherited_flags(environ: Mapping[str, str]) -> list[str]:
+    """The ``--set`` flags a parent passed in :data:`SET_ENV_VAR`."""
+    raw = environ.get(SET_ENV_VAR)
+    if not raw:
+        return []
+    try:
+        flags = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{SET_ENV_VAR} is not valid JSON: {exc}") from None
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise ConfigError(f"{SET_ENV_VAR} must be a JSON list of section.key=value strings")
+    return flags
+
+
+def inherited_flags_env(flags: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment entry that hands ``flags`` to a child process (see :data:`SET_ENV_VAR`),
+    after those this process inherited itself (``environ``)."""
+    return {SET_ENV_VAR: json.dumps([*_inherited_flags(environ), *flags])}
+
+
 class Config:
     """The merged configuration of one process."""
 
@@ -183,7 +220,7 @@ class Config:
             flat = dict(overrides)
         else:
             flat = {}
-            for item in overrides:
+            for item in [*_inherited_flags(env), *overrides]:
                 key, sep, value = item.partition("=")
                 if not sep or not key.strip():
                     raise ConfigError(f"--set expects section.key=value, got {item!r}")
@@ -235,9 +272,12 @@ class Config:
             if isinstance(extra, dict) and isinstance(extra.get("env"), str):
                 keys.insert(0, f"{ENV_PREFIX}{extra['env']}".upper())
             for key in keys:
-                if key in self._environ:
+                raw = self._environ.get(key)
+                if raw is None and key + FILE_SUFFIX in self._environ:
+                    raw = _read_secret(key + FILE_SUFFIX, self._environ[key + FILE_SUFFIX])
+                if raw is not None:
                     try:
-                        found[field_name] = _coerce_env_value(self._environ[key], info.annotation)
+                        found[field_name] = _coerce_env_value(raw, info.annotation)
                     except json.JSONDecodeError as exc:
                         raise ConfigError(f"{key} is not valid JSON: {exc}") from None
                     break

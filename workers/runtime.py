@@ -39,6 +39,11 @@ WATCHDOG_INTERVAL_S = 0.5
 """How often the watchdog looks at the bus's network thread."""
 
 
+class WorkerUnavailable(Exception):
+    """Raised by :meth:`Worker.run` when the worker cannot run here and retrying cannot help (a
+    media file that cannot be read): one line, then :data:`EXIT_UNAVAILABLE`."""
+
+
 class Worker:
     """Base of every worker. Subclasses set :attr:`name` and implement :meth:`run`."""
 
@@ -164,11 +169,15 @@ def run_worker(worker: Worker, install_signals: bool = True) -> int:
         print(f"humaine-env {worker.worker_id}: {exc}", file=sys.stderr, flush=True)
         return EXIT_UNAVAILABLE
     started = time.monotonic()
+    code = 0
     try:
         worker.run(worker.stop_event)
     except KeyboardInterrupt:
         pass
+    except WorkerUnavailable as exc:
+        worker.report_error(f"cannot run: {exc}")  # the one line (report_error logs it)
+        code = EXIT_UNAVAILABLE
     finally:
         worker.close()
     worker.log.debug("stopped after %.1f s", time.monotonic() - started)
-    return worker.exit_code
+    return code or worker.exit_code

@@ -28,7 +28,7 @@ from orchestrator_client.models import Bid
 from workers.broker import StartedBroker, broker_for
 from workers.bus import Bus
 from workers.cli import COMMANDS, available, status_name
-from workers.config import Config, OrchestratorSettings, Section, parse_flag_value
+from workers.config import Config, OrchestratorSettings, Section, inherited_flags_env, parse_flag_value
 from workers.messages import AgentMessageSeen, OutgoingMessage, Status
 from workers.parent import PARENT_ENV
 from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
@@ -65,6 +65,8 @@ class RunSettings(Section):
 class Child:
     name: str
     argv: list[str]
+    env: dict[str, str] | None = None
+    """The child's whole environment (None: this process's)."""
     console: bool = False
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
@@ -76,7 +78,7 @@ class Child:
         """Start the child; it ends when this process ends, even by ``kill -9`` (see
         :mod:`workers.parent`)."""
         stdin = None if self.console else subprocess.DEVNULL
-        env = {**os.environ, PARENT_ENV: str(os.getpid())}
+        env = {**(self.env if self.env is not None else os.environ), PARENT_ENV: str(os.getpid())}
         self.process = subprocess.Popen(self.argv, stdin=stdin, env=env)
         self.started = time.monotonic()
 
@@ -133,11 +135,11 @@ def display_url(config: Config) -> str:
 
 
 def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict[str, str]) -> list[str]:
+    """The command line of one child. The user's own ``--set`` flags are not on it (they may
+    hold a secret, and a command line is public): :func:`child_env` passes them."""
     argv = [sys.executable, "-m", "workers.cli", name]
     if args.config:
         argv += ["--config", args.config]
-    for override in args.overrides:
-        argv += ["--set", override]
     if args.log_level:
         argv += ["--log-level", args.log_level]
     argv += ["--set", f'broker.url="{broker_url}"', "--set", 'broker.mode="external"']
@@ -180,6 +182,10 @@ def taken_port(ports: list[tuple[str, str, int]]) -> str | None:
     return None
 
 
+def child_env(args: argparse.Namespace) -> dict[str, str]:
+    return {**os.environ, **inherited_flags_env(args.overrides, os.environ)}
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
     with_stand_ins = not eo_configured(config)
     names = choose_workers(args, config.section(RunSettings), with_stand_ins)
@@ -204,7 +210,8 @@ def _run_suite(
     stop = threading.Event()
     install_stop_signals(stop.set)
     console_taker = "mic" if "mic" in names and sys.stdin is not None and sys.stdin.isatty() else None
-    children = [Child(n, child_argv(n, args, broker_url, extra), console=(n == console_taker)) for n in names]
+    env = child_env(args)
+    children = [Child(n, child_argv(n, args, broker_url, extra), env, console=(n == console_taker)) for n in names]
 
     statuses: dict[str, Status] = {}
     bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)

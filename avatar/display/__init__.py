@@ -5,6 +5,8 @@ network thread) and go to every open page. The hub keeps the current picture (ro
 speaking, captions, attention, pending confirmations) so a page opened or reloaded mid-round
 shows the right state at once; after that it receives each event as it happens.
 A page that cannot keep up (queue full) is disconnected rather than slowing the others.
+Each event is serialised once, strictly: one that is not valid JSON (a ``NaN`` from anywhere)
+is dropped with a line rather than sent as text the page's ``JSON.parse`` throws away.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from orchestrator_client.http_edge import strict_dumps
+from workers.logs import RateLimitedLog
+
 log = logging.getLogger(__name__)
+_drops = RateLimitedLog(log)
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 CLIENT_QUEUE_MAX = 256
@@ -30,7 +36,7 @@ class DisplayHub:
     def __init__(self, avatars: list[str], confirm_mode: str) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._clients: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        self._clients: set[asyncio.Queue[str | None]] = set()
         self._state: dict[str, Any] = {
             "avatars": list(avatars),
             "confirm_mode": confirm_mode,
@@ -58,8 +64,16 @@ class DisplayHub:
         with self._lock:
             return {"type": SNAPSHOT, **copy.deepcopy(self._state)}
 
+    def snapshot_text(self) -> str:
+        """The snapshot as the JSON text a new page gets first."""
+        text = _serialise(self.snapshot())
+        return text if text is not None else _serialise({"type": SNAPSHOT}) or "{}"
+
     def emit(self, event: dict[str, Any], update: Callable[[dict[str, Any]], None] | None = None) -> None:
         """Apply ``update`` to the kept state, then send ``event`` to every page."""
+        text = _serialise(event)
+        if text is None:
+            return
         if update is not None:
             with self._lock:
                 update(self._state)
@@ -67,11 +81,11 @@ class DisplayHub:
         if loop is None or loop.is_closed():
             return
         try:
-            loop.call_soon_threadsafe(self._fan_out, event)
+            loop.call_soon_threadsafe(self._fan_out, text)
         except RuntimeError:  # loop closed between the check and the call
             pass
 
-    def _fan_out(self, event: dict[str, Any]) -> None:
+    def _fan_out(self, event: str) -> None:
         for queue in list(self._clients):
             try:
                 queue.put_nowait(event)
@@ -83,14 +97,23 @@ class DisplayHub:
         self.sent += 1
 
     # -- clients (event loop) ----------------------------------------------------------------
-    def register(self) -> asyncio.Queue[dict[str, Any] | None]:
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(CLIENT_QUEUE_MAX)
+    def register(self) -> asyncio.Queue[str | None]:
+        queue: asyncio.Queue[str | None] = asyncio.Queue(CLIENT_QUEUE_MAX)
         self._clients.add(queue)
         return queue
 
-    def unregister(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
+    def unregister(self, queue: asyncio.Queue[str | None]) -> None:
         self._clients.discard(queue)
 
     @property
     def client_count(self) -> int:
         return len(self._clients)
+
+
+def _serialise(event: dict[str, Any]) -> str | None:
+    """Strict JSON text of ``event``, or None (logged) when it holds something JSON has not."""
+    try:
+        return strict_dumps(event)
+    except (TypeError, ValueError) as exc:
+        _drops.warning(("unserialisable", event.get("type")), "display event %r dropped: %s", event.get("type"), exc)
+        return None

@@ -1,37 +1,29 @@
 """A demo seller's HTTP face: the platform's agent API (``/setUtility``, ``/startRound``,
 ``/endRound``, ``/receiveMessage``, ``/receiveRejection``) over a :class:`SellerAgent`.
 
-Every endpoint answers at once with an acknowledgement (the EO waits for it); a body that is
-not a JSON object is a 422 with a readable reason, never a crash.
+Every endpoint answers at once with an acknowledgement (the EO waits for it). Bodies are read
+on the shared edge (:mod:`orchestrator_client.http_edge`): not JSON we take is a 400, a body
+that is not a JSON object a 422, each with a readable reason, never a crash.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.demo_agents.agent import SellerAgent
-from orchestrator_client.models import acknowledgement
-
-
-class BadBody(Exception):
-    pass
+from orchestrator_client.http_edge import BodyDocs, BodyRefused, edge_app, json_body
+from orchestrator_client.models import EndRound, Message, Rejection, SetUtility, StartRound, acknowledgement
 
 
 async def _object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    try:
-        body = json.loads(raw) if raw else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BadBody(f"the body of {request.url.path} is not JSON") from None
+    body = await json_body(request)
     if not isinstance(body, dict):
-        raise BadBody(f"the body of {request.url.path} must be a JSON object")
+        raise BodyRefused(422, f"the body of {request.url.path} must be a JSON object")
     return body
 
 
@@ -41,26 +33,23 @@ def create_agent_app(agent: SellerAgent) -> FastAPI:
         yield
         await agent.aclose()
 
-    app = FastAPI(title=f"demo seller {agent.name}", lifespan=lifespan)
+    app = edge_app(title=f"demo seller {agent.name}", lifespan=lifespan)
     app.state.agent = agent
+    docs = BodyDocs(app)
 
-    @app.exception_handler(BadBody)
-    async def bad_body(_request: Request, exc: BadBody) -> JSONResponse:
-        return JSONResponse({"status": "error", "error": str(exc)}, status_code=422)
-
-    def route(path: str, handle: Callable[[dict[str, Any]], None]) -> None:
+    def route(path: str, handle: Callable[[dict[str, Any]], None], model: Any) -> None:
         async def endpoint(request: Request) -> dict[str, Any]:
             body = await _object(request)
             handle(body)
             return acknowledgement(roundId=body.get("roundId", agent.round_id))
 
-        app.post(path, name=path.strip("/"))(endpoint)
+        app.post(path, name=path.strip("/"), openapi_extra=docs(model))(endpoint)
 
-    route(ep.SET_UTILITY, agent.set_utility)
-    route(ep.START_ROUND, agent.start_round)
-    route(ep.END_ROUND, agent.end_round)
-    route(ep.RECEIVE_MESSAGE, agent.receive_message)
-    route(ep.RECEIVE_REJECTION, agent.receive_rejection)
+    route(ep.SET_UTILITY, agent.set_utility, SetUtility)
+    route(ep.START_ROUND, agent.start_round, StartRound)
+    route(ep.END_ROUND, agent.end_round, EndRound)
+    route(ep.RECEIVE_MESSAGE, agent.receive_message, Message)
+    route(ep.RECEIVE_REJECTION, agent.receive_rejection, Rejection)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """The stand-in EO's HTTP face: the platform's paths over :class:`StandinOrchestrator`.
 
-Bodies are read as raw JSON (not through FastAPI's validation) so that every refusal - not
-JSON, a missing key, an unknown round - is one ``{"status": "error", "error": "..."}`` answer
-with a 4xx/5xx status, never a crash and never a stack trace.
+Bodies are read as raw JSON (not through FastAPI's validation) on the shared edge
+(:mod:`orchestrator_client.http_edge`), so that every refusal - not JSON we take, a missing
+key, an unknown round - is one ``{"status": "error", "error": "..."}`` answer with a 4xx
+status, never a crash and never a stack trace. The OpenAPI schema still documents the bodies.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,21 +17,14 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.models import acknowledgement
+from orchestrator_client.http_edge import BodyDocs, EdgeJSONResponse, edge_app, json_body
+from orchestrator_client.models import InitializeRound, Message, StartRound, acknowledgement
 from orchestrator_client.standin.engine import StandinError, StandinOrchestrator
 from orchestrator_client.standin.settings import StandinSettings
 
 log = logging.getLogger(__name__)
 
 HEALTH_PATH = "/health"
-
-
-async def _json(request: Request) -> Any:
-    raw = await request.body()
-    try:
-        return json.loads(raw) if raw else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise StandinError(400, f"the body of {request.url.path} is not JSON") from None
 
 
 def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrchestrator | None = None) -> FastAPI:
@@ -43,36 +36,32 @@ def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrc
         yield
         await engine.aclose()
 
-    app = FastAPI(
+    app = edge_app(
         title="humaine-env stand-in Environment Orchestrator",
         description="The part of the HUMAINE EO a room needs: rounds, R0-R4, forwarding.",
         lifespan=lifespan,
     )
     app.state.orchestrator = engine
+    docs = BodyDocs(app)
 
     @app.exception_handler(StandinError)
     async def refused(request: Request, exc: StandinError) -> JSONResponse:
         log.warning("%s %s refused (%s): %s", request.method, request.url.path, exc.status_code, exc.message)
-        return JSONResponse(exc.body(), status_code=exc.status_code)
+        return EdgeJSONResponse(exc.body(), status_code=exc.status_code)
 
-    @app.exception_handler(Exception)
-    async def failed(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("%s %s failed", request.method, request.url.path)
-        return JSONResponse({"status": "error", "error": f"internal error: {exc}"}, status_code=500)
-
-    @app.post(ep.INITIALIZE_ROUND)
+    @app.post(ep.INITIALIZE_ROUND, openapi_extra=docs(InitializeRound))
     async def initialize_round(request: Request) -> dict[str, Any]:
-        rnd = engine.initialize(await _json(request))
+        rnd = engine.initialize(await json_body(request))
         return acknowledgement(roundId=rnd.round_id)
 
-    @app.post(ep.START_ROUND)
+    @app.post(ep.START_ROUND, openapi_extra=docs(StartRound))
     async def start_round(request: Request) -> dict[str, Any]:
-        rnd = engine.start(await _json(request))
+        rnd = engine.start(await json_body(request))
         return acknowledgement(roundId=rnd.round_id, durations=rnd.durations.body())
 
-    @app.post(ep.RELAY_MESSAGE)
+    @app.post(ep.RELAY_MESSAGE, openapi_extra=docs(Message))
     async def relay_message(request: Request) -> dict[str, Any]:
-        return await engine.relay(await _json(request))
+        return await engine.relay(await json_body(request))
 
     @app.get(ep.VIEW_QUEUE + "/{round_id}")
     async def view_queue(round_id: str) -> Any:

@@ -25,7 +25,7 @@ from workers.camera.preview import Preview
 from workers.camera.settings import CameraSettings
 from workers.config import Config
 from workers.messages import NOBODY, Attention, HeadPose
-from workers.runtime import Worker
+from workers.runtime import Worker, WorkerUnavailable
 
 
 class CameraWorker(Worker):
@@ -84,17 +84,19 @@ class CameraWorker(Worker):
                         self.settings.fps, clock=self.clock, stop=stop,
                     )
                 except VideoSourceError as exc:
-                    self.report_error(f"camera unavailable: {exc}")
                     if not self.settings.source.startswith("webcam"):
-                        return
+                        raise WorkerUnavailable(str(exc)) from None  # a file does not get better by waiting
+                    self.report_error(f"camera unavailable: {exc}")
                     stop.wait(self.settings.retry_s)
                     continue
                 self.source = source
                 if self.preview is not None and not self.preview.fps:
                     self.preview.fps = source.fps  # the recording plays at the camera's speed
                 self.report_ok(source.description)
+                read = 0
                 try:
                     for frame in frames(source, stop):
+                        read += 1
                         self.handle(self.pipeline.process(frame))
                 except VideoSourceError as exc:
                     self.report_error(f"camera lost: {exc}; retrying every {self.settings.retry_s:g} s")
@@ -104,6 +106,8 @@ class CameraWorker(Worker):
                 finally:
                     source.close()
                 if not isinstance(source, WebcamSource):
+                    if not read and not stop.is_set():
+                        raise WorkerUnavailable(f"{source.description}: not one frame could be read")
                     return  # a file or folder ended
         finally:
             self._lost()

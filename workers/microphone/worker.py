@@ -11,7 +11,15 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar, TextIO
 
-from hardware.audio import AudioSource, AudioSourceError, NoInputDeviceError, open_source, resilient_blocks
+from hardware.audio import (
+    AudioSource,
+    AudioSourceError,
+    NoInputDeviceError,
+    UnreadableMediaError,
+    is_device,
+    open_source,
+    resilient_blocks,
+)
 from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
 from workers.bus import Bus
@@ -22,7 +30,7 @@ from workers.microphone.engines import load_recognizer
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
-from workers.runtime import Worker, wait_for_stop
+from workers.runtime import Worker, WorkerUnavailable, wait_for_stop
 
 TYPED_ENGINE = "typed"
 
@@ -90,7 +98,7 @@ class MicrophoneWorker(Worker):
         try:
             first = self._open(spec)
         except NoInputDeviceError as exc:
-            if self.settings.typed_fallback and spec.strip().lower().startswith("mic"):
+            if self.settings.typed_fallback and is_device(spec):
                 self.log.warning("%s; falling back to typed input", exc)
                 self.mode = "typed"
                 self.report_ok("no microphone: typed input")
@@ -98,6 +106,8 @@ class MicrophoneWorker(Worker):
                 return
             first = None
             self.report_error(str(exc))
+        except UnreadableMediaError as exc:
+            raise WorkerUnavailable(str(exc)) from None  # a file does not get better by waiting
         except AudioSourceError as exc:
             first = None
             self.report_error(str(exc))
