@@ -110,8 +110,10 @@ def test_hostile_bodies_are_refused_in_one_answer_never_a_5xx(apps: dict[str, st
                     assert response.status_code < 500, (name, path, label, response.text)
                     answer = response.json()  # always JSON, strictly
                     assert json.loads(response.content, parse_constant=pytest.fail) == answer
-                    if name == "avatar" and path == ep.CONFIRM_ACCEPT:
-                        assert (response.status_code, answer) == (200, {"status": "rejected"}), (label, answer)
+                    if name == "avatar":  # the EO calls these and exits on an error answer
+                        eo_answers = ({"status": "acknowledged"}, {"status": "rejected"}) if path == ep.CONFIRM_ACCEPT else (
+                            {"status": "Acknowledged"},)
+                        assert response.status_code == 200 and answer in eo_answers, (path, label, answer)
                     elif label not in ("lone surrogate", "empty", "null"):
                         assert response.status_code in (400, 422), (name, path, label, response.text)
             assert http.get(f"{url}/health").status_code == 200, name
