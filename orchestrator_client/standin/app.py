@@ -81,7 +81,7 @@ def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrc
 
     @app.post(ep.RECEIVE_HUMAN_ALLOCATION)
     async def human_allocation(request: Request) -> dict[str, Any]:
-        return engine.human_allocation(await _json(request))
+        return engine.human_allocation(await json_body(request))
 
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:

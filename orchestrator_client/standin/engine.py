@@ -498,10 +498,12 @@ class StandinOrchestrator:
         return {"roundId": round_id, "status": "Failed", "Reason": "No body supplied."}
 
     def _known_to_the_eo(self, round_id: object) -> Round:
-        """The round, or the platform EO's answer for an unknown one: 500 (and it goes on)."""
+        """The round, or a refusal for an unknown one. The platform EO answers 500 there (and
+        goes on); the stand-in answers 404, a client error as it is, which the round check reads
+        the same way (any HTTP error: unknown) - no input gets a 5xx from our services."""
         rnd = self.rounds.get(round_key(round_id))
         if rnd is None or rnd.phase == "ended":
-            raise StandinError(500, f"unknown roundId {round_id!r}", roundId=round_id)
+            raise StandinError(404, f"unknown roundId {round_id!r}", roundId=round_id)
         return rnd
 
     def summary(self) -> dict[str, Any]:
