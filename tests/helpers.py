@@ -11,12 +11,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from workers.broker import BrokerAddress, broker_answers
 
 # Session tests: the sessions are espeak-ng negotiation speech, what pocketsphinx's domain model is tuned for
 # (it is off by default: on other speech it invents deal terms).
 PS_DOMAIN = {"microphone.engine": "pocketsphinx", "microphone.pocketsphinx_domain_lm": True}
+
+
+def load_script(name: str) -> Any:
+    """A module of ``scripts/`` (not a package) by name, e.g. the speech corpus recipes."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def free_port() -> int:

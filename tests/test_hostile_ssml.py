@@ -17,6 +17,7 @@ from avatar.harness import utterance
 from avatar.ssml import SsmlLimits, prepare
 from hardware.speaker import Speaker, VoiceSettings, WavSink
 from orchestrator_client import endpoints as ep
+from tests.helpers import wait_for
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner
 from tests.test_avatar_speech import agent, ready
 from workers.messages import Speaking
@@ -118,7 +119,8 @@ def test_a_long_message_is_cut_at_max_speaking_s_and_the_next_one_follows(
         celia_ms = events[1].at - events[0].at
         assert 1400 <= celia_ms < 3000, celia_ms  # cut at 1.5 s of audio (paced like a sound card)
         assert elapsed < 10, elapsed
-        assert local.controller.queue.stats.spoken == 2
+        # counted once the speaker returns, a moment after the end event is published
+        assert wait_for(lambda: local.controller.queue.stats.spoken == 2, 5), local.controller.queue.stats
     finally:
         avatars.close()
 

@@ -4,40 +4,29 @@ audio's clock (``sessions/merge_check.py``; the full corpus and figures: ``bench
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
 from sessions import merge_check
+from tests.helpers import load_script
 from transcript.settings import TranscriptSettings
 from workers.config import Config
 from workers.microphone.engines import load_recognizer
 from workers.microphone.settings import MicrophoneSettings
 
-ROOT = Path(__file__).resolve().parent.parent
 VOICE = "en-us"
 ONE_MESSAGE_BOUND = 0.6
-"""Of the hesitation pauses heard as two finals, the share that must become one message (see
-the module's measured figures in bench/merging.py: the recogniser's errors on short first
-halves, not the merger, decide the rest)."""
-
-
-def _paused_speech() -> object:
-    spec = importlib.util.spec_from_file_location("paused_speech", ROOT / "scripts" / "paused_speech.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["paused_speech"] = module
-    spec.loader.exec_module(module)
-    return module
+"""Of the hesitation pauses heard as two finals, the share that must become one message.
+Measured by bench/merging.py on the whole corpus: 0.70 with Whisper and with pocketsphinx; the
+recogniser's errors on short first halves ("can you give me a" heard as "Can you give me aid?"),
+not the merger, decide the rest."""
 
 
 @pytest.fixture(scope="module")
 def report() -> merge_check.MergeReport:
-    corpus = _paused_speech()
-    items = corpus.corpus((VOICE,), (700,))  # type: ignore[attr-defined]
+    corpus = load_script("paused_speech")
+    items = corpus.corpus((VOICE,), (700,))
     config = Config.load(None, os.environ, {})
     mic = config.section(MicrophoneSettings)
     return merge_check.run(items, load_recognizer(mic, config.core.data_dir), mic, TranscriptSettings(), config.core.avatars)

@@ -3,12 +3,12 @@ word-error-rate bounds (see the issue's closing note for the figures)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.helpers import load_script
 from workers.microphone.engine_pocketsphinx import DECODER_DEFAULTS, PocketsphinxRecognizer
 from workers.microphone.engines import load_recognizer
 from workers.microphone.evaluation import (
@@ -22,7 +22,6 @@ from workers.microphone.evaluation import (
 from workers.microphone.recognizer import EngineUnavailable
 from workers.microphone.settings import MicrophoneSettings
 
-ROOT = Path(__file__).resolve().parent.parent
 # Bounds: the measured corpus WER of this pocketsphinx build plus a margin for other builds.
 READ_SPEECH_BOUND = 0.35  # measured 0.29 (goforward + 5 librivox sentences, general model)
 ASTERISK_BOUND = 0.45  # measured 0.37 on the first 10 plain-word prompts
@@ -31,13 +30,8 @@ NEGOTIATION_BOUND = 0.5  # measured 0.445 over 90 utterances (30 sentences × 3 
 # Domain biasing on the first 6 en-us utterances: measured 0.63 (general) → 0.23 (domain).
 
 
-def load_synth() -> object:
-    spec = importlib.util.spec_from_file_location("synth_speech", ROOT / "scripts" / "synth_speech.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["synth_speech"] = module
-    spec.loader.exec_module(module)
-    return module
+def load_synth() -> Any:
+    return load_script("synth_speech")
 
 
 def negotiation_samples(voices: tuple[str, ...] | None = None) -> list[Sample]:
