@@ -13,7 +13,6 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -64,20 +63,21 @@ class BargeInReport:
         return len(delays), len(mine), delays
 
 
-def avatar_voices(replies: Iterable[str] = REPLIES, out_dir: Path | None = None) -> list[np.ndarray]:
-    """Each reply in each avatar's voice, as the Avatar Controller's speaker writes it."""
+def avatar_voices(replies: Iterable[str] = REPLIES) -> list[np.ndarray]:
+    """Each reply in each avatar's voice, as the Avatar Controller's speaker writes it (the
+    WAVs are read into memory and their folder removed)."""
     settings = AvatarSettings()
-    directory = out_dir or Path(tempfile.mkdtemp(prefix="barge-in-echo-"))
-    speaker = Speaker(WavSink(directory, realtime=False))
     out: list[np.ndarray] = []
-    try:
-        for index, text in enumerate(replies):
-            for avatar in sorted(settings.voices):
-                spoken = speaker.speak(text, settings.voice_for(avatar), name=f"{avatar}-{index}")
-                assert spoken.path is not None
-                out.append(load_audio(spoken.path))
-    finally:
-        speaker.close()
+    with tempfile.TemporaryDirectory(prefix="barge-in-echo-") as directory:
+        speaker = Speaker(WavSink(directory, realtime=False))
+        try:
+            for index, text in enumerate(replies):
+                for avatar in sorted(settings.voices):
+                    spoken = speaker.speak(text, settings.voice_for(avatar), name=f"{avatar}-{index}")
+                    assert spoken.path is not None
+                    out.append(load_audio(spoken.path))
+        finally:
+            speaker.close()
     return out
 
 

@@ -340,22 +340,22 @@ def _record(room: Room, name: str, observed: Any) -> None:
     RESULTS.setdefault(name, {})[room.backend] = observed
 
 
-@pytest.mark.parametrize("name", NORMAL)
-def test_case(room: Room, name: str) -> None:
+def _run_case(room: Room, name: str) -> None:
+    """Start a round, play the case's scenario, record what was observed and compare."""
     scenario, expected = CASES[name]
     room.start_round()
     observed = scenario(room)
     _record(room, name, observed)
     assert observed == expected
+
+
+@pytest.mark.parametrize("name", NORMAL)
+def test_case(room: Room, name: str) -> None:
+    _run_case(room, name)
 
 
 def test_round_check(room: Room) -> None:
-    name = next(n for n in CASES if n.startswith("round check"))
-    scenario, expected = CASES[name]
-    room.start_round()
-    observed = scenario(room)
-    _record(room, name, observed)
-    assert observed == expected
+    _run_case(room, next(n for n in CASES if n.startswith("round check")))
 
 
 def test_round_totals(room: Room) -> None:
