@@ -127,6 +127,10 @@ class Bus:
         self._subscriptions: list[_Subscription] = []
         self._lock = threading.Lock()
         self._connected = threading.Event()
+        self._ready = threading.Event()
+        """Connected and every subscription acknowledged by the broker (SUBACK): from then on
+        nothing published to a subscribed topic can miss this client."""
+        self._pending_subscriptions: set[int] = set()
         self._drops = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
         self._persistent = persistent
         self._loop_started = False
@@ -147,6 +151,7 @@ class Bus:
         self.client.on_connect_fail = self._on_connect_fail
         self._lost_reason: str | None = None
         self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
         self.taken_over: Status | None = None
         """The newer instance of this worker that took our client id over (we then stop)."""
         self.subscribe(self._status_topic, Status, self._on_own_status)
@@ -179,7 +184,9 @@ class Bus:
         self._loop_started = True
 
     def wait_connected(self, timeout: float | None = None) -> bool:
-        return self._connected.wait(timeout)
+        """Wait until connected *and* subscribed: a CONNACK alone does not mean the broker has
+        our subscriptions yet, so a message published at once could pass us by."""
+        return self._ready.wait(timeout)
 
     @property
     def connected(self) -> bool:
@@ -212,6 +219,7 @@ class Bus:
         self.client.loop_stop()
         self._loop_started = False
         self._connected.clear()
+        self._ready.clear()
 
     # -- status ------------------------------------------------------------------------------
     def _status(self, state: str, detail: str = "") -> Status:
@@ -261,8 +269,15 @@ class Bus:
         sub = _Subscription(topic, model, handler)
         with self._lock:
             self._subscriptions.append(sub)
-        if self._connected.is_set():
-            self.client.subscribe(topic.name, qos=topic.qos)
+            if self._connected.is_set():
+                self._subscribe_locked(topic.name, topic.qos)
+
+    def _subscribe_locked(self, name: str, qos: int) -> None:
+        """Send a SUBSCRIBE and count it pending until its SUBACK (hold ``self._lock``)."""
+        result, mid = self.client.subscribe(name, qos=qos)
+        if result == mqtt.MQTT_ERR_SUCCESS and mid is not None:
+            self._pending_subscriptions.add(mid)
+            self._ready.clear()
 
     def clear_retained(self, topic: Topic) -> None:
         """Remove a retained message (an empty retained payload deletes it)."""
@@ -289,16 +304,29 @@ class Bus:
                     self.address.url, self.worker_id,
                 )
         with self._lock:
-            topics = {(s.topic.name, s.topic.qos) for s in self._subscriptions}
-        for name, qos in sorted(topics):
-            client.subscribe(name, qos=qos)
-        self._connected.set()
+            self._pending_subscriptions.clear()
+            self._connected.set()
+            for name, qos in sorted({(s.topic.name, s.topic.qos) for s in self._subscriptions}):
+                self._subscribe_locked(name, qos)
+            if not self._pending_subscriptions:
+                self._ready.set()
         state = "online" if self._state == "starting" else self._state
         self.set_status(state, self._detail)
+
+    def _on_subscribe(self, _client: mqtt.Client, _userdata: Any, mid: int, reasons: Any, _props: Any) -> None:
+        for reason in reasons:
+            if reason.is_failure:
+                self._drops.warning(("suback", self.address.url), "the MQTT broker %s refused a subscription of %s: %s",
+                                    self.address.url, self.worker_id, reason)
+        with self._lock:
+            self._pending_subscriptions.discard(mid)
+            if not self._pending_subscriptions and self._connected.is_set():
+                self._ready.set()
 
     def _on_disconnect(self, _client: mqtt.Client, _userdata: Any, _flags: Any, reason: Any, _props: Any) -> None:
         was_connected = self._connected.is_set()
         self._connected.clear()
+        self._ready.clear()
         if was_connected and reason.is_failure and self.taken_over is None:
             # said when the reconnection fails: a broker that answers again at once closed the
             # connection on purpose (another client took our id: see _on_own_status)
