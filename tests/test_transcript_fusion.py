@@ -187,6 +187,11 @@ def test_speech_restarting_before_the_final_holds_a_complete_sentence() -> None:
         ("a dozen eggs", None),
         ("Celia, I'll take it.", None),
         ("three cups of", "ends in 'of'"),
+        ("Watson, can you sell me 3 cups of?", "ends in 'of'"),  # Whisper's reading of a cut-off sentence
+        ("Can you give me?", "ends in 'give' 'me' without the thing given"),
+        ("sell us", "ends in 'sell' 'us' without the thing given"),
+        ("Can you help me?", None),
+        ("Give me two eggs", None),
         ("two eggs and", "ends in 'and'"),
         ("I would like", "ends in 'like'"),
         ("I need the", "ends in 'the'"),

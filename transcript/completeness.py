@@ -10,8 +10,11 @@ final is released at once. The decision reads only the text, so it works the sam
 recogniser; the word lists come from the ``[transcript]`` configuration.
 
 Punctuation, where a recogniser writes it (Whisper does, pocketsphinx and Vosk do not), is
-read first: ``?`` or ``!`` closes an utterance; a trailing comma, dash or ellipsis leaves it
-open.
+read first: ``?`` or ``!`` closes an utterance ("can you do 3?"); a trailing comma, dash or
+ellipsis leaves it open. Except after a hold word: Whisper, hearing a sentence cut off, often
+writes it as a question ("can you sell me three cups of?", "for?"), so a question mark does not
+close a sentence that ends in one. The same goes for a giving verb whose thing is still to come
+("can you give me?", "sell us"): :data:`GIVING_VERBS` followed by ``me`` or ``us``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,12 @@ OPEN_VERBS = ("would", "could", "should", "can", "will", "shall", "might", "must
 also close common answers ("I accept your offer", "yes it is", "what do you have") are left out:
 holding a complete sentence costs the merge gap, splitting a broken one costs a second message."""
 
+GIVING_VERBS = ("give", "sell", "get", "offer", "bring", "send", "pass", "hand", "find", "make", "lend")
+"""Verbs that take the buyer and then the thing ("give me ... two eggs"): ending in one of them
+plus ``me`` or ``us`` reads as cut off. Verbs whose "… me" is complete ("help me", "tell me",
+"show me") are left out."""
+RECEIVERS = ("me", "us")
+
 DEFAULT_HOLD_WORDS: tuple[str, ...] = (*CONJUNCTIONS, *PREPOSITIONS, *DETERMINERS, *FILLERS, *OPEN_VERBS)
 
 
@@ -75,6 +84,11 @@ class Completeness:
         words = [w.lower().lstrip("@") for w in _WORD.findall(stripped)]
         if words and all(w in self.openers for w in words):  # "Hey Watson!" has not said anything yet
             return "says nothing yet but a greeting or a name"
+        last = words[-1] if words else ""
+        if last in self.hold_words:
+            return f"ends in {last!r}"
+        if len(words) >= 2 and last in RECEIVERS and words[-2] in GIVING_VERBS:
+            return f"ends in {words[-2]!r} {last!r} without the thing given"
         if stripped.endswith(_CLOSING):
             return None
         for mark in _TRAILING_OFF:
@@ -82,9 +96,6 @@ class Completeness:
                 return f"trails off with {mark!r}"
         if not words:
             return None
-        last = words[-1]
-        if last in self.hold_words:
-            return f"ends in {last!r}"
         if self.hold_bare_numbers and _bare_number(last):
             return f"ends in a number without its unit ({last!r})"
         return None
