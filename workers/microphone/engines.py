@@ -81,6 +81,7 @@ def _whisper(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
         hotwords=whisper_hotwords(settings) if settings.biasing and settings.whisper_context == "full" else None,
         interims=settings.whisper_interims,
         context=settings.whisper_context,
+        context_pad_s=settings.whisper_context_pad_s,
     )
 
 

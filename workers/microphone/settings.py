@@ -7,6 +7,7 @@ from typing import ClassVar, Literal, get_args
 from pydantic import Field, field_validator
 
 from workers.config import Section
+from workers.microphone.engine_whisper import CONTEXT_PAD_S
 
 EngineChoice = Literal["auto", "whisper", "vosk", "pocketsphinx"]
 ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
@@ -40,6 +41,10 @@ class MicrophoneSettings(Section):
     whisper_context: Literal["utterance", "full"] = "utterance"
     """``utterance``: the encoder sees the utterance plus 1 s, not Whisper's whole 30 s window
     (measured as accurate, several times faster; see ``engine_whisper``)."""
+    whisper_context_pad_s: float = Field(default=CONTEXT_PAD_S, ge=1.0, le=30.0)
+    """Silence the trimmed window keeps after the utterance: Whisper needs some of the padding
+    it was trained with (at 5 s and below the decoder loops on some voices), and the encoder's
+    cost grows with it (``engine_whisper.CONTEXT_PAD_S``)."""
     speculate_ms: int = Field(default=150, ge=0)
     """An engine that decodes whole utterances (Whisper) starts its final this far into a pause,
     while the hangover decides whether the utterance ended: most of the decode then overlaps the
