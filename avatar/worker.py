@@ -6,7 +6,7 @@ import threading
 from typing import Any, ClassVar
 
 from avatar.controller import AvatarController
-from avatar.operator import mount_console
+from avatar.operator import CONSOLE_PATH, mount_console
 from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, open_sink
@@ -40,6 +40,8 @@ class AvatarWorker(Worker):
 
     def run(self, stop: threading.Event) -> None:
         self.server.start()
+        if self.settings.display:
+            self.log.info("operator console: %s%s", self.server.url, CONSOLE_PATH)
         try:
             wait_for_stop(stop)
         finally:

@@ -23,7 +23,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 from websockets.sync.client import connect as ws_connect
 
 from avatar.operator import CONSOLE_PATH
-from avatar.operator.feed import ALERTS_KEPT, UTTERANCES_KEPT, OperatorFeed
+from avatar.operator.feed import ALERTS_KEPT, SILENT_AFTER_MS, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import strict_dumps
@@ -122,7 +122,20 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
                      ("maybe_delivered", "warning")]
     assert "R0: wait for a reply" in feed.alerts()[2].text and "Watson" in feed.alerts()[3].text
 
+    # a worker that stops refreshing its status is reported silent, once, until it is heard again
+    feed.on_status("", _status("online", worker="camera"))
+    later = now_ms() + SILENT_AFTER_MS + 1000
+    feed.check_silent(later)
+    feed.check_silent(later + 1000)
+    assert [a.kind for a in feed.alerts()][-1:] == ["worker_silent"] and len(feed.alerts()) == 8
+    assert feed.view()["workers"]["camera"]["silent"] is True and feed.view()["workers"]["microphone"]["silent"] is False
+    feed.on_status("", _status("online", worker="camera"))
+    assert feed.view()["workers"]["camera"]["silent"] is False
+
     # bounded, and the snapshot is strict JSON
+    for i in range(2 * WORKERS_KEPT):
+        feed.on_status("", _status("online", worker=f"w{i}"))
+    assert len(feed.view()["workers"]) == WORKERS_KEPT and f"w{2 * WORKERS_KEPT - 1}" in feed.view()["workers"]
     for i in range(3 * UTTERANCES_KEPT):
         feed.on_outgoing("", _outgoing(f"n{i}", "undelivered", stages, reason="no round"))
         feed.on_headpose("", HeadPose(source="camera", yaw=i, pitch=0, roll=0, confidence=1, frame_ts=t))

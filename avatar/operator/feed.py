@@ -37,6 +37,7 @@ from workers.messages import (
     Transcript,
     now_ms,
 )
+from workers.runtime import HEALTH_INTERVAL_S
 from workers.topics import Topic, Topics
 
 UTTERANCES_KEPT: Final = 20
@@ -45,6 +46,11 @@ POSES_KEPT: Final = 45
 """Three seconds of head pose at the camera's 15 Hz: the trail on the plot."""
 ENGINES_KEPT: Final = 256
 """Recent final transcripts' engines, by utterance id (a message names its parts' ids)."""
+WORKERS_KEPT: Final = 64
+"""Statuses kept; beyond, the one heard of least recently is forgotten (bus clients come and go)."""
+SILENT_AFTER_MS: Final = int(3 * HEALTH_INTERVAL_S * 1000)
+"""A worker that is not offline refreshes its status every ``HEALTH_INTERVAL_S``: three missed
+refreshes and it is reported silent (hung, or cut off from the broker without its last will)."""
 
 
 class Subscriber(Protocol):
@@ -100,6 +106,7 @@ class OperatorFeed:
             return {
                 "timeline": [{"stage": stage, "label": label, "reply": reply} for stage, label, reply in TIMELINE],
                 "camera": self._camera,
+                "silent_after_ms": SILENT_AFTER_MS,
                 "links": {name: dict(link) for name, link in self._links.items()},
                 "workers": {name: view(w) for name, w in self._workers.items()},
                 "round": self._round,
@@ -122,8 +129,10 @@ class OperatorFeed:
     def on_status(self, _topic: str, status: Status) -> None:
         worker = WorkerView.of(status)
         with self._lock:
-            before = self._workers.get(status.worker)
-            self._workers[status.worker] = worker
+            before = self._workers.pop(status.worker, None)
+            self._workers[status.worker] = worker  # last heard of: last in the dict
+            while len(self._workers) > WORKERS_KEPT:
+                del self._workers[next(iter(self._workers))]
         self.hub.emit({"type": "status", **view(worker)})
         changed = before is None or before.state != status.state or before.detail != status.detail
         if changed and status.state == "offline":
@@ -192,6 +201,19 @@ class OperatorFeed:
             return
         text = str(verdict.message.get("text", ""))[:80]
         self._alert("blocked", "warning", f"the EO blocked {speaker or 'an agent'}'s “{text}”: {verdict.rationale or 'no reason given'}")
+
+    # -- timers (event loop) ---------------------------------------------------------------------
+    def check_silent(self, now: int) -> None:
+        """Report each worker whose status stopped being refreshed, once until it is heard again."""
+        with self._lock:
+            gone = [w for w in self._workers.values() if w.state != "offline" and not w.silent and now - w.seen > SILENT_AFTER_MS]
+            for worker in gone:
+                worker.silent = True
+            views = [view(w) for w in gone]
+        for worker_view in views:
+            self.hub.emit({"type": "status", **worker_view})
+            self._alert("worker_silent", "warning", f"{worker_view['worker']} has not been heard of for "
+                                                    f"{(now - worker_view['seen']) // 1000} s (last state {worker_view['state']})")
 
     # -- links (event loop) ----------------------------------------------------------------------
     def set_link(self, name: str, **values: Any) -> None:

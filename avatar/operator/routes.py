@@ -27,6 +27,7 @@ from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from orchestrator_client.wiring import eo_probe_url
 from workers.camera.settings import CameraSettings
 from workers.config import Config, OrchestratorSettings
+from workers.messages import now_ms
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +50,13 @@ def _page() -> str:
 
 
 async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool], eo_url: str | None) -> None:
-    """Keep the broker's and the EO's reachability current on the consoles."""
+    """Keep the broker's and the EO's reachability current on the consoles, and notice workers
+    that went silent."""
     next_probe = 0.0
     async with httpx.AsyncClient(timeout=EO_PROBE_TIMEOUT_S) as http:
         while True:
             feed.set_link("broker", connected=broker_connected())
+            feed.check_silent(now_ms())
             if eo_url and feed.hub.client_count and time.monotonic() >= next_probe:
                 next_probe = time.monotonic() + EO_PROBE_INTERVAL_S
                 try:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from workers.messages import NOBODY, HeadPose, OutgoingMessage, Speaking, Stage, Stages, Status, new_id, now_ms
 
-AlertKind = Literal["worker_offline", "worker_error", "blocked", "undelivered", "maybe_delivered"]
+AlertKind = Literal["worker_offline", "worker_error", "worker_silent", "blocked", "undelivered", "maybe_delivered"]
 AlertLevel = Literal["error", "warning"]
 
 UNDELIVERED_OUTCOMES: Final = {"undelivered": "undelivered", "failed": "undelivered", "maybe_delivered": "maybe_delivered"}
@@ -41,10 +41,15 @@ class WorkerView(BaseModel):
     detail: str
     health: dict[str, object]
     ts: int
+    seen: int = Field(default_factory=now_ms)
+    """When this status arrived here (this machine's clock: the worker's may differ)."""
+    silent: bool = False
+    """Its status has not been refreshed for longer than workers refresh it."""
 
     @classmethod
     def of(cls, status: Status) -> WorkerView:
-        return cls.model_validate(status.model_dump(include=set(cls.model_fields)))
+        return cls.model_validate(status.model_dump(include={"worker", "state", "host", "pid", "version", "started_at",
+                                                             "detail", "health", "ts"}))
 
 
 class PoseView(BaseModel):

@@ -46,25 +46,27 @@
     if (!row) {
       row = node("tr");
       row.id = "worker-" + w.worker;
-      for (const cls of ["name", "state", "host", "pid", "up", "updated", "figures"]) row.appendChild(node("td", cls));
+      for (const cls of ["name", "state", "host", "pid", "up", "heard", "info"]) row.appendChild(node("td", cls));
+      row.lastChild.append(node("div", "detail"), node("div", "figures"));
       const rows = [...el("workers").tBodies[0].rows, row].sort((a, b) => a.id.localeCompare(b.id));
       for (const r of rows) el("workers").tBodies[0].appendChild(r);
     }
     row.dataset.state = w.state;
     row.querySelector(".name").textContent = w.worker;
-    const state = row.querySelector(".state");
-    state.textContent = w.state + (w.detail ? ": " + w.detail : "");
+    row.dataset.silent = w.silent ? "true" : "false";
+    row.querySelector(".state").textContent = w.state + (w.silent ? " (silent)" : "");
     row.querySelector(".host").textContent = w.host;
     row.querySelector(".pid").textContent = String(w.pid);
+    row.querySelector(".detail").textContent = w.detail;
     row.querySelector(".figures").textContent = figures(w.health);
-    row.querySelector(".figures").title = figures(w.health);
+    row.querySelector(".info").title = [w.detail, figures(w.health), "version " + w.version].filter(Boolean).join("\n");
     ageWorker(w);
   }
   function ageWorker(w) {
     const row = el("worker-" + w.worker);
     if (!row) return;
     row.querySelector(".up").textContent = w.state === "offline" ? "-" : span(serverNow() - w.started_at);
-    row.querySelector(".updated").textContent = span(serverNow() - w.ts) + " ago";
+    row.querySelector(".heard").textContent = span(serverNow() - w.seen) + " ago";
   }
 
   // -- links, round ----------------------------------------------------------------------------
@@ -162,7 +164,8 @@
     row.appendChild(bar);
     const labels = node("div", "stages");
     for (const s of present) {
-      const item = node("span", "stage", (s === present[0] ? "" : "→ ") + s.label + (who && s.reply ? " (" + who + ")" : "") + " ");
+      if (s !== present[0]) labels.appendChild(node("span", "arrow", "→"));
+      const item = node("span", "stage", s.label + (who && s.reply ? " (" + who + ")" : "") + " ");
       item.dataset.stage = s.stage;
       item.dataset.ms = String(stages[s.stage] - t0);
       item.appendChild(node("b", null, s === present[0] ? "0" : "+" + (stages[s.stage] - t0) + " ms"));
