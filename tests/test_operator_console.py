@@ -281,6 +281,9 @@ def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path:
         shot = artifacts_dir / "operator-console-1080p.png"
         page.screenshot(path=str(shot))
         assert shot.stat().st_size > 20_000
+        page.set_viewport_size({"width": 1280, "height": 720})
+        expect(page.locator("#pose-plot")).to_be_visible()
+        page.screenshot(path=str(artifacts_dir / "operator-console-720p.png"))
         # a console opened now gets the same picture from the snapshot
         page.reload()
         expect(page.locator("#worker-microphone")).to_have_attribute("data-state", "offline", timeout=UI_TIMEOUT_MS)

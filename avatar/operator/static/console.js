@@ -66,7 +66,7 @@
     const row = el("worker-" + w.worker);
     if (!row) return;
     row.querySelector(".up").textContent = w.state === "offline" ? "-" : span(serverNow() - w.started_at);
-    row.querySelector(".heard").textContent = span(serverNow() - w.seen) + " ago";
+    row.querySelector(".heard").textContent = span(serverNow() - w.seen);
   }
 
   // -- links, round ----------------------------------------------------------------------------
