@@ -3,7 +3,8 @@
 Every handler runs on the MQTT network thread, so each one only updates a bounded structure
 under a lock and hands one event to the hub (:class:`FeedHub`), which serialises it and queues it
 for the event loop. Nothing grows without bound: the last :data:`UTTERANCES_KEPT` utterances,
-:data:`ALERTS_KEPT` alerts, :data:`POSES_KEPT` head poses, :data:`ENGINES_KEPT` transcript engines.
+:data:`ALERTS_KEPT` alerts, :data:`POSES_KEPT` head poses, :data:`ENGINES_KEPT` transcript engines,
+:data:`WORKERS_KEPT` statuses, :data:`AVATARS_KEPT` speaking states.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ POSES_KEPT: Final = 45
 """Three seconds of head pose at the camera's 15 Hz: the trail on the plot."""
 ENGINES_KEPT: Final = 256
 """Recent final transcripts' engines, by utterance id (a message names its parts' ids)."""
+AVATARS_KEPT: Final = 16
+"""Avatars whose speaking state is followed (a room has two)."""
 WORKERS_KEPT: Final = 64
 """Statuses kept; beyond, the one heard of least recently is forgotten (bus clients come and go)."""
 SILENT_AFTER_MS: Final = int(3 * HEALTH_INTERVAL_S * 1000)
@@ -106,7 +109,6 @@ class OperatorFeed:
             return {
                 "timeline": [{"stage": stage, "label": label, "reply": reply} for stage, label, reply in TIMELINE],
                 "camera": self._camera,
-                "silent_after_ms": SILENT_AFTER_MS,
                 "links": {name: dict(link) for name, link in self._links.items()},
                 "workers": {name: view(w) for name, w in self._workers.items()},
                 "round": self._round,
@@ -182,7 +184,8 @@ class OperatorFeed:
 
     def on_speaking(self, topic: str, speaking: Speaking) -> None:
         with self._lock:
-            self._speaking[speaking.avatar] = speaking.state == "begin"
+            if speaking.avatar in self._speaking or len(self._speaking) < AVATARS_KEPT:
+                self._speaking[speaking.avatar] = speaking.state == "begin"
             linked = None
             if speaking.message_id:
                 linked = next((u for u in reversed(self._utterances) if u.takes_reply(speaking)), None)
