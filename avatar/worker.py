@@ -6,6 +6,7 @@ import threading
 from typing import Any, ClassVar
 
 from avatar.controller import AvatarController
+from avatar.operator import CONSOLE_PATH, mount_console
 from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, open_sink
@@ -34,9 +35,13 @@ class AvatarWorker(Worker):
         )
         self.controller.check()
         self.server = AvatarServer(self.controller, self.settings.host, self.settings.port)
+        if self.settings.display:
+            mount_console(self.server.app, config, self.bus, lambda: self.bus.connected)
 
     def run(self, stop: threading.Event) -> None:
         self.server.start()
+        if self.settings.display:
+            self.log.info("operator console: %s%s", self.server.url, CONSOLE_PATH)
         try:
             wait_for_stop(stop)
         finally:

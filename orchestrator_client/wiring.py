@@ -80,10 +80,15 @@ class Check:
         return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.detail}"
 
 
+def eo_probe_url(eo_url: str) -> str:
+    """The address that proves the EO answers: any HTTP status counts (an unknown round gives
+    500 and the EO goes on); only a refused or silent connection means it is not there."""
+    return f"{eo_url.rstrip('/')}{VIEW_QUEUE}/{PROBE_ROUND}"
+
+
 def check_eo_reachable(eo_url: str, timeout_s: float = 2.0) -> Check:
-    """The EO answers HTTP. Any status counts (an unknown round gives 500 and the EO goes on);
-    only a refused or silent connection fails."""
-    url = f"{eo_url.rstrip('/')}{VIEW_QUEUE}/{PROBE_ROUND}"
+    """The EO answers HTTP (:func:`eo_probe_url`)."""
+    url = eo_probe_url(eo_url)
     try:
         response = httpx.get(url, timeout=timeout_s)
     except httpx.HTTPError as exc:

@@ -125,13 +125,14 @@ def stand_in_overrides(config: Config) -> dict[str, str]:
     }
 
 
-def display_url(config: Config) -> str:
+def display_url(config: Config, path: str | None = None) -> str:
+    """The address of a page of the Avatar Controller (the display page unless ``path``)."""
     from avatar.app import DISPLAY_PATH
     from avatar.settings import AvatarSettings
 
     avatar = config.section(AvatarSettings)
     host = "127.0.0.1" if avatar.host in ("0.0.0.0", "") else avatar.host
-    return f"http://{host}:{avatar.port}{DISPLAY_PATH}"
+    return f"http://{host}:{avatar.port}{DISPLAY_PATH if path is None else path}"
 
 
 def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict[str, str]) -> list[str]:
@@ -225,7 +226,10 @@ def _run_suite(
         print(f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers, "
               "a round starts automatically", flush=True)
     if "avatar" in names:
+        from avatar.operator import CONSOLE_PATH
+
         print(f"humaine-env: display page {display_url(config)}", flush=True)
+        print(f"humaine-env: operator console {display_url(config, CONSOLE_PATH)}", flush=True)
     if not children:
         print("humaine-env: no workers are available in this installation yet", flush=True)
     for child in children:

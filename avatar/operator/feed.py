@@ -1,0 +1,236 @@
+"""The operator console's live picture of the room, kept from the bus.
+
+Every handler runs on the MQTT network thread, so each one only updates a bounded structure
+under a lock and hands one event to the hub (:class:`FeedHub`), which serialises it and queues it
+for the event loop. Nothing grows without bound: the last :data:`UTTERANCES_KEPT` utterances,
+:data:`ALERTS_KEPT` alerts, :data:`POSES_KEPT` head poses, :data:`ENGINES_KEPT` transcript engines,
+:data:`WORKERS_KEPT` statuses, :data:`AVATARS_KEPT` speaking states.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+from avatar.display import SNAPSHOT, DisplayHub
+from avatar.operator.views import (
+    TIMELINE,
+    UNDELIVERED_OUTCOMES,
+    Alert,
+    AlertKind,
+    AlertLevel,
+    PoseView,
+    UtteranceView,
+    WorkerView,
+    view,
+)
+from orchestrator_client.models import HUMAN
+from workers.messages import (
+    Attention,
+    EOVerdict,
+    HeadPose,
+    OutgoingMessage,
+    RoundState,
+    Speaking,
+    Status,
+    Transcript,
+    now_ms,
+)
+from workers.runtime import HEALTH_INTERVAL_S
+from workers.topics import Topic, Topics
+
+UTTERANCES_KEPT: Final = 20
+ALERTS_KEPT: Final = 50
+POSES_KEPT: Final = 45
+"""Three seconds of head pose at the camera's 15 Hz: the trail on the plot."""
+ENGINES_KEPT: Final = 256
+"""Recent final transcripts' engines, by utterance id (a message names its parts' ids)."""
+AVATARS_KEPT: Final = 16
+"""Avatars whose speaking state is followed (a room has two)."""
+WORKERS_KEPT: Final = 64
+"""Statuses kept; beyond, the one heard of least recently is forgotten (bus clients come and go)."""
+SILENT_AFTER_MS: Final = int(3 * HEALTH_INTERVAL_S * 1000)
+"""A worker that is not offline refreshes its status every ``HEALTH_INTERVAL_S``: three missed
+refreshes and it is reported silent (hung, or cut off from the broker without its last will)."""
+
+
+class Subscriber(Protocol):
+    """The part of :class:`workers.bus.Bus` the feed needs."""
+
+    topics: Topics
+
+    def subscribe(self, topic: Topic, model: Any, handler: Any) -> None: ...
+
+
+class FeedHub(DisplayHub):
+    """The display page's hub (thread-safe fan-out, slow pages dropped), serving a snapshot
+    that ``view`` builds instead of the display's own state."""
+
+    def __init__(self, view_of: Callable[[], dict[str, Any]]) -> None:
+        super().__init__([], "auto")
+        self._view_of = view_of
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"type": SNAPSHOT, **self._view_of(), "now": now_ms()}
+
+
+class OperatorFeed:
+    """Subscribes to the room's topics on ``bus`` and keeps what the console shows."""
+
+    def __init__(self, bus: Subscriber, targets: dict[str, dict[str, float]], tolerance_deg: float,
+                 hysteresis_deg: float) -> None:
+        self.topics = bus.topics
+        self.hub = FeedHub(self.view)
+        self._lock = threading.Lock()
+        self._camera = {"targets": targets, "tolerance_deg": tolerance_deg, "hysteresis_deg": hysteresis_deg}
+        self._workers: dict[str, WorkerView] = {}
+        self._round: dict[str, Any] | None = None
+        self._attention: dict[str, Any] | None = None
+        self._poses: collections.deque[PoseView] = collections.deque(maxlen=POSES_KEPT)
+        self._speaking: dict[str, bool] = {}
+        self._utterances: collections.deque[UtteranceView] = collections.deque(maxlen=UTTERANCES_KEPT)
+        self._alerts: collections.deque[Alert] = collections.deque(maxlen=ALERTS_KEPT)
+        self._engines: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._links: dict[str, dict[str, Any]] = {"broker": {"connected": False}, "eo": {"url": "", "reachable": None, "detail": ""}}
+        bus.subscribe(self.topics.all_status(), Status, self.on_status)
+        bus.subscribe(self.topics.round_state(), RoundState, self.on_round)
+        bus.subscribe(self.topics.attention(), Attention, self.on_attention)
+        bus.subscribe(self.topics.headpose(), HeadPose, self.on_headpose)
+        bus.subscribe(self.topics.transcript_final(), Transcript, self.on_final)
+        bus.subscribe(self.topics.outgoing_message(), OutgoingMessage, self.on_outgoing)
+        bus.subscribe(self.topics.all_speaking(), Speaking, self.on_speaking)
+        bus.subscribe(self.topics.eo_verdict(), EOVerdict, self.on_verdict)
+
+    # -- the picture a newly opened console gets -------------------------------------------------
+    def view(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "timeline": [{"stage": stage, "label": label, "reply": reply} for stage, label, reply in TIMELINE],
+                "camera": self._camera,
+                "links": {name: dict(link) for name, link in self._links.items()},
+                "workers": {name: view(w) for name, w in self._workers.items()},
+                "round": self._round,
+                "attention": self._attention,
+                "poses": [view(p) for p in self._poses],
+                "speaking": dict(self._speaking),
+                "utterances": [view(u) for u in self._utterances],
+                "alerts": [view(a) for a in self._alerts],
+            }
+
+    def utterances(self) -> list[UtteranceView]:
+        with self._lock:
+            return [u.model_copy(deep=True) for u in self._utterances]
+
+    def alerts(self) -> list[Alert]:
+        with self._lock:
+            return list(self._alerts)
+
+    # -- bus handlers (MQTT network thread) ------------------------------------------------------
+    def on_status(self, _topic: str, status: Status) -> None:
+        worker = WorkerView.of(status)
+        with self._lock:
+            before = self._workers.pop(status.worker, None)
+            self._workers[status.worker] = worker  # last heard of: last in the dict
+            while len(self._workers) > WORKERS_KEPT:
+                del self._workers[next(iter(self._workers))]
+        self.hub.emit({"type": "status", **view(worker)})
+        changed = before is None or before.state != status.state or before.detail != status.detail
+        if changed and status.state == "offline":
+            self._alert("worker_offline", "error", f"{status.worker} is offline ({status.detail or 'no reason given'}); "
+                                                   f"last seen on {status.host}, pid {status.pid}")
+        elif changed and status.state == "error":
+            self._alert("worker_error", "error", f"{status.worker}: {status.detail or 'error'}")
+
+    def on_round(self, _topic: str, state: RoundState) -> None:
+        round_view = state.model_dump(include={"round_id", "phase", "durations", "phase_started", "phase_deadline"})
+        with self._lock:
+            self._round = round_view
+        self.hub.emit({"type": "round", **round_view, "now": now_ms()})
+
+    def on_attention(self, _topic: str, attention: Attention) -> None:
+        attention_view = {"target": attention.target, "since": attention.since}
+        with self._lock:
+            self._attention = attention_view
+        self.hub.emit({"type": "attention", **attention_view})
+
+    def on_headpose(self, _topic: str, pose: HeadPose) -> None:
+        pose_view = PoseView.of(pose)
+        with self._lock:
+            self._poses.append(pose_view)
+        self.hub.emit({"type": "headpose", **view(pose_view)})
+
+    def on_final(self, _topic: str, transcript: Transcript) -> None:
+        with self._lock:
+            self._engines[transcript.utterance_id] = transcript.engine
+            while len(self._engines) > ENGINES_KEPT:
+                self._engines.popitem(last=False)
+
+    def on_outgoing(self, _topic: str, message: OutgoingMessage) -> None:
+        ids = message.message.get("utteranceIds")
+        with self._lock:
+            engines = [self._engines[i] for i in ids if isinstance(i, str) and i in self._engines] if isinstance(ids, list) else []
+            utterance = UtteranceView.of(message, engine=", ".join(dict.fromkeys(engines)))
+            self._utterances.append(utterance)
+        self.hub.emit({"type": "utterance", **view(utterance)})
+        said = f"“{utterance.text[:80]}”"
+        if message.outcome == "blocked":
+            self._alert("blocked", "warning", f"the EO blocked the buyer's {said}: {message.reason or 'no reason given'}")
+        elif message.outcome in UNDELIVERED_OUTCOMES:
+            kind: AlertKind = UNDELIVERED_OUTCOMES[message.outcome]  # type: ignore[assignment]
+            level: AlertLevel = "warning" if kind == "maybe_delivered" else "error"
+            self._alert(kind, level, f"the buyer's {said} was {message.outcome.replace('_', ' ')}: {message.reason}")
+
+    def on_speaking(self, topic: str, speaking: Speaking) -> None:
+        with self._lock:
+            if speaking.avatar in self._speaking or len(self._speaking) < AVATARS_KEPT:
+                self._speaking[speaking.avatar] = speaking.state == "begin"
+            linked = None
+            if speaking.message_id:
+                linked = next((u for u in reversed(self._utterances) if u.takes_reply(speaking)), None)
+                if linked is not None:
+                    linked.add_reply(speaking)
+                    linked = linked.model_copy(deep=True)
+        self.hub.emit({"type": "speaking", "avatar": speaking.avatar, "state": speaking.state})
+        if linked is not None:
+            self.hub.emit({"type": "utterance", **view(linked)})
+
+    def on_verdict(self, _topic: str, verdict: EOVerdict) -> None:
+        """An agent's blocked message (the buyer's own come as a ``blocked`` outcome, with the
+        utterance they belong to)."""
+        speaker = str(verdict.message.get("speaker", ""))
+        if verdict.via != "log" or verdict.permitted or speaker == HUMAN:
+            return
+        text = str(verdict.message.get("text", ""))[:80]
+        self._alert("blocked", "warning", f"the EO blocked {speaker or 'an agent'}'s “{text}”: {verdict.rationale or 'no reason given'}")
+
+    # -- timers (event loop) ---------------------------------------------------------------------
+    def check_silent(self, now: int) -> None:
+        """Report each worker whose status stopped being refreshed, once until it is heard again."""
+        with self._lock:
+            gone = [w for w in self._workers.values() if w.state != "offline" and not w.silent and now - w.seen > SILENT_AFTER_MS]
+            for worker in gone:
+                worker.silent = True
+            views = [view(w) for w in gone]
+        for worker_view in views:
+            self.hub.emit({"type": "status", **worker_view})
+            self._alert("worker_silent", "warning", f"{worker_view['worker']} has not been heard of for "
+                                                    f"{(now - worker_view['seen']) // 1000} s (last state {worker_view['state']})")
+
+    # -- links (event loop) ----------------------------------------------------------------------
+    def set_link(self, name: str, **values: Any) -> None:
+        """Broker or EO reachability; sent only when it changed."""
+        with self._lock:
+            link = self._links[name]
+            if all(link.get(k) == v for k, v in values.items()):
+                return
+            link.update(values)
+            current = dict(link)
+        self.hub.emit({"type": "link", "name": name, **current})
+
+    def _alert(self, kind: AlertKind, level: AlertLevel, text: str) -> None:
+        alert = Alert(kind=kind, level=level, text=text)
+        with self._lock:
+            self._alerts.append(alert)
+        self.hub.emit({"type": "alert", **view(alert)})

@@ -1,0 +1,133 @@
+"""``/operator``: the console page, its files and its live feed, added to the Avatar Controller's app.
+
+Added to an app that already exists, so the controller's own routes stay as they are: the
+token guard in front of the whole app covers these routes too (the same rules as the display:
+``?token=`` on the page, then its cookie). The feed is a WebSocket like the display's. The
+page learns the feed's and files' addresses from the HTML this module serves, so no path is
+spelled in the page's script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from avatar.operator.feed import OperatorFeed, Subscriber
+from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
+from orchestrator_client.wiring import eo_probe_url
+from workers.camera.settings import CameraSettings
+from workers.config import Config, OrchestratorSettings
+from workers.messages import now_ms
+
+log = logging.getLogger(__name__)
+
+CONSOLE_PATH: Final = "/operator"
+CONSOLE_STATIC_PATH: Final = "/operator/static"
+CONSOLE_FEED_PATH: Final = "/operator/ws"
+STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
+PAGE_FILE: Final = "console.html"
+LINK_POLL_S: Final = 0.5
+"""How often the broker connection is looked at (a change reaches the consoles this fast)."""
+EO_PROBE_INTERVAL_S: Final = 5.0
+"""How often the EO is asked whether it answers, and only while a console is open."""
+EO_PROBE_TIMEOUT_S: Final = 2.0
+
+
+def _page() -> str:
+    """The console's HTML with the addresses of its files and feed filled in."""
+    html = (STATIC_DIR / PAGE_FILE).read_text(encoding="utf-8")
+    return html.replace("{{static}}", CONSOLE_STATIC_PATH).replace("{{feed}}", CONSOLE_FEED_PATH)
+
+
+async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool], eo_url: str | None) -> None:
+    """Keep the broker's and the EO's reachability current on the consoles, and notice workers
+    that went silent."""
+    next_probe = 0.0
+    async with httpx.AsyncClient(timeout=EO_PROBE_TIMEOUT_S) as http:
+        while True:
+            feed.set_link("broker", connected=broker_connected())
+            feed.check_silent(now_ms())
+            if eo_url and feed.hub.client_count and time.monotonic() >= next_probe:
+                next_probe = time.monotonic() + EO_PROBE_INTERVAL_S
+                try:
+                    answer = await http.get(eo_probe_url(eo_url))
+                    feed.set_link("eo", reachable=True, detail=f"answers (HTTP {answer.status_code})")
+                except httpx.HTTPError as exc:
+                    feed.set_link("eo", reachable=False, detail=str(exc) or type(exc).__name__)
+            await asyncio.sleep(LINK_POLL_S)
+
+
+def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connected: Callable[[], bool]) -> OperatorFeed:
+    """Add the console to ``app`` and subscribe its feed on ``bus`` (before the bus starts,
+    so retained statuses arrive with the first connection)."""
+    camera = config.section(CameraSettings)
+    feed = OperatorFeed(
+        bus, {name: target.model_dump() for name, target in camera.targets.items()}, camera.tolerance_deg,
+        camera.hysteresis_deg,
+    )
+    try:
+        eo_url: str | None = resolve_eo_url(config.section(OrchestratorSettings))
+        feed.set_link("eo", url=eo_url)
+    except ServiceMapError as exc:
+        eo_url = None
+        feed.set_link("eo", reachable=False, detail=str(exc))
+
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(owner: FastAPI) -> AsyncIterator[Any]:
+        async with inner(owner) as state:
+            feed.hub.attach(asyncio.get_running_loop())
+            watcher = asyncio.create_task(_watch_links(feed, broker_connected, eo_url))
+            try:
+                yield state
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+                feed.hub.detach()
+
+    app.router.lifespan_context = lifespan
+    page = _page()
+
+    @app.get(CONSOLE_PATH, include_in_schema=False)
+    async def console_page() -> HTMLResponse:
+        return HTMLResponse(page)
+
+    app.mount(CONSOLE_STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="operator")
+
+    @app.websocket(CONSOLE_FEED_PATH)
+    async def console_feed(websocket: WebSocket) -> None:
+        await websocket.accept()
+        queue = feed.hub.register()
+
+        async def pump() -> None:
+            await websocket.send_text(feed.hub.snapshot_text())
+            while (event := await queue.get()) is not None:
+                await websocket.send_text(event)
+            await websocket.close()
+
+        sender = asyncio.create_task(pump())
+        try:
+            # the console sends nothing; reading notices a closed page at once
+            while (await websocket.receive())["type"] != "websocket.disconnect":
+                pass
+        except WebSocketDisconnect:
+            pass
+        finally:
+            feed.hub.unregister(queue)
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+
+    return feed

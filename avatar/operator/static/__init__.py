@@ -1,0 +1,1 @@
+"""Static files of the operator console (a package only so that installs ship them)."""

@@ -1,0 +1,262 @@
+// Operator console: renders the feed's snapshot, then applies its live events. No libraries.
+"use strict";
+(function () {
+  const RECONNECT_MS = 1000;
+  const TRAIL = 45;
+  const SVG = "http://www.w3.org/2000/svg";
+  const PHASES = { idle: "waiting", warmup: "warm-up", round: "negotiation", post: "allocation", ended: "ended" };
+  const token = new URLSearchParams(location.search).get("token");
+  const el = (id) => document.getElementById(id);
+  let clockOffset = 0; // server ms - local ms
+  let round = null;
+  let timeline = [];
+  let camera = { targets: {}, tolerance_deg: 15 };
+  let trail = [];
+  const workers = {};
+  let speaking = {};
+
+  const serverNow = () => Date.now() + clockOffset;
+  function clock(ms) { return new Date(ms).toLocaleTimeString([], { hour12: false }); }
+  function span(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 90) return s + " s";
+    if (s < 5400) return Math.round(s / 60) + " min";
+    return (s / 3600).toFixed(1) + " h";
+  }
+  function node(tag, cls, text) {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text != null) n.textContent = text;
+    return n;
+  }
+  function svgNode(tag, attrs) {
+    const n = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, String(v));
+    return n;
+  }
+
+  // -- workers -------------------------------------------------------------------------------
+  function figures(health) {
+    return Object.entries(health || {}).map(([k, v]) =>
+      k + "=" + (v !== null && typeof v === "object" ? JSON.stringify(v) : String(v))).join("  ");
+  }
+  function setWorker(w) {
+    workers[w.worker] = w;
+    let row = el("worker-" + w.worker);
+    if (!row) {
+      row = node("tr");
+      row.id = "worker-" + w.worker;
+      for (const cls of ["name", "state", "host", "pid", "up", "heard", "info"]) row.appendChild(node("td", cls));
+      row.lastChild.append(node("div", "detail"), node("div", "figures"));
+      const rows = [...el("workers").tBodies[0].rows, row].sort((a, b) => a.id.localeCompare(b.id));
+      for (const r of rows) el("workers").tBodies[0].appendChild(r);
+    }
+    row.dataset.state = w.state;
+    row.querySelector(".name").textContent = w.worker;
+    row.dataset.silent = w.silent ? "true" : "false";
+    row.querySelector(".state").textContent = w.state + (w.silent ? " (silent)" : "");
+    row.querySelector(".host").textContent = w.host;
+    row.querySelector(".pid").textContent = String(w.pid);
+    row.querySelector(".detail").textContent = w.detail;
+    row.querySelector(".figures").textContent = figures(w.health);
+    row.querySelector(".info").title = [w.detail, figures(w.health), "version " + w.version].filter(Boolean).join("\n");
+    ageWorker(w);
+  }
+  function ageWorker(w) {
+    const row = el("worker-" + w.worker);
+    if (!row) return;
+    row.querySelector(".up").textContent = w.state === "offline" ? "-" : span(serverNow() - w.started_at);
+    row.querySelector(".heard").textContent = span(serverNow() - w.seen);
+  }
+
+  // -- links, round ----------------------------------------------------------------------------
+  function setLink(link) {
+    const badge = el("link-" + link.name);
+    if (!badge) return;
+    const ok = link.name === "broker" ? link.connected : link.reachable;
+    badge.dataset.ok = ok === true ? "yes" : ok === false ? "no" : "unknown";
+    badge.title = [link.url, link.detail].filter(Boolean).join(": ");
+    badge.textContent = (link.name === "eo" ? "EO" : "broker") + (ok === true ? " ✓" : ok === false ? " ✗" : " ?");
+  }
+  function setRound(view, now) {
+    if (now) clockOffset = now - Date.now();
+    round = view;
+    el("round-id").textContent = view && view.round_id != null ? String(view.round_id) : "-";
+    const phase = view ? view.phase : "idle";
+    el("round-phase").dataset.phase = phase;
+    el("round-phase").textContent = PHASES[phase] || phase;
+    tick();
+  }
+  function tick() {
+    const timer = el("round-timer");
+    if (!round || !round.phase_deadline) timer.textContent = "--:--";
+    else {
+      const left = Math.max(0, Math.round((round.phase_deadline - serverNow()) / 1000));
+      timer.textContent = String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0");
+    }
+  }
+  setInterval(() => { tick(); for (const w of Object.values(workers)) ageWorker(w); }, 500);
+
+  // -- head pose -------------------------------------------------------------------------------
+  // x: the buyer's left on the left (yaw > 0 is a turn to their own left); y: up is up.
+  const px = (yaw) => -yaw;
+  const py = (pitch) => -pitch;
+  function drawPlot() {
+    const grid = el("pose-grid");
+    grid.textContent = "";
+    for (let d = -60; d <= 60; d += 15) grid.appendChild(svgNode("line", { x1: d, y1: -40, x2: d, y2: 40, class: d ? "grid" : "axis" }));
+    for (let d = -30; d <= 30; d += 15) grid.appendChild(svgNode("line", { x1: -60, y1: d, x2: 60, y2: d, class: d ? "grid" : "axis" }));
+    const left = svgNode("text", { x: -59, y: 39, class: "tick" }); left.textContent = "← buyer's left (yaw +)";
+    const right = svgNode("text", { x: 59, y: 39, class: "tick end" }); right.textContent = "buyer's right (yaw −) →";
+    const up = svgNode("text", { x: 1, y: -37, class: "tick" }); up.textContent = "pitch + (up)";
+    grid.append(left, right, up);
+    const targets = el("pose-targets");
+    targets.textContent = "";
+    for (const [name, t] of Object.entries(camera.targets || {})) {
+      const g = svgNode("g", { id: "target-" + name, class: "target" });
+      g.appendChild(svgNode("circle", { cx: px(t.yaw), cy: py(t.pitch), r: camera.tolerance_deg, class: "tolerance" }));
+      g.appendChild(svgNode("circle", { cx: px(t.yaw), cy: py(t.pitch), r: 0.8, class: "centre" }));
+      const label = svgNode("text", { x: px(t.yaw), y: py(t.pitch) - camera.tolerance_deg - 1.5, class: "name" });
+      label.textContent = name + " (" + t.yaw + "°, " + t.pitch + "°)";
+      g.appendChild(label);
+      g.classList.toggle("speaking", !!speaking[name]);
+      targets.appendChild(g);
+    }
+  }
+  function addPose(p) {
+    trail.push(p);
+    if (trail.length > TRAIL) trail = trail.slice(-TRAIL);
+    const dot = el("pose-dot");
+    dot.setAttribute("cx", px(Math.max(-60, Math.min(60, p.yaw))));
+    dot.setAttribute("cy", py(Math.max(-40, Math.min(40, p.pitch))));
+    dot.dataset.yaw = p.yaw.toFixed(1);
+    dot.dataset.pitch = p.pitch.toFixed(1);
+    dot.dataset.samples = String(Number(dot.dataset.samples) + 1);
+    el("pose-trail").setAttribute("points", trail.map((q) => px(q.yaw).toFixed(1) + "," + py(q.pitch).toFixed(1)).join(" "));
+    el("pose-readout").textContent = "yaw " + p.yaw.toFixed(1) + "°  pitch " + p.pitch.toFixed(1) + "°  confidence " + p.confidence.toFixed(2);
+  }
+  function setAttention(a) {
+    const target = a ? a.target : "";
+    el("attention").textContent = target || "nobody";
+    el("attention").dataset.target = target || "";
+    for (const g of el("pose-targets").children) g.classList.toggle("attended", g.id === "target-" + target);
+  }
+
+  function setSpeaking(avatar, on) {
+    speaking[avatar] = on;
+    const g = el("target-" + avatar);
+    if (g) g.classList.toggle("speaking", on);
+  }
+
+  // -- utterances ------------------------------------------------------------------------------
+  function timelineRow(stages, who) {
+    const row = node("div", "timeline");
+    const present = timeline.filter((s) => stages[s.stage] != null);
+    if (!present.length) return row;
+    const t0 = stages[present[0].stage];
+    const end = Math.max(1, stages[present[present.length - 1].stage] - t0);
+    const bar = node("div", "bar");
+    for (const s of present) {
+      const mark = node("span", "mark");
+      mark.style.left = (100 * (stages[s.stage] - t0) / end).toFixed(2) + "%";
+      bar.appendChild(mark);
+    }
+    row.appendChild(bar);
+    const labels = node("div", "stages");
+    for (const s of present) {
+      if (s !== present[0]) labels.appendChild(node("span", "arrow", "→"));
+      const item = node("span", "stage", s.label + (who && s.reply ? " (" + who + ")" : "") + " ");
+      item.dataset.stage = s.stage;
+      item.dataset.ms = String(stages[s.stage] - t0);
+      item.appendChild(node("b", null, s === present[0] ? "0" : "+" + (stages[s.stage] - t0) + " ms"));
+      labels.appendChild(item);
+    }
+    row.appendChild(labels);
+    return row;
+  }
+  function setUtterance(u) {
+    let li = el("utt-" + u.id);
+    const fresh = !li;
+    if (fresh) { li = node("li", "utterance"); li.id = "utt-" + u.id; }
+    li.textContent = "";
+    li.dataset.outcome = u.outcome;
+    const head = node("div", "head");
+    head.appendChild(node("span", "time", clock(u.at)));
+    head.appendChild(node("q", "text", u.text));
+    head.appendChild(node("span", "addressee", "→ " + (u.addressee || "nobody") + " (" + (u.addressee_source || "?") + ")"));
+    head.appendChild(node("span", "engine", (u.engine || u.source || "?") + (u.confidence != null ? " " + u.confidence.toFixed(2) : "")));
+    const outcome = node("span", "outcome", u.outcome.replace("_", " ") + (u.reason ? ": " + u.reason : ""));
+    outcome.dataset.outcome = u.outcome;
+    head.appendChild(outcome);
+    li.appendChild(head);
+    const replies = u.replies && u.replies.length ? u.replies : [null];
+    for (const r of replies) li.appendChild(timelineRow(Object.assign({}, u.stages, r ? r.stages : {}), r ? r.avatar : ""));
+    if (fresh) {
+      el("utterances").prepend(li);
+      while (el("utterances").children.length > 20) el("utterances").lastChild.remove();
+    }
+  }
+
+  // -- alerts ----------------------------------------------------------------------------------
+  function addAlert(a) {
+    if (el("alert-" + a.id)) return;
+    const li = node("li", "alert");
+    li.id = "alert-" + a.id;
+    li.dataset.kind = a.kind;
+    li.dataset.level = a.level;
+    li.appendChild(node("span", "time", clock(a.at)));
+    li.appendChild(node("span", "text", a.text));
+    el("alerts").prepend(li);
+    while (el("alerts").children.length > 50) el("alerts").lastChild.remove();
+    el("alert-count").textContent = String(el("alerts").children.length);
+  }
+
+  const handlers = {
+    snapshot(s) {
+      clockOffset = s.now - Date.now();
+      timeline = s.timeline || [];
+      camera = s.camera || camera;
+      drawPlot();
+      el("workers").tBodies[0].textContent = "";
+      for (const w of Object.values(s.workers || {})) setWorker(w);
+      for (const link of ["broker", "eo"]) if (s.links && s.links[link]) setLink(Object.assign({ name: link }, s.links[link]));
+      setRound(s.round, s.now);
+      trail = [];
+      for (const p of s.poses || []) addPose(p);
+      setAttention(s.attention);
+      speaking = {};
+      for (const [avatar, on] of Object.entries(s.speaking || {})) setSpeaking(avatar, on);
+      el("utterances").textContent = "";
+      for (const u of s.utterances || []) setUtterance(u);
+      el("alerts").textContent = "";
+      for (const a of s.alerts || []) addAlert(a);
+    },
+    status: setWorker,
+    link: setLink,
+    round(v) { setRound(v, v.now); },
+    attention: setAttention,
+    headpose: addPose,
+    utterance: setUtterance,
+    alert: addAlert,
+    speaking(e) { setSpeaking(e.avatar, e.state === "begin"); },
+  };
+
+  function connect() {
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + document.body.dataset.feed +
+      (token ? "?token=" + encodeURIComponent(token) : "");
+    const socket = new WebSocket(url);
+    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "live"; };
+    socket.onmessage = (ev) => {
+      let event;
+      try { event = JSON.parse(ev.data); } catch (e) { return; }
+      const handler = handlers[event.type];
+      if (handler) handler(event);
+    };
+    socket.onclose = () => {
+      el("connection").dataset.state = "closed";
+      el("connection").textContent = "reconnecting…";
+      setTimeout(connect, RECONNECT_MS);
+    };
+  }
+  connect();
+})();
