@@ -105,7 +105,7 @@ class LocalAvatar:
         self.worker.start()
         if not self.worker.bus.wait_connected(timeout):
             raise RuntimeError("the Avatar Controller could not connect to the broker")
-        self.worker.server.start()
+        self.worker.serve()
         return self
 
     def stop(self) -> None:

@@ -25,6 +25,7 @@ class AvatarWorker(Worker):
     :class:`avatar.server.ServerError` with a readable line before anything connects."""
 
     name: ClassVar[str] = "avatar"
+    serves: ClassVar[bool] = True
 
     def __init__(self, config: Config, worker_id: str | None = None) -> None:
         super().__init__(config, worker_id)
@@ -38,8 +39,13 @@ class AvatarWorker(Worker):
         if self.settings.display:
             mount_console(self.server.app, config, self.bus, lambda: self.bus.connected)
 
-    def run(self, stop: threading.Event) -> None:
+    def serve(self) -> None:
+        """Start the HTTP service, then say ``online`` (only now can the EO reach us)."""
         self.server.start()
+        self.report_ok(f"listening on {self.server.url}")
+
+    def run(self, stop: threading.Event) -> None:
+        self.serve()
         if self.settings.display:
             self.log.info("operator console: %s%s", self.server.url, CONSOLE_PATH)
         try:

@@ -113,7 +113,11 @@ class Bus:
         persistent: bool = True,
         health: Callable[[], dict[str, Any]] | None = None,
         address: BrokerAddress | None = None,
+        ready: bool = True,
     ) -> None:
+        """``ready=False``: the retained status stays ``starting`` after connecting, until the
+        owner says ``online`` (:meth:`set_status`) once it really serves, e.g. its HTTP port
+        listens; whoever waits for ``online`` can then use it at once."""
         core = config.core
         self.settings = config.broker
         self.topics = Topics(core.environment_uuid)
@@ -123,6 +127,7 @@ class Bus:
         self._health = health
         self._started_at = now_ms()
         self._state = "starting"
+        self._ready_on_connect = ready
         self._detail = ""
         self._subscriptions: list[_Subscription] = []
         self._lock = threading.Lock()
@@ -310,7 +315,7 @@ class Bus:
                 self._subscribe_locked(name, qos)
             if not self._pending_subscriptions:
                 self._ready.set()
-        state = "online" if self._state == "starting" else self._state
+        state = "online" if self._state == "starting" and self._ready_on_connect else self._state
         self.set_status(state, self._detail)
 
     def _on_subscribe(self, _client: mqtt.Client, _userdata: Any, mid: int, reasons: Any, _props: Any) -> None:

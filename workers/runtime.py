@@ -48,12 +48,16 @@ class Worker:
     """Base of every worker. Subclasses set :attr:`name` and implement :meth:`run`."""
 
     name: ClassVar[str] = "worker"
+    serves: ClassVar[bool] = False
+    """True for a worker that serves requests (HTTP): its status stays ``starting`` until its
+    :meth:`run` has the service listening and calls :meth:`report_ok`, so nobody who waits for
+    ``online`` finds the port closed."""
 
     def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None) -> None:
         self.config = config
         self.worker_id = worker_id or self.name
         self.log = logging.getLogger(f"humaine.{self.worker_id}")
-        self.bus = bus or Bus(config, self.worker_id, health=self.health)
+        self.bus = bus or Bus(config, self.worker_id, health=self.health, ready=not self.serves)
         self.topics: Topics = self.bus.topics
         self.stop_event = threading.Event()
         self.exit_code = 0

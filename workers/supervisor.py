@@ -336,7 +336,7 @@ def _supervise(children: list[Child]) -> None:
 def _print_table(children: list[Child], statuses: dict[str, Status], stop: threading.Event) -> None:
     deadline = time.monotonic() + STATUS_WAIT_S
     while time.monotonic() < deadline and not stop.is_set():
-        if all(_reported(c, statuses) or (c.process and c.process.poll() is not None) for c in children):
+        if all(_settled(_reported(c, statuses)) or (c.process and c.process.poll() is not None) for c in children):
             break
         time.sleep(0.1)
     rows = []
@@ -354,6 +354,11 @@ def _print_table(children: list[Child], statuses: dict[str, Status], stop: threa
     print(f"{'worker':<{width}}  {'pid':>7}  state", flush=True)
     for name, pid, state in rows:
         print(f"{name:<{width}}  {pid:>7}  {state}", flush=True)
+
+
+def _settled(status: Status | None) -> bool:
+    """A worker that serves says ``starting`` until it listens (``Worker.serves``)."""
+    return status is not None and status.state != "starting"
 
 
 def _reported(child: Child, statuses: dict[str, Status]) -> Status | None:
