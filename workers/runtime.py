@@ -58,6 +58,8 @@ class Worker:
         self.stop_event = threading.Event()
         self.exit_code = 0
         """What :func:`run_worker` returns; set non-zero by the watchdog and by failures."""
+        self.failure = ""
+        """The one line that said why the worker stopped on a failure (empty: it did not)."""
         self._health_thread: threading.Thread | None = None
 
     # -- to override -------------------------------------------------------------------------
@@ -101,6 +103,7 @@ class Worker:
         unless ``code`` says a restart cannot help)."""
         self.log.error("%s", detail)
         self.exit_code = code
+        self.failure = detail
         self.stop_event.set()
 
     def _watch(self) -> None:
@@ -175,9 +178,11 @@ def run_worker(worker: Worker, install_signals: bool = True) -> int:
     except KeyboardInterrupt:
         pass
     except WorkerUnavailable as exc:
-        worker.report_error(f"cannot run: {exc}")  # the one line (report_error logs it)
+        worker.failure = f"cannot run: {exc}"
+        worker.report_error(worker.failure)  # the one line (report_error logs it)
         code = EXIT_UNAVAILABLE
     finally:
         worker.close()
     worker.log.debug("stopped after %.1f s", time.monotonic() - started)
-    return code or worker.exit_code
+    worker.exit_code = code or worker.exit_code
+    return worker.exit_code

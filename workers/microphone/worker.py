@@ -30,7 +30,7 @@ from workers.microphone.engines import load_recognizer
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
-from workers.runtime import Worker, WorkerUnavailable, wait_for_stop
+from workers.runtime import Worker, WorkerUnavailable
 
 TYPED_ENGINE = "typed"
 
@@ -114,9 +114,7 @@ class MicrophoneWorker(Worker):
         try:
             recognizer = self._recognizer or load_recognizer(self.settings, self.config.core.data_dir)
         except EngineUnavailable as exc:
-            self.report_error(str(exc))
-            wait_for_stop(stop)
-            return
+            raise WorkerUnavailable(str(exc)) from None  # no model: waiting cannot bring one
         self._recognizer = recognizer
         pending = [first] if first is not None else []
 
