@@ -26,27 +26,34 @@ class Command:
     summary: str
     worker: str = ""
     """The name the command's worker publishes its status under, when not the command's own."""
+    section: str | None = None
+    """The configuration section the command reads: its keys are listed by ``--help``."""
 
 
 COMMANDS: dict[str, Command] = {
-    "run": Command("workers.supervisor", "run the whole suite (every available worker) until Ctrl-C"),
-    "camera": Command("workers.camera.cli", "camera worker: head pose and addressee"),
-    "mic": Command("workers.microphone.cli", "microphone worker: voice activity and speech-to-text", worker="microphone"),
-    "transcript": Command("transcript.cli", "Rich Transcript worker: utterance + addressee to the EO"),
-    "avatar": Command("avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)"),
+    "run": Command("workers.supervisor", "run the whole suite (every available worker) until Ctrl-C", section="run"),
+    "camera": Command("workers.camera.cli", "camera worker: head pose and addressee", section="camera"),
+    "mic": Command("workers.microphone.cli", "microphone worker: voice activity and speech-to-text", worker="microphone",
+                   section="microphone"),
+    "transcript": Command("transcript.cli", "Rich Transcript worker: utterance + addressee to the EO", section="transcript"),
+    "avatar": Command("avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)", section="avatar"),
     "devices": Command("hardware.devices_cli", "list microphones and cameras"),
-    "broker": Command("workers.broker_cli", "serve the embedded MQTT broker"),
-    "transcribe": Command("workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)"),
+    "broker": Command("workers.broker_cli", "serve the embedded MQTT broker", section="broker"),
+    "transcribe": Command("workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)",
+                          section="microphone"),
     "models": Command("workers.microphone.models_cli", "download the speech models (needs a network)"),
-    "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat"),
-    "headpose": Command("workers.camera.headpose_cli", "head pose and buyer of images, folders or videos: a JSON line a frame"),
-    "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests"),
-    "demo-agents": Command("orchestrator_client.demo_agents_cli", "Celia and Watson as small rule-based sellers"),
-    "check-wiring": Command("orchestrator_client.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)"),
+    "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat", section="camera"),
+    "headpose": Command("workers.camera.headpose_cli", "head pose and buyer of images, folders or videos: a JSON line a frame",
+                        section="camera"),
+    "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests", section="standin"),
+    "demo-agents": Command("orchestrator_client.demo_agents_cli", "Celia and Watson as small rule-based sellers", section="demo_agents"),
+    "check-wiring": Command("orchestrator_client.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)",
+                            section="eo"),
     "record": Command("sessions.record_cli", "record the devices and the bus traffic into a session folder"),
-    "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)"),
-    "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures"),
+    "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)", section="replay"),
+    "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures", section="replay"),
     "label": Command("sessions.label_cli", "write a recorded session's truth.json (utterances, addressees, gaze)"),
+    "config": Command("workers.config_cli", "the configuration in effect (config show) or a sample file (config init)"),
 }
 
 
@@ -93,10 +100,16 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     for name, command in COMMANDS.items():
         if not available(name):
             continue
-        child = sub.add_parser(name, help=command.summary, description=command.summary)
+        child = sub.add_parser(name, help=command.summary, description=command.summary,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
         add_common_arguments(child, in_subcommand=True)
         if name == chosen:
             importlib.import_module(command.module).configure_parser(child)
+            if command.section is not None:
+                from workers.config import section_model
+                from workers.config_doc import keys_help
+
+                child.epilog = keys_help(section_model(command.section))
     return parser
 
 

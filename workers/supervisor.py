@@ -54,11 +54,21 @@ FINAL_EXITS = {0: "done", EXIT_CONFIG: "configuration error", EXIT_UNAVAILABLE: 
 
 
 class RunSettings(Section):
+    """What ``humaine-env run`` starts, and where its log goes."""
+
     section_name: ClassVar[str] = "run"
 
     workers: list[str] = Field(default_factory=list)
     """Workers to start; empty means every worker this installation has."""
     exclude: list[str] = Field(default_factory=list)
+    """Workers not to start (as ``--without``)."""
+    log_file: str = ""
+    """Everything every worker logs at ``log_level``, one file for the suite, rotated at
+    ``log_max_bytes`` (the console shows only problems and the conversation); empty: none."""
+    log_max_bytes: int = Field(5_000_000, ge=10_000)
+    """Size at which the log file is rotated..."""
+    log_backups: int = Field(3, ge=0)
+    """...keeping this many earlier files (``humaine-env.log.1`` ...)."""
 
 
 @dataclass
