@@ -228,8 +228,8 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         assert set(table) == {"orchestrator", "demo-agents", "avatar", "transcript", "mic", "camera"}, output
         for worker in ("orchestrator", "demo-agents", "avatar", "transcript"):
             assert table[worker].startswith("online"), output
-        # no microphone here and no console: typed input, which ends with the closed stdin
-        assert table["mic"].startswith(("online", "offline", "exited (0)")), output
+        # no microphone here and no console to type at: said why, not restarted
+        assert table["mic"].startswith("online") or table["mic"] == "exited (3)", output
         assert table["camera"] in ("online", "exited (3)"), output  # no webcam here: said why, not restarted
         # the token given with --set reached the avatar, by environment, not on a command line
         children = children_command_lines(process.pid)

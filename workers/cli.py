@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workers.config import Config, ConfigError
-from workers.logs import setup_logging
+from workers.config import Config, ConfigError, check_level
+from workers.logs import console_level, setup_logging
 from workers.parent import bind_to_parent
 from workers.runtime import EXIT_CONFIG
 
@@ -87,7 +87,10 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool
         "--set", dest=OVERRIDES_AFTER_COMMAND if in_subcommand else "overrides", action="append", default=[],
         metavar="SECTION.KEY=VALUE", help="override one configuration value (repeatable); beats the file and the environment",
     )
-    parser.add_argument("--log-level", metavar="LEVEL", default=default, help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument("--log-level", metavar="LEVEL", default=default,
+                        help="console detail: DEBUG, INFO, NOTICE, WARNING or ERROR (default: problems and progress only)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS if in_subcommand else False,
+                        help="also show INFO lines (at the configured log_level) on the console")
 
 
 def build_parser(chosen: str | None) -> argparse.ArgumentParser:
@@ -144,8 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     bind_to_parent()
     args = parse_arguments(list(sys.argv[1:] if argv is None else argv))
     try:
+        if args.log_level:
+            args.log_level = check_level(args.log_level, "--log-level")
         config = Config.load(args.config, overrides=args.overrides)
-        setup_logging(args.log_level or config.core.log_level, None)
+        setup_logging(console_level(args.log_level, args.verbose, config.core.log_level))
         module = importlib.import_module(COMMANDS[args.command].module)
         return int(module.main(args, config) or 0)
     except ConfigError as exc:

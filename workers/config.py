@@ -64,7 +64,8 @@ SECTION_MODELS: dict[str, str] = {
 against these names (a misspelled section fails like a misspelled key), and ``humaine-env
 config`` imports them all to show the effective values or write a sample file
 (``tests/test_config_cli.py`` checks each model's own ``section_name`` against its key)."""
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_LEVELS = ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL")
+"""NOTICE (between INFO and WARNING): the progress lines a quiet console still shows."""
 
 
 class ConfigError(Exception):
@@ -196,6 +197,10 @@ class BrokerSettings(Section):
     """First wait before reconnecting to a lost broker..."""
     reconnect_max_s: float = 8.0
     """...doubling up to this."""
+    connect_wait_s: float = Field(60.0, gt=0)
+    """A worker that has never reached the broker says it is waiting at once, and after this
+    long exits (status 69; ``run`` and a service manager start it again). Once connected, a
+    lost broker is waited for without end."""
     max_payload_bytes: int = 256 * 1024
     """Larger payloads are dropped on receipt with a log line."""
     takeover: bool = False

@@ -35,6 +35,11 @@ HEALTH_INTERVAL_S = 10.0
 """How often the retained status is refreshed with the worker's health figures."""
 EXIT_BUS_DEAD = 70
 """Exit code of a worker whose MQTT network thread died: it is restarted by the supervisor."""
+EXIT_NO_BROKER = 69
+"""Exit code of a worker that never reached its MQTT broker within ``[broker] connect_wait_s``
+(restarted by the supervisor: the broker may come up later)."""
+BROKER_WAIT_NOTICE_S = 3.0
+"""A worker still without its broker this long after starting says that it is waiting."""
 WATCHDOG_INTERVAL_S = 0.5
 """How often the watchdog looks at the bus's network thread."""
 
@@ -48,6 +53,10 @@ class Worker:
     """Base of every worker. Subclasses set :attr:`name` and implement :meth:`run`."""
 
     name: ClassVar[str] = "worker"
+    serves_http: ClassVar[bool] = False
+    """A worker the platform calls over HTTP (the Avatar Controller, the stand-ins) keeps waiting
+    for a broker it never reached instead of exiting after ``[broker] connect_wait_s``: the EO
+    exits when a service it calls is down, so answering without the bus beats not answering."""
 
     def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None) -> None:
         self.config = config
@@ -109,8 +118,22 @@ class Worker:
     def _watch(self) -> None:
         """Refresh the health figures, and turn a dead bus thread into a non-zero exit: such a
         worker would go on looking online while hearing and saying nothing."""
-        next_health = time.monotonic() + HEALTH_INTERVAL_S
+        started = time.monotonic()
+        next_health = started + HEALTH_INTERVAL_S
+        said_waiting = False
         while not self.stop_event.wait(WATCHDOG_INTERVAL_S):
+            if self.bus.stats.connects == 0:
+                waited = time.monotonic() - started
+                limit = self.config.broker.connect_wait_s
+                if waited >= limit and not self.serves_http:
+                    self.fail(EXIT_NO_BROKER, f"no MQTT broker answered at {self.bus.address.url} within {limit:.0f} s; "
+                                              "start one (mosquitto, or humaine-env broker) or set [broker] url")
+                    _exit_if_still_running(self.exit_code)
+                    return
+                if not said_waiting and waited >= BROKER_WAIT_NOTICE_S:
+                    said_waiting = True
+                    self.log.warning("waiting for the MQTT broker at %s (nothing answers there yet%s)", self.bus.address.url,
+                                     "" if self.serves_http else f"; giving up after {limit:.0f} s")
             if self.bus.taken_over is not None:
                 other = self.bus.taken_over
                 self.fail(EXIT_UNAVAILABLE, f"stopped: host {other.host}, pid {other.pid} runs this worker now")
