@@ -80,7 +80,7 @@ def test_show_says_where_each_value_comes_from_and_masks_secrets(tmp_path: Path)
     secret = tmp_path / "password"
     secret.write_text("env-secret\n", encoding="utf-8")
     done = run_cli(
-        "--config", str(path), "config", "--set", "avatar.port=26041", "--set", "broker.keepalive_s=20", "show",
+        "--config", str(path), "config", "--set", "avatar.port=26041", "show", "--set", "broker.keepalive_s=20",
         env={"HUMAINE_ENV_BROKER_PASSWORD_FILE": str(secret), "HUMAINE_ENV_CAMERA_FPS": "15"},
     )
     assert done.returncode == 0, done.stderr
@@ -94,7 +94,7 @@ def test_show_says_where_each_value_comes_from_and_masks_secrets(tmp_path: Path)
     assert 'url = "mqtt://127.0.0.1:1883"  # default' in lines
     assert "secret" not in done.stdout
     assert {"[broker]", "[avatar]", "[camera]", "[replay]"} <= set(lines)
-    only = run_cli("--config", str(path), "config", "show", "avatar")
+    only = run_cli("config", "show", "avatar", "--config", str(path))
     assert "[avatar]" in only.stdout and "[broker]" not in only.stdout
 
 

@@ -75,7 +75,11 @@ OVERRIDES_AFTER_COMMAND = "overrides_after_command"
 and appended to the one given before the command name."""
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool = False) -> None:
+OVERRIDES_AFTER_ACTION = "overrides_after_action"
+"""The same for a command's own subcommand (``config show --set ...``)."""
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool = False, in_action: bool = False) -> None:
     """The flags every command takes, before or after the command name. In the subcommand
     their defaults are suppressed so that a flag given before the name is not overwritten."""
     default: object = argparse.SUPPRESS if in_subcommand else None
@@ -84,7 +88,8 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool
         help="TOML configuration file (default: $HUMAINE_ENV_CONFIG or ./humaine-env.toml)",
     )
     parser.add_argument(
-        "--set", dest=OVERRIDES_AFTER_COMMAND if in_subcommand else "overrides", action="append", default=[],
+        "--set", dest=OVERRIDES_AFTER_ACTION if in_action else OVERRIDES_AFTER_COMMAND if in_subcommand else "overrides",
+        action="append", default=argparse.SUPPRESS if in_action else [],
         metavar="SECTION.KEY=VALUE", help="override one configuration value (repeatable); beats the file and the environment",
     )
     parser.add_argument("--log-level", metavar="LEVEL", default=default,
@@ -136,7 +141,7 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     """Parse the command line; common flags may stand before or after the command name."""
     parser = build_parser(_chosen_command(argv))
     args = parser.parse_args(argv)
-    args.overrides = [*args.overrides, *getattr(args, OVERRIDES_AFTER_COMMAND, [])]
+    args.overrides = [*args.overrides, *getattr(args, OVERRIDES_AFTER_COMMAND, []), *getattr(args, OVERRIDES_AFTER_ACTION, [])]
     if not args.command:
         parser.print_help()
         raise SystemExit(EXIT_CONFIG)

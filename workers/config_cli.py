@@ -12,10 +12,14 @@ from workers.runtime import EXIT_CONFIG
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
+    from workers.cli import add_common_arguments
+
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="the configuration in effect, each value with its origin (secrets masked)")
+    add_common_arguments(show, in_subcommand=True, in_action=True)
     show.add_argument("sections", nargs="*", metavar="SECTION", help="only these sections (top-level keys: core)")
     init = actions.add_parser("init", help="write a commented sample file with every section and key at its default")
+    add_common_arguments(init, in_subcommand=True, in_action=True)
     init.add_argument("path", nargs="?", help="file to write (default: print it)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
 
