@@ -36,7 +36,7 @@ from sessions.format import Session
 from workers.bus import Bus
 from workers.config import Config
 from workers.messages import Envelope, now_ms
-from workers.runtime import Worker, run_worker
+from workers.runtime import EXIT_UNAVAILABLE, Worker, run_worker
 
 log = logging.getLogger(__name__)
 
@@ -302,17 +302,22 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
     from transcript.worker import TranscriptWorker
     from workers.camera.worker import CameraWorker
     from workers.microphone.worker import MicrophoneWorker
+    from workers.ports import taken_port
 
     info = session.info
     environment = f"replay-{uuid.uuid4().hex[:10]}"
     started = time.monotonic()
     where = base.section(ReplaySettings)
+    if where.recorder_port:
+        taken = taken_port([("the replay's stand-in EO ([replay] recorder_port; 0: any free port)",
+                             where.recorder_host, where.recorder_port)])
+        if taken:
+            raise ReplayError(taken, EXIT_UNAVAILABLE)
     eo = RecordingServer(where.recorder_host, where.recorder_port or free_port(where.recorder_host))
     try:
         eo.start()
     except RuntimeError:
-        raise ReplayError(f"cannot listen on {eo.host}:{eo.port} for the replay's stand-in EO "
-                          "(taken? set [replay] recorder_port, or 0 for any free port)") from None
+        raise ReplayError(f"cannot listen on {eo.host}:{eo.port} for the replay's stand-in EO ([replay] recorder_port)") from None
     try:
         config = replay_config(base, session, environment, eo.url, speed, engine, media)
         recorder = BusRecorder(config, f"replay-recorder-{environment}")

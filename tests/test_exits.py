@@ -3,6 +3,7 @@ traceback, never a hang, never 0 after a failure (README, "Exit statuses")."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -134,3 +135,18 @@ def test_secret_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
                                f"HUMAINE_ENV_AVATAR_TOKEN{FILE_SUFFIX}": str(tmp_path / "missing")})
     assert done.returncode == EXIT_CONFIG and done.stderr.count("\n") == 1 and "cannot read" in done.stderr
+
+
+def test_replay_uses_the_recorder_port_setting(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
+    """``[replay] recorder_port`` is where the replay's stand-in EO listens: a taken one is one line."""
+    session = generate(QUICK)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = cli(["replay", str(session), "--set", f"replay.recorder_port={port}"], tmp_path, mosquitto.url)
+    assert done.returncode == EXIT_UNAVAILABLE, done.stderr[-2000:]
+    assert problem_lines(done.stderr) == [
+        f"humaine-env replay: port {port} on 127.0.0.1 for the replay's stand-in EO ([replay] recorder_port; 0: any free port) "
+        "is taken (another run, or another service?); stop it or choose another port"
+    ], done.stderr[-2000:]

@@ -10,7 +10,6 @@ pointed at it.
 from __future__ import annotations
 
 import argparse
-import errno
 import logging
 import os
 import signal
@@ -32,6 +31,7 @@ from workers.config import Config, OrchestratorSettings, Section, check_level, i
 from workers.logs import console_level, level_number, line_level, relay_line, setup_logging
 from workers.messages import AgentMessageSeen, OutgoingMessage, RoundState, Status
 from workers.parent import PARENT_ENV
+from workers.ports import taken_port
 from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
 
 log = logging.getLogger(__name__)
@@ -194,21 +194,6 @@ def owned_ports(config: Config, names: list[str]) -> list[tuple[str, str, int]]:
         sellers = config.section(DemoAgentsSettings)
         ports += [(f"demo-agents ({name})", sellers.host, port) for name, port in sellers.agents.items() if port]
     return ports
-
-
-def taken_port(ports: list[tuple[str, str, int]]) -> str | None:
-    """A line naming the first port someone else already holds, or ``None``. A child that
-    cannot bind would exit or, worse, the suite would talk to whatever holds the port."""
-    for name, host, port in ports:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, port))
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    return f"port {port} on {host} for {name} is taken (another run, or another service?); stop it or choose another port"
-                return f"cannot listen on {host}:{port} for {name}: {exc.strerror}"
-    return None
 
 
 def child_env(args: argparse.Namespace) -> dict[str, str]:
