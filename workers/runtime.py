@@ -38,7 +38,7 @@ EXIT_BUS_DEAD = 70
 EXIT_NO_BROKER = 69
 """Exit code of a worker that never reached its MQTT broker within ``[broker] connect_wait_s``
 (restarted by the supervisor: the broker may come up later)."""
-BROKER_WAIT_NOTICE_S = 3.0
+BROKER_WAIT_NOTICE_S = 2.0
 """A worker still without its broker this long after starting says that it is waiting."""
 WATCHDOG_INTERVAL_S = 0.5
 """How often the watchdog looks at the bus's network thread."""
