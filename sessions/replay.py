@@ -247,7 +247,7 @@ class FollowingClock(VirtualClock):
 def _start(worker: Worker, on_exit: Callable[[], None] | None = None) -> threading.Thread:
     def body() -> None:
         try:
-            run_worker(worker, False)
+            run_worker(worker, False, say_failure=False)  # replay says it, in its own line
         finally:
             if on_exit is not None:
                 on_exit()

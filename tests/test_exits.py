@@ -115,6 +115,7 @@ def test_replay_without_the_vosk_model_stops_with_one_line(mosquitto: MosquittoB
     assert done.returncode == EXIT_UNAVAILABLE, done.stderr[-3000:]
     eval_lines = [ln for ln in done.stderr.splitlines() if ln.startswith("humaine-env eval:")]
     assert len(eval_lines) == 1 and "Vosk model not found" in eval_lines[0], done.stderr[-3000:]
+    assert done.stderr.count("Vosk model not found") == 1, done.stderr[-3000:]  # said once, by eval
     assert "Traceback" not in done.stderr
     assert time.monotonic() - started < 60
 

@@ -185,8 +185,10 @@ def install_stop_signals(on_stop: Callable[[], None]) -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def run_worker(worker: Worker, install_signals: bool = True) -> int:
-    """Start ``worker``, run it until stopped, then stop the bus; returns an exit code."""
+def run_worker(worker: Worker, install_signals: bool = True, say_failure: bool = True) -> int:
+    """Start ``worker``, run it until stopped, then stop the bus; returns an exit code.
+    ``say_failure=False``: a caller that runs workers inside its own command (``replay``)
+    says a worker's failure itself, in its own one line; the status still carries it."""
     if install_signals:
         install_stop_signals(worker.stop)
     try:
@@ -202,7 +204,10 @@ def run_worker(worker: Worker, install_signals: bool = True) -> int:
         pass
     except WorkerUnavailable as exc:
         worker.failure = f"cannot run: {exc}"
-        worker.report_error(worker.failure)  # the one line (report_error logs it)
+        if say_failure:
+            worker.report_error(worker.failure)  # the one line (report_error logs it)
+        else:
+            worker.bus.set_status("error", worker.failure)
         code = EXIT_UNAVAILABLE
     finally:
         worker.close()
