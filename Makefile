@@ -1,6 +1,8 @@
 # The two commands: `make run` and `make test`. Both set up what they need first.
+# `make run ARGS="--config room.toml --without camera"` passes ARGS to `humaine-env run`.
 VENV := .venv
 PY := $(VENV)/bin/python
+ARGS ?=
 
 .PHONY: setup run test bench lint
 
@@ -8,7 +10,7 @@ setup:
 	@bash scripts/setup.sh
 
 run: setup
-	$(VENV)/bin/humaine-env run
+	$(VENV)/bin/humaine-env run $(ARGS)
 
 test: setup
 	$(PY) -m pytest

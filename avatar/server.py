@@ -8,6 +8,7 @@ import logging
 from avatar.app import DISPLAY_PATH, create_app
 from avatar.controller import AvatarController
 from orchestrator_client.serving import AppServer, ServerError
+from workers.logs import NOTICE
 
 __all__ = ["AvatarServer", "ServerError"]
 
@@ -31,7 +32,7 @@ class AvatarServer(AppServer):
         """Start the controller and the HTTP service; returns once requests are answered."""
         self.controller.start()
         super().start()
-        log.info("display page: %s%s", self.url, DISPLAY_PATH)
+        log.log(NOTICE, "display page: %s%s", self.url, DISPLAY_PATH)  # what a quiet console still says
         return self
 
     def stop(self) -> None:

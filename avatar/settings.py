@@ -63,7 +63,7 @@ class AvatarSettings(Section):
     """Where the HTTP service listens. Loopback by default: the EO normally runs on the same
     machine, and nothing else should be able to make the avatars talk."""
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
-    token: str = ""
+    token: str = Field("", json_schema_extra={"secret": True})
     """When set, every endpoint except ``/health`` needs ``Authorization: Bearer <token>``
     (the display page: ``?token=``). The stock EO sends no token: use it behind a proxy."""
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)

@@ -25,7 +25,7 @@ class AvatarWorker(Worker):
     :class:`avatar.server.ServerError` with a readable line before anything connects."""
 
     name: ClassVar[str] = "avatar"
-    serves: ClassVar[bool] = True
+    serves_http: ClassVar[bool] = True
 
     def __init__(self, config: Config, worker_id: str | None = None) -> None:
         super().__init__(config, worker_id)

@@ -41,7 +41,12 @@ class AudioSourceError(Exception):
 
 
 class UnreadableMediaError(AudioSourceError):
-    """A media file that exists but cannot be decoded: waiting will not make it readable."""
+    """A media file that cannot be decoded, or is not there: waiting will not make it
+    readable (a file is not a device that comes back when plugged in)."""
+
+
+class MissingMediaError(UnreadableMediaError):
+    """A media file (``wav:``, ``raw:``, ``replay:``) that does not exist."""
 
 
 class NoInputDeviceError(AudioSourceError):

@@ -21,12 +21,13 @@ from hardware.audio import (
     DEFAULT_BLOCK_MS,
     SAMPLE_RATE,
     AudioBlock,
-    AudioSourceError,
+    MissingMediaError,
     SourceKind,
     UnreadableMediaError,
     block_samples,
 )
 from hardware.clock import Clock
+from hardware.session_files import AUDIO_FILE, media_file
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +120,9 @@ def decode_with_ffmpeg(path: Path, input_format: str | None = None) -> np.ndarra
 
 def load_audio(path: str | Path, raw: bool = False) -> np.ndarray:
     """The whole file as 16 kHz mono int16 (raw files: already 16 kHz mono int16 LE)."""
-    p = Path(path)
-    if not p.is_file():
-        raise AudioSourceError(f"audio file {p} not found")
+    p, missing = media_file(path, AUDIO_FILE, "audio")
+    if missing:
+        raise MissingMediaError(missing)
     suffix = p.suffix.lower()
     if raw or suffix in RAW_SUFFIXES:
         data = p.read_bytes()
@@ -170,7 +171,7 @@ class FileSource:
         start_ms: int | None = None,
         raw: bool = False,
     ) -> None:
-        self.path = Path(path)
+        self.path = media_file(path, AUDIO_FILE, "audio")[0]
         self.samples = load_audio(self.path, raw=raw)
         self.block = block_samples(block_ms)
         self.start_ms = 0 if start_ms is None else int(start_ms)

@@ -23,7 +23,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         return 0
     print("Microphones (use with: humaine-env mic --source mic:INDEX or mic:NAME)")
     if not microphones:
-        print("  none found — the microphone worker falls back to typed input (humaine-env mic --typed)")
+        print("  none found — the microphone worker falls back to typed input at a terminal (humaine-env mic --typed)")
     for device in microphones:
         mark = "*" if device.get("default") else " "
         details = f"{device.get('channels', '?')} ch, {device.get('default_samplerate', '?')} Hz, {device.get('hostapi', '')}"

@@ -26,6 +26,7 @@ import numpy as np
 
 from hardware.clock import Clock, RealClock
 from hardware.frame_times import FrameTimesError, read_frame_times, sidecar_of
+from hardware.session_files import VIDEO_FILE, media_file
 
 log = logging.getLogger(__name__)
 
@@ -183,9 +184,9 @@ class VideoFileSource:
     shifted to start at ``start_ms`` / now otherwise (an old recording played on a real clock)."""
 
     def __init__(self, path: str | Path, start_ms: int | None = None, clock: Clock | None = None) -> None:
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise VideoSourceError(f"video file {self.path} not found")
+        self.path, missing = media_file(path, VIDEO_FILE, "video")
+        if missing:
+            raise VideoSourceError(missing)
         self._cap = cv2.VideoCapture(str(self.path))
         if not self._cap.isOpened():
             raise VideoSourceError(f"cannot decode video file {self.path} (not a video OpenCV/ffmpeg can read)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -150,11 +151,16 @@ def main() -> int:
     ASSETS.mkdir(parents=True, exist_ok=True)
     failed = 0
     for fetch in FETCHERS:
+        started = time.monotonic()
         try:
-            fetch()
+            where = fetch()
         except Exception as exc:  # one line per missing asset, then go on with the others
             failed += 1
             log.error("could not fetch %s: %s", fetch.__name__, exc)
+            continue
+        log.info("    %s: %s (%.0f s)", fetch.__name__, where.relative_to(ROOT) if where.is_relative_to(ROOT) else where,
+                 time.monotonic() - started)
+
     return 1 if failed else 0
 
 

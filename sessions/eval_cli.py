@@ -49,7 +49,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
             summary = evaluate(sessions, config, engines=args.engine or [None], speed=args.speed, coverage=coverage)
     except (SessionFormatError, ReplayError, ConfigError) as exc:
         print(f"humaine-env eval: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code if isinstance(exc, ReplayError) else 1
     if not args.mistakes:
         summary.pop("mistakes", None)
     print(json.dumps(summary))

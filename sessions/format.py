@@ -28,12 +28,11 @@ import numpy as np
 
 from hardware.audio import SAMPLE_RATE
 from hardware.frame_times import FRAME_TIMES_FILE, read_frame_times
+from hardware.session_files import AUDIO_FILE, VIDEO_FILE
 
 FORMAT_NAME = "humaine-session"
 FORMAT_VERSION = 1
 SESSION_FILE = "session.json"
-AUDIO_FILE = "audio.wav"
-VIDEO_FILE = "video.mp4"
 FRAMES_FILE = FRAME_TIMES_FILE
 EVENTS_FILE = "events.jsonl"
 TRUTH_FILE = "truth.json"

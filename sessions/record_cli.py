@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from contextlib import nullcontext
 
 from workers.config import Config
 
@@ -33,6 +34,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from sessions.record import Recorder, RecordError
+    from workers.broker import broker_for
     from workers.camera.settings import CameraSettings
     from workers.microphone.settings import MicrophoneSettings
     from workers.runtime import install_stop_signals
@@ -46,8 +48,12 @@ def main(args: argparse.Namespace, config: Config) -> int:
         timer.daemon = True
         timer.start()
     try:
-        recorder = Recorder(config, args.folder, audio, video, perceive=args.perceive, linger_s=args.linger)
-        folder = recorder.run(stop)
+        # the workers run here with --perceive: like replay and eval, start the embedded broker
+        # when none answers (they would otherwise publish into nothing); without it the bus
+        # being recorded is the suite's, which brings its own
+        with broker_for(config) if args.perceive else nullcontext((config, None)) as (config, _started):
+            recorder = Recorder(config, args.folder, audio, video, perceive=args.perceive, linger_s=args.linger)
+            folder = recorder.run(stop)
     except RecordError as exc:
         print(f"humaine-env record: {exc}", file=sys.stderr)
         return 1

@@ -36,7 +36,7 @@ from sessions.format import Session
 from workers.bus import Bus
 from workers.config import Config
 from workers.messages import Envelope, now_ms
-from workers.runtime import Worker, run_worker
+from workers.runtime import EXIT_UNAVAILABLE, Worker, run_worker
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,13 @@ CONNECT_TIMEOUT_S = 10.0
 
 
 class ReplayError(Exception):
-    """The session cannot be replayed (missing media, broker unreachable, a worker failed)."""
+    """The session cannot be replayed (missing media, broker unreachable, a worker failed);
+    ``exit_code`` is the command's (:data:`~workers.runtime.EXIT_UNAVAILABLE` when a worker
+    cannot run here: no speech model, say)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 @dataclass
@@ -241,7 +247,7 @@ class FollowingClock(VirtualClock):
 def _start(worker: Worker, on_exit: Callable[[], None] | None = None) -> threading.Thread:
     def body() -> None:
         try:
-            run_worker(worker, False)
+            run_worker(worker, False, say_failure=False)  # replay says it, in its own line
         finally:
             if on_exit is not None:
                 on_exit()
@@ -291,15 +297,28 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
            timeout_s: float = 600.0, media: tuple[bool, bool] = (True, True)) -> ReplayResult:
     """Run ``session`` through the workers; returns everything published on the bus.
     ``media``: whether to replay its (audio, video) - a part found unreadable is left out."""
-    from orchestrator_client.recorder import RecordingServer
+    from orchestrator_client.recorder import RecordingServer, free_port
+    from sessions.settings import ReplaySettings
     from transcript.worker import TranscriptWorker
     from workers.camera.worker import CameraWorker
     from workers.microphone.worker import MicrophoneWorker
+    from workers.ports import taken_port
 
     info = session.info
     environment = f"replay-{uuid.uuid4().hex[:10]}"
     started = time.monotonic()
-    with RecordingServer() as eo:
+    where = base.section(ReplaySettings)
+    if where.recorder_port:
+        taken = taken_port([("the replay's stand-in EO ([replay] recorder_port; 0: any free port)",
+                             where.recorder_host, where.recorder_port)])
+        if taken:
+            raise ReplayError(taken, EXIT_UNAVAILABLE)
+    eo = RecordingServer(where.recorder_host, where.recorder_port or free_port(where.recorder_host))
+    try:
+        eo.start()
+    except RuntimeError:
+        raise ReplayError(f"cannot listen on {eo.host}:{eo.port} for the replay's stand-in EO ([replay] recorder_port)") from None
+    try:
         config = replay_config(base, session, environment, eo.url, speed, engine, media)
         recorder = BusRecorder(config, f"replay-recorder-{environment}")
         recorder.start()
@@ -334,9 +353,16 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
                 time.sleep(READY_GRACE_S)
                 held.release()
                 result.wall_origin_ms = now_ms()
-            for worker, thread in ((mic, m_thread), (camera, c_thread)):
-                if worker is not None and thread is not None:
+            running = [(w, t) for w, t in ((mic, m_thread), (camera, c_thread)) if w is not None and t is not None]
+            try:
+                for worker, thread in running:
                     _join_to_end(worker, thread, started + timeout_s)
+                    if worker.failure:
+                        raise ReplayError(f"{worker.worker_id}: {worker.failure}", worker.exit_code or 1)
+            except ReplayError:
+                for worker, thread in running:
+                    _stop(worker, thread)
+                raise
             if camera is not None:
                 published = camera.attention_changes + 1
                 recorder.wait_until(lambda: recorder.count("attention") >= published, 10.0)
@@ -347,6 +373,8 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
         finally:
             _stop(transcript, t_thread)
             recorder.stop()
+    finally:
+        eo.stop()
     result.events = sorted(recorder.events, key=lambda e: e.t_ms)
     result.wall_s = time.monotonic() - started
     return result

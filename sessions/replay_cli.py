@@ -33,7 +33,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
             result = replay(session, config, speed=args.speed, engine=args.engine)
     except (SessionFormatError, ReplayError, ConfigError) as exc:
         print(f"humaine-env replay: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code if isinstance(exc, ReplayError) else 1
     for env in result.messages:
         m = env["message"]
         print(json.dumps({"text": m.get("text"), "addressee": m.get("addressee"), "source": m.get("addresseeSource"),

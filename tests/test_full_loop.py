@@ -94,6 +94,9 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
         lines = "".join(output)
         assert 'buyer → Celia (by name): "Celia, I would like to buy 2 eggs for 1 dollar"  [delivered]' in lines
         assert "Celia → buyer:" in lines
+        assert "round r1: negotiation" in lines  # the round's events
+        # a quiet console: no INFO lines, so no reply repeated by its log line
+        assert not [ln for ln in lines.splitlines() if " INFO " in ln[:20]], lines
         print(f"\ntyped → Celia's first audio: {1000 * (begin_at - typed_at):.0f} ms; "
               f"→ reply fully spoken: {1000 * (end_at - typed_at):.0f} ms ({duration:.1f} s of speech)")
     finally:

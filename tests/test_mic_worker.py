@@ -24,6 +24,7 @@ from workers.messages import MicrophoneControl, Speaking, Status, Transcript, Va
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.evaluation import wer
 from workers.microphone.worker import MicrophoneWorker
+from workers.runtime import EXIT_UNAVAILABLE, run_worker
 
 T0 = 1_700_000_000_000
 GAP_S = 1.2
@@ -223,21 +224,22 @@ def test_without_a_microphone_typed_input_is_used(room_and_config: tuple[Room, C
     worker.close()
 
 
-def test_missing_device_is_a_status_error_and_retried(
+def test_missing_file_is_one_line_and_unavailable(
     room_and_config: tuple[Room, Callable[..., Config]], recognizer: PocketsphinxRecognizer, tmp_path: Path
 ) -> None:
+    """A file is not a device that comes back when plugged in: a missing one stops the worker
+    with its one line and the exit status a restart cannot change (a lost device is retried:
+    ``UnpluggedMidSentence`` below)."""
     room, config = room_and_config
-    missing = tmp_path / "unplugged.wav"
+    missing = tmp_path / "nope.wav"
     worker = MicrophoneWorker(config(**{"microphone.source": f"wav:{missing}"}), recognizer=recognizer)
-    thread = run_worker_thread(worker)
-    assert wait_for(lambda: any(s.state == "error" and "not found" in s.detail for s in room.status), 10)
-    errors_before = sum(s.state == "error" for s in room.status)
-    # The device comes back (the file appears): the worker recovers on its next retry.
-    write_wav(missing, np.zeros(SAMPLE_RATE // 2, dtype=np.int16))
+    thread = threading.Thread(target=run_worker, args=(worker, False), daemon=True)
+    thread.start()
     thread.join(10)
     assert not thread.is_alive()
-    assert worker.source is not None and worker.source.description.endswith("unplugged.wav")
-    assert errors_before >= 1
+    assert worker.exit_code == EXIT_UNAVAILABLE
+    assert worker.failure == f"cannot run: audio file {missing} not found"
+    assert wait_for(lambda: any(s.state == "error" and "not found" in s.detail for s in room.status), 10)
     worker.close()
 
 

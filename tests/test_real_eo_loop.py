@@ -177,6 +177,10 @@ def test_typed_utterance_through_the_real_eo_and_its_true_outcomes(room: dict[st
     agent_verdicts = [v for v in observer.of("verdict") if v.message.get("speaker") in ("Celia", "Watson")]
     assert agent_verdicts and all(v.permitted for v in agent_verdicts), agent_verdicts
     print(f"\ntyped → Celia's first audio through the real EO: {1000 * (begin_at - typed_at):.0f} ms")
+    # run's console shows the round the real EO drives
+    console = "".join(room["processes"][0].output)
+    assert f"round {ROUND_ID}: negotiation" in console, console
+    assert not [ln for ln in console.splitlines() if " INFO " in ln[:20]], console  # no reply repeated by its log line
 
     # 2. what the real EO blocks is recorded as blocked, with its rationale (R4 on a human message)
     mic.type("@Watson " + " ".join(["please"] * 101))

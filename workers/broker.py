@@ -218,9 +218,12 @@ class MosquittoServer:
             # as root mosquitto would drop to a 'mosquitto' user that cannot write the directory
             f"user {getpass.getuser()}\n"
         )
+        # a session of its own: Ctrl-C reaches the whole terminal's process group, and a broker
+        # gone before the workers have stopped costs every one of them an error line; this
+        # process stops it last (and it dies with this process however that ends)
         self.process = subprocess.Popen(
             [self.binary, "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, preexec_fn=die_with_parent_preexec(),
+            stderr=subprocess.DEVNULL, preexec_fn=die_with_parent_preexec(), start_new_session=True,
         )
         deadline = time.monotonic() + MOSQUITTO_START_S
         while not broker_answers(self.address, 0.2):

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workers.config import Config, ConfigError
-from workers.logs import setup_logging
+from workers.config import Config, ConfigError, check_level
+from workers.logs import console_level, setup_logging
 from workers.parent import bind_to_parent
 from workers.runtime import EXIT_CONFIG
 
@@ -26,27 +26,34 @@ class Command:
     summary: str
     worker: str = ""
     """The name the command's worker publishes its status under, when not the command's own."""
+    section: str | None = None
+    """The configuration section the command reads: its keys are listed by ``--help``."""
 
 
 COMMANDS: dict[str, Command] = {
-    "run": Command("workers.supervisor", "run the whole suite (every available worker) until Ctrl-C"),
-    "camera": Command("workers.camera.cli", "camera worker: head pose and addressee"),
-    "mic": Command("workers.microphone.cli", "microphone worker: voice activity and speech-to-text", worker="microphone"),
-    "transcript": Command("transcript.cli", "Rich Transcript worker: utterance + addressee to the EO"),
-    "avatar": Command("avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)"),
+    "run": Command("workers.supervisor", "run the whole suite (every available worker) until Ctrl-C", section="run"),
+    "camera": Command("workers.camera.cli", "camera worker: head pose and addressee", section="camera"),
+    "mic": Command("workers.microphone.cli", "microphone worker: voice activity and speech-to-text", worker="microphone",
+                   section="microphone"),
+    "transcript": Command("transcript.cli", "Rich Transcript worker: utterance + addressee to the EO", section="transcript"),
+    "avatar": Command("avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)", section="avatar"),
     "devices": Command("hardware.devices_cli", "list microphones and cameras"),
-    "broker": Command("workers.broker_cli", "serve the embedded MQTT broker"),
-    "transcribe": Command("workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)"),
+    "broker": Command("workers.broker_cli", "serve the embedded MQTT broker", section="broker"),
+    "transcribe": Command("workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)",
+                          section="microphone"),
     "models": Command("workers.microphone.models_cli", "download the speech models (needs a network)"),
-    "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat"),
-    "headpose": Command("workers.camera.headpose_cli", "head pose and buyer of images, folders or videos: a JSON line a frame"),
-    "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests"),
-    "demo-agents": Command("orchestrator_client.demo_agents_cli", "Celia and Watson as small rule-based sellers"),
-    "check-wiring": Command("orchestrator_client.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)"),
+    "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat", section="camera"),
+    "headpose": Command("workers.camera.headpose_cli", "head pose and buyer of images, folders or videos: a JSON line a frame",
+                        section="camera"),
+    "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests", section="standin"),
+    "demo-agents": Command("orchestrator_client.demo_agents_cli", "Celia and Watson as small rule-based sellers", section="demo_agents"),
+    "check-wiring": Command("orchestrator_client.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)",
+                            section="eo"),
     "record": Command("sessions.record_cli", "record the devices and the bus traffic into a session folder"),
-    "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)"),
-    "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures"),
+    "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)", section="replay"),
+    "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures", section="replay"),
     "label": Command("sessions.label_cli", "write a recorded session's truth.json (utterances, addressees, gaze)"),
+    "config": Command("workers.config_cli", "the configuration in effect (config show) or a sample file (config init)"),
 }
 
 
@@ -68,7 +75,11 @@ OVERRIDES_AFTER_COMMAND = "overrides_after_command"
 and appended to the one given before the command name."""
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool = False) -> None:
+OVERRIDES_AFTER_ACTION = "overrides_after_action"
+"""The same for a command's own subcommand (``config show --set ...``)."""
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool = False, in_action: bool = False) -> None:
     """The flags every command takes, before or after the command name. In the subcommand
     their defaults are suppressed so that a flag given before the name is not overwritten."""
     default: object = argparse.SUPPRESS if in_subcommand else None
@@ -77,10 +88,14 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool
         help="TOML configuration file (default: $HUMAINE_ENV_CONFIG or ./humaine-env.toml)",
     )
     parser.add_argument(
-        "--set", dest=OVERRIDES_AFTER_COMMAND if in_subcommand else "overrides", action="append", default=[],
+        "--set", dest=OVERRIDES_AFTER_ACTION if in_action else OVERRIDES_AFTER_COMMAND if in_subcommand else "overrides",
+        action="append", default=argparse.SUPPRESS if in_action else [],
         metavar="SECTION.KEY=VALUE", help="override one configuration value (repeatable); beats the file and the environment",
     )
-    parser.add_argument("--log-level", metavar="LEVEL", default=default, help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument("--log-level", metavar="LEVEL", default=default,
+                        help="console detail: DEBUG, INFO, NOTICE, WARNING or ERROR (default: problems and progress only)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS if in_subcommand else False,
+                        help="also show INFO lines (at the configured log_level) on the console")
 
 
 def build_parser(chosen: str | None) -> argparse.ArgumentParser:
@@ -93,10 +108,16 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     for name, command in COMMANDS.items():
         if not available(name):
             continue
-        child = sub.add_parser(name, help=command.summary, description=command.summary)
+        child = sub.add_parser(name, help=command.summary, description=command.summary,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
         add_common_arguments(child, in_subcommand=True)
         if name == chosen:
             importlib.import_module(command.module).configure_parser(child)
+            if command.section is not None:
+                from workers.config import section_model
+                from workers.config_doc import keys_help
+
+                child.epilog = keys_help(section_model(command.section))
     return parser
 
 
@@ -120,7 +141,7 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     """Parse the command line; common flags may stand before or after the command name."""
     parser = build_parser(_chosen_command(argv))
     args = parser.parse_args(argv)
-    args.overrides = [*args.overrides, *getattr(args, OVERRIDES_AFTER_COMMAND, [])]
+    args.overrides = [*args.overrides, *getattr(args, OVERRIDES_AFTER_COMMAND, []), *getattr(args, OVERRIDES_AFTER_ACTION, [])]
     if not args.command:
         parser.print_help()
         raise SystemExit(EXIT_CONFIG)
@@ -131,8 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     bind_to_parent()
     args = parse_arguments(list(sys.argv[1:] if argv is None else argv))
     try:
+        if args.log_level:
+            args.log_level = check_level(args.log_level, "--log-level")
         config = Config.load(args.config, overrides=args.overrides)
-        setup_logging(args.log_level or config.core.log_level, None)
+        setup_logging(console_level(args.log_level, args.verbose, config.core.log_level))
         module = importlib.import_module(COMMANDS[args.command].module)
         return int(module.main(args, config) or 0)
     except ConfigError as exc:

@@ -18,6 +18,8 @@ flags to its children in :data:`SET_ENV_VAR`, not on their command lines.
 
 from __future__ import annotations
 
+import difflib
+import importlib
 import json
 import os
 import sys
@@ -44,15 +46,92 @@ DEFAULT_CONFIG_FILE = "humaine-env.toml"
 DEFAULT_AVATARS = ("Celia", "Watson")
 
 
+SECTION_MODELS: dict[str, str] = {
+    "": "workers.config:CoreSettings",
+    "broker": "workers.config:BrokerSettings",
+    "eo": "workers.config:OrchestratorSettings",
+    "run": "workers.supervisor:RunSettings",
+    "camera": "workers.camera.settings:CameraSettings",
+    "microphone": "workers.microphone.settings:MicrophoneSettings",
+    "transcript": "transcript.settings:TranscriptSettings",
+    "avatar": "avatar.settings:AvatarSettings",
+    "standin": "orchestrator_client.standin.settings:StandinSettings",
+    "demo_agents": "orchestrator_client.demo_agents.settings:DemoAgentsSettings",
+    "replay": "sessions.settings:ReplaySettings",
+}
+"""Every section of the file (``""``: the top-level keys) and the model that reads it, as
+``module:Class`` so that a command imports only the models it uses. The file is checked
+against these names (a misspelled section fails like a misspelled key), and ``humaine-env
+config`` imports them all to show the effective values or write a sample file
+(``tests/test_config_cli.py`` checks each model's own ``section_name`` against its key)."""
+LOG_LEVELS = ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL")
+"""NOTICE (between INFO and WARNING): the progress lines a quiet console still shows."""
+
+
 class ConfigError(Exception):
     """A configuration problem, with a message meant for the operator (no traceback)."""
 
 
-class Section(BaseModel):
-    """Base of every configuration section; unknown keys are typos and fail loudly."""
+_DEFINED: dict[str, type[Section]] = {}
+"""Section models by name, as they are defined (a model outside :data:`SECTION_MODELS` is
+known once imported)."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+class Section(BaseModel):
+    """Base of every configuration section; unknown keys are typos and fail loudly. Each
+    field's docstring is its description (``config init`` and ``COMMAND --help`` print it); a
+    field with ``json_schema_extra={"secret": True}`` is masked by ``config show``."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, use_attribute_docstrings=True)
     section_name: ClassVar[str] = ""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _DEFINED[cls.section_name] = cls
+
+
+def known_sections() -> set[str]:
+    """Names of every section a file may have."""
+    return {name for name in (*SECTION_MODELS, *_DEFINED) if name}
+
+
+def section_models() -> list[type[Section]]:
+    """Every model of :data:`SECTION_MODELS`, in its order (imports them all)."""
+    models = []
+    for target in SECTION_MODELS.values():
+        module, _, name = target.partition(":")
+        models.append(getattr(importlib.import_module(module), name))
+    return models
+
+
+def section_model(name: str) -> type[Section]:
+    """The model of section ``name`` (``""``: the top-level keys)."""
+    if name in _DEFINED:
+        return _DEFINED[name]
+    if name not in SECTION_MODELS:
+        raise ConfigError(_unknown("section", name, known_sections()))
+    module, _, attr = SECTION_MODELS[name].partition(":")
+    return typing.cast(type[Section], getattr(importlib.import_module(module), attr))
+
+
+def is_secret(model: type[Section], field_name: str) -> bool:
+    extra = model.model_fields[field_name].json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get("secret"))
+
+
+def check_level(level: str, where: str) -> str:
+    """``level`` upper-cased, or a :class:`ConfigError` naming the levels there are."""
+    upper = str(level).strip().upper()
+    if upper not in LOG_LEVELS:
+        raise ConfigError(f"{where}: unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+    return upper
+
+
+def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known))}"
+    return f"unknown {kind} {name!r}{hint}"
 
 
 class CoreSettings(Section):
@@ -63,7 +142,11 @@ class CoreSettings(Section):
     environment_uuid: str = "abcdefg"
     """The HUMAINE ``environmentUUID``; also names this room's MQTT topic tree."""
     avatars: list[str] = Field(default_factory=lambda: list(DEFAULT_AVATARS))
+    """The seller agents' names, as the avatars that speak for them."""
     log_level: str = "INFO"
+    """What is logged: to ``[run] log_file``, and to the console with ``--verbose`` (without it
+    the console shows only warnings and errors, plus one line per utterance, reply and round
+    event). DEBUG, INFO, WARNING or ERROR."""
     data_dir: Path = Path(".cache/humaine-env")
     """Models, caches and session logs."""
 
@@ -71,6 +154,14 @@ class CoreSettings(Section):
     @classmethod
     def _topic_safe(cls, value: str) -> str:
         return check_segment(value, "environment_uuid")
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        try:
+            return check_level(value, "log_level")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("avatars")
     @classmethod
@@ -89,14 +180,27 @@ class BrokerSettings(Section):
     """``auto``: use the broker at ``url``; if nothing answers there and it is on this machine,
     start the embedded broker. ``external``: only ever use ``url``. ``embedded``: always start it."""
     username: str = ""
-    password: str = ""
+    """Required by the embedded broker when it listens beyond loopback; every worker uses it."""
+    password: str = Field("", json_schema_extra={"secret": True})
+    """Set it with ``HUMAINE_ENV_BROKER_PASSWORD`` or ``..._PASSWORD_FILE``, not on a command line."""
     tls_ca: str = ""
+    """CA file for ``mqtts://``."""
     tls_cert: str = ""
+    """Client certificate file, when the broker asks for one."""
     tls_key: str = ""
+    """The client certificate's key file."""
     tls_insecure: bool = False
+    """Do not check the broker's certificate name (tests only)."""
     keepalive_s: int = 15
+    """MQTT keep-alive: a dead connection is noticed within about 1.5 times this."""
     reconnect_min_s: float = 0.5
+    """First wait before reconnecting to a lost broker..."""
     reconnect_max_s: float = 8.0
+    """...doubling up to this."""
+    connect_wait_s: float = Field(60.0, gt=0)
+    """A worker that has never reached the broker says it is waiting at once, and after this
+    long exits (status 69; ``run`` and a service manager start it again). Once connected, a
+    lost broker is waited for without end."""
     max_payload_bytes: int = 256 * 1024
     """Larger payloads are dropped on receipt with a log line."""
     takeover: bool = False
@@ -110,9 +214,12 @@ class OrchestratorSettings(Section):
     section_name: ClassVar[str] = "eo"
 
     url: str = ""
+    """The EO's address, e.g. ``http://localhost:14010``; empty with ``app_settings`` empty: no
+    EO (``run`` then starts the stand-in EO and the demo sellers)."""
     app_settings: str = ""
     """Path of a HUMAINE ``appSettings.json``; its ``serviceMap`` entry ``service`` names the EO."""
     service: str = "environment-orchestrator"
+    """The ``serviceMap`` entry of ``app_settings`` that names the EO."""
     verify_round: bool = True
     """Ask the EO whether it runs the round (``GET /viewQueue/{roundId}``) before relaying a
     message: the current EO exits on a ``/relayMessage`` for a round it does not know (after
@@ -172,6 +279,35 @@ def inherited_flags_env(flags: Iterable[str], environ: Mapping[str, str]) -> dic
     return {SET_ENV_VAR: json.dumps([*_inherited_flags(environ), *flags])}
 
 
+def environment_names(model: type[Section], field_name: str) -> list[str]:
+    """The environment variables that set ``field_name`` of ``model``, first match wins."""
+    name = model.section_name
+    keys = [f"{ENV_PREFIX}{(name + '_') if name else ''}{field_name}".upper()]
+    extra = model.model_fields[field_name].json_schema_extra
+    if isinstance(extra, dict) and isinstance(extra.get("env"), str):
+        keys.insert(0, f"{ENV_PREFIX}{extra['env']}".upper())
+    return keys
+
+
+def _check_sections(data: Mapping[str, Any], overrides: Mapping[str, Any], path: Path | None) -> None:
+    """A misspelled section (``[avatr]``) or top-level key fails as a misspelled key does,
+    in the file and in ``--set`` alike."""
+    known = known_sections()
+    core = CoreSettings.model_fields
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            if key not in known:
+                raise ConfigError(f"config file {path}: {_unknown('section', f'[{key}]', [f'[{k}]' for k in known])}")
+        elif key not in core:
+            raise ConfigError(f"config file {path}: {_unknown('top-level key', key, core)}")
+    for key in overrides:
+        section, dot, _ = key.partition(".")
+        if dot and section not in known:
+            raise ConfigError(f"--set {key}: {_unknown('section', section, known)}")
+        if not dot and key not in core:
+            raise ConfigError(f"--set {key}: {_unknown('top-level key', key, core)}")
+
+
 class Config:
     """The merged configuration of one process."""
 
@@ -225,7 +361,27 @@ class Config:
                 if not sep or not key.strip():
                     raise ConfigError(f"--set expects section.key=value, got {item!r}")
                 flat[key.strip()] = parse_flag_value(value.strip())
+        _check_sections(data, flat, file_path)
         return cls(data, env, flat, file_path)
+
+    def origins(self, model: type[Section]) -> dict[str, str]:
+        """Where each key of ``model`` gets its value: ``default``, ``file``, ``environment``
+        (naming the variable) or ``flag`` (the last one wins, as in :meth:`section`)."""
+        name = model.section_name
+        from_file = self._file.get(name, {}) if name else self._file
+        environment = self._environment_variables(model)
+        prefix = f"{name}." if name else ""
+        found: dict[str, str] = {}
+        for field_name in model.model_fields:
+            origin = "default"
+            if isinstance(from_file, Mapping) and field_name in from_file:
+                origin = "file"
+            if field_name in environment:
+                origin = f"environment ({environment[field_name][0]})"
+            if f"{prefix}{field_name}" in self._overrides:
+                origin = "flag"
+            found[field_name] = origin
+        return found
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
         """A copy with more flag-level overrides (``"section.key": value``)."""
@@ -263,24 +419,28 @@ class Config:
         self._cache[model] = built
         return built
 
+    def _environment_variables(self, model: type[Section]) -> dict[str, tuple[str, bool]]:
+        """Field name -> the environment variable that sets it, and whether that variable
+        names a file to read the value from (``..._FILE``)."""
+        found: dict[str, tuple[str, bool]] = {}
+        for field_name in model.model_fields:
+            for key in environment_names(model, field_name):
+                if key in self._environ:
+                    found[field_name] = (key, False)
+                    break
+                if key + FILE_SUFFIX in self._environ:
+                    found[field_name] = (key + FILE_SUFFIX, True)
+                    break
+        return found
+
     def _from_environment(self, model: type[Section]) -> dict[str, Any]:
         found: dict[str, Any] = {}
-        name = model.section_name
-        for field_name, info in model.model_fields.items():
-            keys = [f"{ENV_PREFIX}{(name + '_') if name else ''}{field_name}".upper()]
-            extra = info.json_schema_extra
-            if isinstance(extra, dict) and isinstance(extra.get("env"), str):
-                keys.insert(0, f"{ENV_PREFIX}{extra['env']}".upper())
-            for key in keys:
-                raw = self._environ.get(key)
-                if raw is None and key + FILE_SUFFIX in self._environ:
-                    raw = _read_secret(key + FILE_SUFFIX, self._environ[key + FILE_SUFFIX])
-                if raw is not None:
-                    try:
-                        found[field_name] = _coerce_env_value(raw, info.annotation)
-                    except json.JSONDecodeError as exc:
-                        raise ConfigError(f"{key} is not valid JSON: {exc}") from None
-                    break
+        for field_name, (variable, is_file) in self._environment_variables(model).items():
+            raw = _read_secret(variable, self._environ[variable]) if is_file else self._environ[variable]
+            try:
+                found[field_name] = _coerce_env_value(raw, model.model_fields[field_name].annotation)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{variable} is not valid JSON: {exc}") from None
         return found
 
     @property

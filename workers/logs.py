@@ -1,27 +1,121 @@
-"""Logging set-up shared by every process of the suite: one readable line per event."""
+"""Logging set-up shared by every process of the suite: one readable line per event.
+
+The console is quiet by default: problems (WARNING and up) and :data:`NOTICE` lines, the few
+an operator follows (a model being loaded, a broker being waited for). ``--verbose`` shows
+INFO too; ``[run] log_file`` keeps everything at ``log_level`` in a rotating file."""
 
 from __future__ import annotations
 
 import logging
+import logging.handlers
+import re
 import sys
 import threading
 import time
+from pathlib import Path
 
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+DATE_FORMAT = "%H:%M:%S"
 NOISY_LOGGERS = ("amqtt", "transitions", "paho", "httpx", "httpcore", "uvicorn.access", "websockets")
+NOTICE = 25
+"""Between INFO and WARNING: progress an operator should see on a quiet console."""
+logging.addLevelName(NOTICE, "NOTICE")
+QUIET_CONSOLE = NOTICE
+"""The console's threshold without ``--verbose`` or ``--log-level``."""
+LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d (?P<level>[A-Z]+) ")
+"""A line of :data:`LOG_FORMAT` (what a child of ``run`` writes), and its level."""
+LIBRARY_LINE = re.compile(r"^(?:(?P<glog>[IWEF])\d{4} |INFO: |WARNING: All log messages before absl)")
+"""What MediaPipe's C++ (absl/glog) and TensorFlow Lite write straight to stderr."""
 
 
-def setup_logging(level: str = "INFO", worker: str | None = None) -> None:
+class PassThroughFormatter(logging.Formatter):
+    """Formats records as :data:`LOG_FORMAT`, except lines that arrive already formatted (a
+    child's stderr relayed by ``run``), which are written as they are. With ``dated`` (the log
+    file) every line starts with the date, a relayed one too."""
+
+    def __init__(self, fmt: str, dated: bool = False) -> None:
+        super().__init__(fmt, datefmt=f"%Y-%m-%d {DATE_FORMAT}" if dated else DATE_FORMAT)
+        self.dated = dated
+
+    def format(self, record: logging.LogRecord) -> str:
+        if not getattr(record, "preformatted", False):
+            return super().format(record)
+        line = record.getMessage()
+        if not self.dated:
+            return line
+        if LOG_LINE.match(line):
+            return f"{self.formatTime(record, '%Y-%m-%d')} {line}"
+        return f"{self.formatTime(record, self.datefmt)} {record.levelname:<7} {record.name}: {line}"
+
+
+def level_number(level: str | int) -> int:
+    return level if isinstance(level, int) else logging.getLevelName(level.upper())
+
+
+def console_level(explicit: str | None, verbose: bool, log_level: str) -> int:
+    """The console's threshold: ``--log-level`` when given, ``log_level`` with ``--verbose``,
+    else :data:`QUIET_CONSOLE` (or ``log_level`` when that is higher)."""
+    if explicit:
+        return level_number(explicit)
+    if verbose:
+        return level_number(log_level)
+    return max(QUIET_CONSOLE, level_number(log_level))
+
+
+def setup_logging(
+    level: str | int = "INFO",
+    worker: str | None = None,
+    log_file: str | Path | None = None,
+    file_level: str | int = "INFO",
+    max_bytes: int = 5_000_000,
+    backups: int = 3,
+) -> None:
+    """The console at ``level`` on stderr, and with ``log_file`` a rotating file at ``file_level``."""
     fmt = LOG_FORMAT if worker is None else f"%(asctime)s %(levelname)-7s [{worker}] %(name)s: %(message)s"
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(fmt, datefmt="%H:%M:%S"))
-    root.addHandler(handler)
-    root.setLevel(level.upper())
+        handler.close()
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(PassThroughFormatter(fmt))
+    console.setLevel(level_number(level))
+    root.addHandler(console)
+    lowest = console.level
+    if log_file:
+        path = Path(log_file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        file.setFormatter(PassThroughFormatter(LOG_FORMAT, dated=True))
+        file.setLevel(level_number(file_level))
+        root.addHandler(file)
+        lowest = min(lowest, file.level)
+    root.setLevel(lowest)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+
+
+def line_level(line: str, previous: int) -> int:
+    """The level of one line a child wrote to stderr: its log level when it is a log line,
+    INFO for the C++ libraries' chatter (a glog E/F line is an ERROR), the previous line's for
+    the continuation of a multi-line record, else WARNING (a one-line refusal, a traceback)."""
+    match = LOG_LINE.match(line)
+    if match:
+        number = logging.getLevelName(match.group("level"))
+        return number if isinstance(number, int) else logging.WARNING
+    library = LIBRARY_LINE.match(line)
+    if library:
+        return logging.ERROR if library.group("glog") in ("E", "F") else logging.INFO
+    if line.startswith((" ", "\t")) and previous:
+        return previous
+    return logging.WARNING
+
+
+def relay_line(name: str, line: str, level: int) -> None:
+    """Hand one already formatted line of a child to this process's handlers, which keep or
+    drop it by ``level`` like any record."""
+    record = logging.LogRecord(name, level, __file__, 0, line, None, None)
+    record.preformatted = True
+    logging.getLogger(name).handle(record)
 
 
 DEFAULT_LOG_INTERVAL_S = 60.0

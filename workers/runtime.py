@@ -35,6 +35,11 @@ HEALTH_INTERVAL_S = 10.0
 """How often the retained status is refreshed with the worker's health figures."""
 EXIT_BUS_DEAD = 70
 """Exit code of a worker whose MQTT network thread died: it is restarted by the supervisor."""
+EXIT_NO_BROKER = 69
+"""Exit code of a worker that never reached its MQTT broker within ``[broker] connect_wait_s``
+(restarted by the supervisor: the broker may come up later)."""
+BROKER_WAIT_NOTICE_S = 2.0
+"""A worker still without its broker this long after starting says that it is waiting."""
 WATCHDOG_INTERVAL_S = 0.5
 """How often the watchdog looks at the bus's network thread."""
 
@@ -48,20 +53,25 @@ class Worker:
     """Base of every worker. Subclasses set :attr:`name` and implement :meth:`run`."""
 
     name: ClassVar[str] = "worker"
-    serves: ClassVar[bool] = False
-    """True for a worker that serves requests (HTTP): its status stays ``starting`` until its
-    :meth:`run` has the service listening and calls :meth:`report_ok`, so nobody who waits for
-    ``online`` finds the port closed."""
+    serves_http: ClassVar[bool] = False
+    """A worker the platform calls over HTTP (the Avatar Controller, the stand-ins):
+    - its status stays ``starting`` until :meth:`run` has the port listening and calls
+      :meth:`report_ok`, so nobody who waits for ``online`` finds the port closed;
+    - it keeps waiting for a broker it never reached instead of exiting after ``[broker]
+      connect_wait_s``: the EO exits when a service it calls is down, so answering without the
+      bus beats not answering."""
 
     def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None) -> None:
         self.config = config
         self.worker_id = worker_id or self.name
         self.log = logging.getLogger(f"humaine.{self.worker_id}")
-        self.bus = bus or Bus(config, self.worker_id, health=self.health, ready=not self.serves)
+        self.bus = bus or Bus(config, self.worker_id, health=self.health, ready=not self.serves_http)
         self.topics: Topics = self.bus.topics
         self.stop_event = threading.Event()
         self.exit_code = 0
         """What :func:`run_worker` returns; set non-zero by the watchdog and by failures."""
+        self.failure = ""
+        """The one line that said why the worker stopped on a failure (empty: it did not)."""
         self._health_thread: threading.Thread | None = None
 
     # -- to override -------------------------------------------------------------------------
@@ -105,13 +115,28 @@ class Worker:
         unless ``code`` says a restart cannot help)."""
         self.log.error("%s", detail)
         self.exit_code = code
+        self.failure = detail
         self.stop_event.set()
 
     def _watch(self) -> None:
         """Refresh the health figures, and turn a dead bus thread into a non-zero exit: such a
         worker would go on looking online while hearing and saying nothing."""
-        next_health = time.monotonic() + HEALTH_INTERVAL_S
+        started = time.monotonic()
+        next_health = started + HEALTH_INTERVAL_S
+        said_waiting = False
         while not self.stop_event.wait(WATCHDOG_INTERVAL_S):
+            if self.bus.stats.connects == 0:
+                waited = time.monotonic() - started
+                limit = self.config.broker.connect_wait_s
+                if waited >= limit and not self.serves_http:
+                    self.fail(EXIT_NO_BROKER, f"no MQTT broker answered at {self.bus.address.url} within {limit:.0f} s; "
+                                              "start one (mosquitto, or humaine-env broker) or set [broker] url")
+                    _exit_if_still_running(self.exit_code)
+                    return
+                if not said_waiting and waited >= BROKER_WAIT_NOTICE_S:
+                    said_waiting = True
+                    self.log.warning("waiting for the MQTT broker at %s (nothing answers there yet%s)", self.bus.address.url,
+                                     "" if self.serves_http else f"; giving up after {limit:.0f} s")
             if self.bus.taken_over is not None:
                 other = self.bus.taken_over
                 self.fail(EXIT_UNAVAILABLE, f"stopped: host {other.host}, pid {other.pid} runs this worker now")
@@ -163,8 +188,10 @@ def install_stop_signals(on_stop: Callable[[], None]) -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def run_worker(worker: Worker, install_signals: bool = True) -> int:
-    """Start ``worker``, run it until stopped, then stop the bus; returns an exit code."""
+def run_worker(worker: Worker, install_signals: bool = True, say_failure: bool = True) -> int:
+    """Start ``worker``, run it until stopped, then stop the bus; returns an exit code.
+    ``say_failure=False``: a caller that runs workers inside its own command (``replay``)
+    says a worker's failure itself, in its own one line; the status still carries it."""
     if install_signals:
         install_stop_signals(worker.stop)
     try:
@@ -179,9 +206,14 @@ def run_worker(worker: Worker, install_signals: bool = True) -> int:
     except KeyboardInterrupt:
         pass
     except WorkerUnavailable as exc:
-        worker.report_error(f"cannot run: {exc}")  # the one line (report_error logs it)
+        worker.failure = f"cannot run: {exc}"
+        if say_failure:
+            worker.report_error(worker.failure)  # the one line (report_error logs it)
+        else:
+            worker.bus.set_status("error", worker.failure)
         code = EXIT_UNAVAILABLE
     finally:
         worker.close()
     worker.log.debug("stopped after %.1f s", time.monotonic() - started)
-    return code or worker.exit_code
+    worker.exit_code = code or worker.exit_code
+    return worker.exit_code

@@ -10,7 +10,6 @@ pointed at it.
 from __future__ import annotations
 
 import argparse
-import errno
 import logging
 import os
 import signal
@@ -28,9 +27,11 @@ from orchestrator_client.models import Bid
 from workers.broker import StartedBroker, broker_for
 from workers.bus import Bus
 from workers.cli import COMMANDS, available, status_name
-from workers.config import Config, OrchestratorSettings, Section, inherited_flags_env, parse_flag_value
-from workers.messages import AgentMessageSeen, OutgoingMessage, Status
+from workers.config import Config, OrchestratorSettings, Section, check_level, inherited_flags_env, parse_flag_value
+from workers.logs import console_level, level_number, line_level, relay_line, setup_logging
+from workers.messages import AgentMessageSeen, OutgoingMessage, RoundState, Status
 from workers.parent import PARENT_ENV
+from workers.ports import taken_port
 from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
 
 log = logging.getLogger(__name__)
@@ -54,11 +55,21 @@ FINAL_EXITS = {0: "done", EXIT_CONFIG: "configuration error", EXIT_UNAVAILABLE: 
 
 
 class RunSettings(Section):
+    """What ``humaine-env run`` starts, and where its log goes."""
+
     section_name: ClassVar[str] = "run"
 
     workers: list[str] = Field(default_factory=list)
     """Workers to start; empty means every worker this installation has."""
     exclude: list[str] = Field(default_factory=list)
+    """Workers not to start (as ``--without``)."""
+    log_file: str = ""
+    """Everything every worker logs at ``log_level``, one file for the suite, rotated at
+    ``log_max_bytes`` (the console shows only problems and the conversation); empty: none."""
+    log_max_bytes: int = Field(5_000_000, ge=10_000)
+    """Size at which the log file is rotated..."""
+    log_backups: int = Field(3, ge=0)
+    """...keeping this many earlier files (``humaine-env.log.1`` ...)."""
 
 
 @dataclass
@@ -69,6 +80,8 @@ class Child:
     """The child's whole environment (None: this process's)."""
     console: bool = False
     process: subprocess.Popen[bytes] | None = None
+    relay: threading.Thread | None = None
+    """Reads the child's stderr into this process's log (see :func:`relay_stderr`)."""
     restarts: int = 0
     started: float = 0.0
     next_start: float = 0.0
@@ -79,8 +92,24 @@ class Child:
         :mod:`workers.parent`)."""
         stdin = None if self.console else subprocess.DEVNULL
         env = {**(self.env if self.env is not None else os.environ), PARENT_ENV: str(os.getpid())}
-        self.process = subprocess.Popen(self.argv, stdin=stdin, env=env)
+        self.process = subprocess.Popen(self.argv, stdin=stdin, stderr=subprocess.PIPE, env=env)
         self.started = time.monotonic()
+        self.relay = threading.Thread(target=relay_stderr, args=(self.name, self.process), name=f"{self.name}-stderr", daemon=True)
+        self.relay.start()
+
+
+def relay_stderr(name: str, process: subprocess.Popen[bytes]) -> None:
+    """Every line the child writes to stderr goes through this process's logging: all of it
+    to ``[run] log_file``, to the console only what its level lets through (the children log
+    at the lower of the two thresholds, and the console stays quiet)."""
+    assert process.stderr is not None
+    level = 0
+    for raw in process.stderr:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if not line:
+            continue
+        level = line_level(line, level)
+        relay_line(f"run.{name}", line, level)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -135,14 +164,14 @@ def display_url(config: Config, path: str | None = None) -> str:
     return f"http://{host}:{avatar.port}{DISPLAY_PATH if path is None else path}"
 
 
-def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict[str, str]) -> list[str]:
+def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict[str, str], log_level: str = "") -> list[str]:
     """The command line of one child. The user's own ``--set`` flags are not on it (they may
     hold a secret, and a command line is public): :func:`child_env` passes them."""
     argv = [sys.executable, "-m", "workers.cli", name]
     if args.config:
         argv += ["--config", args.config]
-    if args.log_level:
-        argv += ["--log-level", args.log_level]
+    if log_level or args.log_level:
+        argv += ["--log-level", log_level or args.log_level]
     argv += ["--set", f'broker.url="{broker_url}"', "--set", 'broker.mode="external"']
     for key, value in extra.items():
         argv += ["--set", f"{key}={value}"]
@@ -168,28 +197,27 @@ def owned_ports(config: Config, names: list[str]) -> list[tuple[str, str, int]]:
     return ports
 
 
-def taken_port(ports: list[tuple[str, str, int]]) -> str | None:
-    """A line naming the first port someone else already holds, or ``None``. A child that
-    cannot bind would exit or, worse, the suite would talk to whatever holds the port."""
-    for name, host, port in ports:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, port))
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    return f"port {port} on {host} for {name} is taken (another run, or another service?); stop it or choose another port"
-                return f"cannot listen on {host}:{port} for {name}: {exc.strerror}"
-    return None
-
-
 def child_env(args: argparse.Namespace) -> dict[str, str]:
     return {**os.environ, **inherited_flags_env(args.overrides, os.environ)}
 
 
+def setup_run_logging(args: argparse.Namespace, config: Config, settings: RunSettings) -> str:
+    """The console as for every command, plus ``[run] log_file``; returns the level the
+    children log at (the lower of the console's and the file's)."""
+    log_level = check_level(args.log_level or config.core.log_level, "log_level")
+    console = console_level(args.log_level, getattr(args, "verbose", False), config.core.log_level)
+    if not settings.log_file:
+        return logging.getLevelName(console)
+    setup_logging(console, log_file=settings.log_file, file_level=log_level,
+                  max_bytes=settings.log_max_bytes, backups=settings.log_backups)
+    return logging.getLevelName(min(console, level_number(log_level)))
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
     with_stand_ins = not eo_configured(config)
-    names = choose_workers(args, config.section(RunSettings), with_stand_ins)
+    settings = config.section(RunSettings)
+    names = choose_workers(args, settings, with_stand_ins)
+    children_level = setup_run_logging(args, config, settings)
     extra = stand_in_overrides(config) if with_stand_ins and any(n in STAND_INS for n in names) else {}
     config = config.with_overrides({k: parse_flag_value(v) for k, v in extra.items()})
     taken = taken_port(owned_ports(config, names))
@@ -197,13 +225,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
         print(f"humaine-env run: {taken}", file=sys.stderr, flush=True)
         return EXIT_UNAVAILABLE
     with broker_for(config) as (config, started):
-        _run_suite(args, config, names, extra, with_stand_ins, started)
+        _run_suite(args, config, names, extra, with_stand_ins, started, children_level)
     print("humaine-env: stopped", flush=True)
     return 0
 
 
 def _run_suite(
-    args: argparse.Namespace, config: Config, names: list[str], extra: dict[str, str], with_stand_ins: bool, started: StartedBroker | None
+    args: argparse.Namespace, config: Config, names: list[str], extra: dict[str, str], with_stand_ins: bool,
+    started: StartedBroker | None, children_level: str = "",
 ) -> None:
     """Start the children against the resolved broker, print the start-up lines and the
     table, supervise until Ctrl-C, stop them all."""
@@ -212,13 +241,15 @@ def _run_suite(
     install_stop_signals(stop.set)
     console_taker = "mic" if "mic" in names and sys.stdin is not None and sys.stdin.isatty() else None
     env = child_env(args)
-    children = [Child(n, child_argv(n, args, broker_url, extra), env, console=(n == console_taker)) for n in names]
+    children = [Child(n, child_argv(n, args, broker_url, extra, children_level), env, console=(n == console_taker))
+                for n in names]
 
     statuses: dict[str, Status] = {}
     bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)
     bus.subscribe(bus.topics.all_status(), Status, lambda _t, s: statuses.__setitem__(s.worker, s))
     bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, lambda _t, m: print(describe_utterance(m), flush=True))
     bus.subscribe(bus.topics.agent_message(), ShownReply, _print_reply)
+    bus.subscribe(bus.topics.round_state(), RoundState, RoundPrinter())
     bus.start()
 
     print(f"humaine-env: MQTT broker {broker_url}{f' ({started.description})' if started else ''}", flush=True)
@@ -309,6 +340,33 @@ def _print_reply(_topic: str, message: ShownReply) -> None:
         print(line, flush=True)
 
 
+ROUND_PHASES = {"warmup": "warm-up", "round": "negotiation", "post": "post-round", "ended": "ended", "idle": "no round"}
+
+
+def describe_round(state: RoundState) -> str:
+    """One line per round event, whoever drives the round (the stand-in or the platform's EO:
+    the Avatar Controller publishes the state from the EO's calls either way)."""
+    line = f"round {state.round_id}: {ROUND_PHASES.get(state.phase, state.phase)}"
+    if state.phase_deadline and state.phase_started and state.phase_deadline > state.phase_started:
+        line += f" ({(state.phase_deadline - state.phase_started) / 1000:.0f} s)"
+    return line
+
+
+class RoundPrinter:
+    """Prints a line when the round or its phase changes (the state is retained and refreshed:
+    the same phase again is not news)."""
+
+    def __init__(self) -> None:
+        self.last: tuple[object, str] | None = None
+
+    def __call__(self, _topic: str, state: RoundState) -> None:
+        key = (state.round_id, state.phase)
+        if key == self.last or (self.last is None and state.round_id is None):
+            return
+        self.last = key
+        print(describe_round(state), flush=True)
+
+
 def _supervise(children: list[Child]) -> None:
     now = time.monotonic()
     for child in children:
@@ -320,7 +378,7 @@ def _supervise(children: list[Child]) -> None:
         if child.next_start == 0.0:
             if code in FINAL_EXITS:
                 child.finished = True
-                log.info("%s exited (%s) and will not be restarted", child.name, FINAL_EXITS[code])
+                (log.info if code == 0 else log.warning)("%s exited (%s) and will not be restarted", child.name, FINAL_EXITS[code])
                 continue
             if now - child.started > STABLE_AFTER_S:
                 child.restarts = 0
@@ -357,7 +415,7 @@ def _print_table(children: list[Child], statuses: dict[str, Status], stop: threa
 
 
 def _settled(status: Status | None) -> bool:
-    """A worker that serves says ``starting`` until it listens (``Worker.serves``)."""
+    """A worker that serves says ``starting`` until it listens (``Worker.serves_http``)."""
     return status is not None and status.state != "starting"
 
 

@@ -28,6 +28,7 @@ class DemoAgentsSettings(Section):
     section_name: ClassVar[str] = "demo_agents"
 
     host: str = "127.0.0.1"
+    """Where the demo sellers listen, each on its port of ``agents``."""
     agents: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_AGENT_PORTS))
     """Seller name -> port (0: any free port)."""
     eo_url: str = ""
@@ -35,6 +36,7 @@ class DemoAgentsSettings(Section):
     markups: dict[str, float] = Field(default_factory=lambda: {"Celia": 0.6, "Watson": 0.5})
     """Asking price = cost x (1 + markup); a seller not listed uses :attr:`default_markup`."""
     default_markup: float = Field(0.6, ge=0)
+    """Markup of a seller not in ``markups``."""
     min_margin: float = Field(0.15, ge=0)
     """Offers at or above cost x (1 + min_margin) are accepted; counter-offers never go lower."""
     reply_delay_s: float = Field(0.3, ge=0)
@@ -49,3 +51,4 @@ class DemoAgentsSettings(Section):
     """...and never sooner than this after the buyer's message: the EO blocks the seller the
     buyer did not name for 2 s after a named message, even once the addressee has answered."""
     request_timeout_s: float = Field(3.0, gt=0)
+    """How long a reply to the EO may take."""

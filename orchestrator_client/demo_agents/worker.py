@@ -14,7 +14,7 @@ from workers.runtime import Worker, wait_for_stop
 
 class DemoAgentsWorker(Worker):
     name: ClassVar[str] = "demo-agents"
-    serves: ClassVar[bool] = True
+    serves_http: ClassVar[bool] = True
 
     def __init__(self, config: Config, worker_id: str | None = None) -> None:
         super().__init__(config, worker_id)

@@ -38,7 +38,9 @@ class StandinSettings(Section):
     section_name: ClassVar[str] = "standin"
 
     host: str = "127.0.0.1"
+    """Where the stand-in EO listens (0.0.0.0: every interface)..."""
     port: int = Field(DEFAULT_EO_PORT, ge=0, le=65535)
+    """...and its port (the platform EO's); ``run`` makes it everyone's ``[eo] url``."""
     rules: Literal["real_eo", "documented", "current_eo"] = "real_eo"
     """``real_eo``: what the platform EO a venue runs decides, ported from its source
     (:mod:`orchestrator_client.eo_rules`), with its answers, rationales and totals.
@@ -55,9 +57,11 @@ class StandinSettings(Section):
     human_budget: float = Field(DEFAULT_HUMAN_BUDGET, ge=0)
     """R1's budget when ``/initializeRound`` carries no ``humanBudget``."""
     currency: str = "USD"
+    """Currency of the human budget."""
     human_name: str = HUMAN_SERVICE_NAMES[0]
     """The human-side service's name (``name`` of its ``/setUtility``)."""
     connect_timeout_s: float = Field(0.5, gt=0)
+    """How long a call to an agent or the human-side service may take to connect."""
     request_timeout_s: float = Field(5.0, gt=0)
     """Unlike the real EO, the stand-in gives up on a service that does not answer in time."""
 
@@ -65,14 +69,19 @@ class StandinSettings(Section):
     auto_round: bool = False
     """Same as ``--auto-round`` (so the suite can ask for it with ``--set standin.auto_round=true``)."""
     round_id: int | str = "r1"
+    """``roundId`` of the round ``--auto-round`` starts..."""
     warm_up_s: float = Field(5.0, ge=0)
+    """...its warm-up,"""
     round_s: float = Field(600.0, gt=0)
+    """...its negotiation,"""
     post_s: float = Field(30.0, ge=0)
+    """...and its post-round phase."""
     agents: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_AGENT_PORTS))
     """Agent name -> port on :attr:`services_host`."""
     human_port: int = Field(DEFAULT_HUMAN_PORT, ge=1, le=65535)
     """The human-side service (the Avatar Controller)."""
     services_host: str = "127.0.0.1"
+    """Host of the agents and the human-side service."""
     wait_for_services_s: float = Field(60.0, ge=0)
     """How long to wait for the agents and the human-side service to accept connections
     before starting the round anyway (their absence is then logged per call)."""

@@ -16,7 +16,7 @@ from workers.runtime import Worker, wait_for_stop
 
 class StandinWorker(Worker):
     name: ClassVar[str] = "orchestrator"
-    serves: ClassVar[bool] = True
+    serves_http: ClassVar[bool] = True
 
     def __init__(self, config: Config, auto_start_round: bool = False, worker_id: str | None = None) -> None:
         super().__init__(config, worker_id)

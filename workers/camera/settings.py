@@ -56,11 +56,16 @@ class CameraSettings(Section):
     source: str = "webcam:0"
     """``webcam[:INDEX]``, ``video:PATH``, ``images:DIR`` or ``replay:PATH``."""
     width: int = Field(640, gt=0)
+    """Frame size asked of the webcam (it may deliver another)..."""
     height: int = Field(480, gt=0)
+    """...and its height."""
     fps: float = Field(30.0, gt=0)
+    """Frame rate asked of the webcam; for images: the rate stills are fed at."""
     mirrored: bool = False
     """True when the camera delivers a mirrored (selfie) image; yaw and roll are flipped back."""
     method: Literal["kabsch", "pnp"] = "kabsch"
+    """Head-pose fit: ``kabsch`` (a rigid fit of the landmarks to a 3D face, about twice as
+    accurate on rendered views) or ``pnp`` (OpenCV ``solvePnP``)."""
     fov_deg: float = Field(60.0, gt=10, lt=170)
     """Horizontal field of view, used only by the ``pnp`` method."""
     max_faces: int = Field(3, ge=1, le=10)
@@ -76,8 +81,11 @@ class CameraSettings(Section):
     min_confidence: float = Field(0.3, ge=0, le=1)
     """Poses below this fit confidence count as no face."""
     one_euro_min_cutoff_hz: float = Field(1.0, gt=0)
+    """One-Euro smoothing of the pose: lower is smoother when the head is still..."""
     one_euro_beta: float = Field(0.05, ge=0)
+    """...higher follows fast turns with less lag."""
     targets: dict[str, Target] = Field(default_factory=default_targets)
+    """Where each avatar is seen from the buyer's seat, as head yaw/pitch in degrees (``humaine-env calibrate`` writes them)."""
     tolerance_deg: float = Field(15.0, gt=0)
     """A pose counts for a target when within this angle of it (yaw/pitch distance)."""
     hysteresis_deg: float = Field(5.0, ge=0)

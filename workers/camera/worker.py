@@ -24,6 +24,7 @@ from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.preview import Preview
 from workers.camera.settings import CameraSettings
 from workers.config import Config
+from workers.logs import NOTICE
 from workers.messages import NOBODY, Attention, HeadPose
 from workers.runtime import Worker, WorkerUnavailable
 
@@ -74,7 +75,10 @@ class CameraWorker(Worker):
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
+        self.log.log(NOTICE, "loading the face models (MediaPipe FaceMesh and face detectors) ...")
+        loading = time.monotonic()
         self.pipeline = CameraPipeline(self.settings)
+        self.log.log(NOTICE, "face models ready (%.1f s)", time.monotonic() - loading)
         self._publish_attention(NOBODY, None, self.clock.now_ms() if self.clock else None)
         try:
             while not stop.is_set():

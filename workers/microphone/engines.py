@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from workers.logs import NOTICE
 from workers.microphone.domain import AVATARS, DOMAIN_WORDS, GOODS_COUNTABLE, INGREDIENTS, UNITS, corpus_sentences, corpus_vocabulary
 from workers.microphone.engine_vosk import ENGLISH_MODEL
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
@@ -126,7 +128,16 @@ def describe(recognizer: Recognizer) -> str:
 def load_recognizer(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
     """The configured engine; ``auto`` loads the first of :data:`ACCURACY_ORDER` whose model is
     present and logs one line with the choice and the reason. Raises :class:`EngineUnavailable`
-    (one line)."""
+    (one line). Loading takes seconds: the console says what loads, and when it is ready."""
+    wanted = settings.engine if settings.engine != "auto" else f"the most accurate present of {', '.join(ACCURACY_ORDER)}"
+    log.log(NOTICE, "loading the speech engine (%s) ...", wanted)
+    started = time.monotonic()
+    recognizer = _load(settings, data_dir)
+    log.log(NOTICE, "speech engine ready: %s (%.1f s)", describe(recognizer), time.monotonic() - started)
+    return recognizer
+
+
+def _load(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
     if settings.engine != "auto":
         return LOADERS[settings.engine](settings, data_dir)
     absent: list[str] = []

@@ -8,6 +8,7 @@ every ``retry_s`` seconds; a machine without any capture device falls back to ty
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, ClassVar, TextIO
 
@@ -30,7 +31,7 @@ from workers.microphone.engines import load_recognizer
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
-from workers.runtime import Worker, WorkerUnavailable, wait_for_stop
+from workers.runtime import Worker, WorkerUnavailable
 
 TYPED_ENGINE = "typed"
 
@@ -98,6 +99,10 @@ class MicrophoneWorker(Worker):
         try:
             first = self._open(spec)
         except NoInputDeviceError as exc:
+            if self.settings.typed_fallback and is_device(spec) and not self._has_console():
+                # typed input nobody can type would read end-of-file at once and exit 0: a
+                # service manager would see a success
+                raise WorkerUnavailable(f"{exc}, and no terminal for typed input") from None
             if self.settings.typed_fallback and is_device(spec):
                 self.log.warning("%s; falling back to typed input", exc)
                 self.mode = "typed"
@@ -114,9 +119,7 @@ class MicrophoneWorker(Worker):
         try:
             recognizer = self._recognizer or load_recognizer(self.settings, self.config.core.data_dir)
         except EngineUnavailable as exc:
-            self.report_error(str(exc))
-            wait_for_stop(stop)
-            return
+            raise WorkerUnavailable(str(exc)) from None  # no model: waiting cannot bring one
         self._recognizer = recognizer
         pending = [first] if first is not None else []
 
@@ -163,6 +166,15 @@ class MicrophoneWorker(Worker):
         if self.paused:
             transcriber.pause()
         return transcriber
+
+    def _has_console(self) -> bool:
+        """Someone can type: a stream was given, or standard input is a terminal."""
+        if self._typed_stream is not None:
+            return True
+        try:
+            return sys.stdin is not None and sys.stdin.isatty()
+        except ValueError:  # closed
+            return False
 
     def _run_typed(self, stop: threading.Event) -> None:
         typed = TypedInput(self._typed_stream, self.config.core.avatars)

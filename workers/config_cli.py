@@ -1,0 +1,51 @@
+"""``humaine-env config show|init``: the configuration in effect, with where each value comes
+from (secrets masked), or a commented sample file of every section and key."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workers.config import Config, ConfigError, known_sections
+from workers.runtime import EXIT_CONFIG
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    from workers.cli import add_common_arguments
+
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = actions.add_parser("show", help="the configuration in effect, each value with its origin (secrets masked)")
+    add_common_arguments(show, in_subcommand=True, in_action=True)
+    show.add_argument("sections", nargs="*", metavar="SECTION", help="only these sections (top-level keys: core)")
+    init = actions.add_parser("init", help="write a commented sample file with every section and key at its default")
+    add_common_arguments(init, in_subcommand=True, in_action=True)
+    init.add_argument("path", nargs="?", help="file to write (default: print it)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    from workers.config_doc import effective_toml, sample_toml
+
+    if args.action == "init":
+        text = sample_toml()
+        if not args.path:
+            sys.stdout.write(text)
+            return 0
+        path = Path(args.path)
+        if path.exists() and not args.force:
+            print(f"humaine-env config: {path} exists; choose another path or add --force", file=sys.stderr)
+            return EXIT_CONFIG
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"humaine-env config: cannot write {path}: {exc.strerror}", file=sys.stderr)
+            return 1
+        print(f"wrote {path}", file=sys.stderr)
+        return 0
+    names = [("" if s == "core" else s) for s in args.sections] or None
+    unknown = [s for s in args.sections if s != "core" and s not in known_sections()]
+    if unknown:
+        raise ConfigError(f"unknown section(s) {', '.join(unknown)}; known: core, {', '.join(sorted(known_sections()))}")
+    sys.stdout.write(effective_toml(config, names))
+    return 0
