@@ -13,14 +13,16 @@ import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+from urllib.parse import quote
 
 from avatar import gestures, visemes
-from avatar.display import DisplayHub
+from avatar.display import AUDIO_PATH, DisplayHub
 from avatar.round_state import RoundTracker
 from avatar.settings import AvatarSettings
 from avatar.speech_queue import SpeechQueue, SpeechRequest, Verdict
 from avatar.ssml import SpeechText, prepare
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
+from hardware.speaker_stream import stream_sink
 from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS
 from orchestrator_client.models import (
     HUMAN,
@@ -199,6 +201,7 @@ class AvatarController:
     # -- speech (speech-queue thread) --------------------------------------------------------
     def _speak(self, request: SpeechRequest) -> None:
         avatar, message_id, plain = request.avatar, request.message_id, request.text.plain
+        utterance_name = f"{avatar}-{message_id}"
         mouth: visemes.Timeline = []
 
         def on_begin() -> None:
@@ -212,6 +215,8 @@ class AvatarController:
             )
             caption = {"avatar": avatar, "text": plain, "message_id": message_id, "at": at,
                        "latency_ms": round(self.speaker.sink.latency_s * 1000)}
+            if stream_sink(self.speaker.sink) is not None:
+                caption["audio"] = f"{AUDIO_PATH}/{quote(utterance_name)}"  # the page plays it
 
             def update(state: dict[str, Any]) -> None:
                 state["speaking"] = caption
@@ -260,7 +265,7 @@ class AvatarController:
         spoken = self.speaker.speak(
             request.text.ssml,
             self.settings.voice_for(avatar),
-            name=f"{avatar}-{message_id}",
+            name=utterance_name,
             on_begin=on_begin,
             on_end=on_end,
             on_word=on_word,

@@ -433,11 +433,17 @@ class SoundCardSink:
 
 
 def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
-    """``auto`` | ``soundcard`` | ``soundcard:DEVICE`` | ``wav:DIR`` | ``wav-fast:DIR`` → a sink.
+    """``auto`` | ``soundcard`` | ``soundcard:DEVICE`` | ``wav:DIR`` | ``wav-fast:DIR`` |
+    ``browser`` → a sink; several joined by ``+`` (``browser+wav:DIR``) feed one utterance to each.
 
     ``auto`` is the sound card when the machine has one, else WAV files in ``fallback_dir``
     (paced like a sound card): a laptop or CI machine without audio still runs the whole loop
-    and keeps what the avatars said."""
+    and keeps what the avatars said. ``browser``: the display page plays the speech
+    (:mod:`hardware.speaker_stream`)."""
+    if "+" in spec:
+        from hardware.speaker_stream import TeeSink
+
+        return TeeSink([open_sink(part, fallback_dir) for part in spec.split("+")])
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
     if kind == "auto":
@@ -452,13 +458,18 @@ def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
         return WavSink(arg, realtime=True)
     if kind == "wav-fast" and arg:
         return WavSink(arg, realtime=False)
+    if kind == "browser" and not arg:
+        from hardware.speaker_stream import StreamSink
+
+        return StreamSink()
     if kind == "soundcard":
         device: str | int | None = None
         if arg:
             device = int(arg) if arg.isdigit() else arg
         return SoundCardSink(device)
     raise SpeakerError(
-        f"unknown speaker {spec!r}; use 'auto', 'soundcard', 'soundcard:DEVICE', 'wav:DIR' or 'wav-fast:DIR'"
+        f"unknown speaker {spec!r}; use 'auto', 'soundcard', 'soundcard:DEVICE', 'wav:DIR', 'wav-fast:DIR' "
+        f"or 'browser', or several joined by '+' (browser+wav:DIR)"
     )
 
 

@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from avatar import gestures
+from avatar.display import AUDIO_PATH
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, captured
@@ -45,14 +46,15 @@ def start_avatar(mosquitto: Any, make_config: Any, tmp_path: Path) -> Iterator[A
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        # a venue's display PC is clicked once to allow sound; the headless one allows it at once
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--autoplay-policy=no-user-gesture-required"])
         yield instance
         instance.close()
 
 
-def open_page(browser: Any, url: str, screen: dict[str, int]) -> Page:
+def open_page(browser: Any, url: str, screen: dict[str, int], query: str = "") -> Page:
     page = browser.new_context(viewport=screen).new_page()
-    page.goto(url + "/")
+    page.goto(url + "/" + query)
     expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
     return page
 
@@ -291,3 +293,37 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
     expect(page.locator("#totals tbody tr")).to_have_count(2)
     expect(page.locator("#log li")).to_have_count(3)
     expect(page.locator("#attention")).to_have_text("no camera")
+
+
+# -- browser audio ----------------------------------------------------------------------------------
+def test_browser_speaker_plays_each_utterance_inside_its_speaking_bracket(
+    start_avatar: AvatarRunner, browser: Any, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    token = "room-s3cret"
+    local, observer = start_avatar(**{"avatar.speaker": f"browser+wav:{tmp_path / 'wav'}", "avatar.token": token})
+    page = open_page(browser, local.url, FULL_HD, f"?token={token}")
+    page.evaluate("""() => { const node = document.getElementById('avatar-Celia');
+        new MutationObserver(() => { window[node.dataset.speaking === 'true' ? 'began' : 'ended'] = performance.now(); })
+        .observe(node, {attributes: true, attributeFilter: ['data-speaking']}); }""")
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT, headers=auth) as http:
+        say(http, "Three cups of sugar, and I will throw in the vanilla.")
+        _begin, end = observer.wait(Speaking, 2, timeout=SPEECH_TIMEOUT_S, where=utterance)
+        page.wait_for_function("window.ended !== undefined", timeout=UI_TIMEOUT_MS)
+        heard = page.evaluate("""() => { const d = document.getElementById('avatar-Celia').dataset;
+            return {began: window.began, ended: window.ended, start: +d.audioStart, end: +d.audioEnd, samples: +d.audioSamples}; }""")
+        path = f"{AUDIO_PATH}/Celia-{end.message_id}"
+        kept = http.get(path)
+        assert kept.status_code == 200 and kept.headers["content-type"] == "audio/wav"
+        assert http.get(f"{AUDIO_PATH}/Celia-unknown").status_code == 404
+    assert httpx.get(local.url + path, timeout=HTTP_TIMEOUT).status_code == 401  # same token rules as the page
+
+    with wave.open(str(next((tmp_path / "wav").glob(f"*Celia-{end.message_id}.wav")))) as wav:
+        samples, rate = wav.getnframes(), wav.getframerate()
+    assert heard["samples"] == samples and len(kept.content) == 44 + 2 * samples
+    # what the page played lies inside the speaking bracket it was shown
+    assert heard["began"] < heard["start"] < heard["end"] <= heard["ended"], heard
+    assert abs((heard["end"] - heard["start"]) / 1000 - samples / rate) < 0.05
+    margins = {"begin_to_audio_ms": round(heard["start"] - heard["began"]),
+               "audio_end_to_end_ms": round(heard["ended"] - heard["end"]), "audio_s": round(samples / rate, 2)}
+    (artifacts_dir / "display-browser-audio.json").write_text(json.dumps(margins) + "\n")

@@ -29,6 +29,8 @@ _drops = RateLimitedLog(log)
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 CLIENT_QUEUE_MAX = 256
 SNAPSHOT = "snapshot"
+AUDIO_PATH = "/display-audio"
+"""Where the page fetches an utterance's speech (``speaker = "browser"``): ``AUDIO_PATH/<name>``."""
 
 
 class DisplayHub:

@@ -9,6 +9,8 @@
   const BLINK_HOLD_MS = 140;
   const FALLBACK_AFTER_MS = 300;    // no lip-sync timeline by then: a plain talking mouth
   const LOG_KEPT = 30;
+  const AUDIO_MARGIN_MS = 80;       // browser audio starts this much inside the controller's latency, so
+                                    // the speaking begin/end events bracket what is heard here
   const RECONNECT_MS = 1000;
   const PHASES = { idle: "waiting", warmup: "warm-up", round: "negotiation", post: "allocation", ended: "ended" };
   // mouth opening (rx, ry in the figure's units) of each viseme name of avatar/visemes.py
@@ -106,7 +108,8 @@
   // each viseme is shown at its own offset in the audio from then on.
   function beginSpeech(e, origin) {
     const state = avatar(e.avatar);
-    state.speech = { id: e.message_id, origin: origin + (e.latency_ms || 0), timeline: [], next: 0 };
+    const heard = origin + (e.latency_ms || 0) - (e.audio ? AUDIO_MARGIN_MS : 0);
+    state.speech = { id: e.message_id, origin: heard, timeline: [], next: 0 };
     clearTimeout(state.fallback);
     state.fallback = setTimeout(() => {
       if (state.speech && state.speech.id === e.message_id && !state.speech.timeline.length) state.node.classList.add("talk-fallback");
@@ -121,9 +124,10 @@
     state.node.classList.remove("talk-fallback");
   }
 
-  function endSpeech(name) {
+  function endSpeech(name, cut) {
     const state = avatar(name);
     state.speech = null;
+    if (cut && state.audio) { for (const source of state.audio.sources) try { source.stop(); } catch (err) { /* not started */ } }
     clearTimeout(state.fallback);
     state.node.classList.remove("talk-fallback");
     setViseme(state, "rest");
@@ -141,6 +145,79 @@
     requestAnimationFrame(animateMouths);
   }
   requestAnimationFrame(animateMouths);
+
+  // -- browser audio (speaker = "browser"): the utterance's WAV, streamed while it is spoken,
+  // played from the same origin as the mouth shapes -----------------------------------------
+  let audioCtx = null;
+  function audioContext() {
+    if (!audioCtx) { try { audioCtx = new AudioContext(); } catch (err) { return null; } }
+    if (audioCtx.state === "suspended") audioCtx.resume().catch(() => {});
+    return audioCtx;
+  }
+  document.addEventListener("click", () => { if (audioContext()) el("sound").hidden = true; });
+  audioContext(); // warm up early: a context's clock takes a moment to start
+
+  function concat(a, b) {
+    if (!a.length) return b;
+    const out = new Uint8Array(a.length + b.length);
+    out.set(a); out.set(b, a.length);
+    return out;
+  }
+
+  async function playAudio(e) {
+    const ctx = audioContext();
+    const state = avatar(e.avatar);
+    if (!ctx || !state.speech || state.speech.id !== e.message_id) return;
+    if (ctx.state !== "running") { el("sound").hidden = false; return; }  // no sound until a click
+    const play = { id: e.message_id, sources: [], samples: 0 };
+    state.audio = play;
+    let response;
+    try { response = await fetch(e.audio + (token ? "?token=" + encodeURIComponent(token) : ""), { cache: "no-store" }); }
+    catch (err) { return; }
+    if (!response.ok || !response.body) return;
+    const reader = response.body.getReader();
+    let pending = new Uint8Array(0), rate = 0, at = null, stamp = null;
+    const toPerf = (t) => stamp.performanceTime + (t - stamp.contextTime) * 1000;
+    const playing = () => state.audio === play && state.speech && state.speech.id === play.id;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || !playing()) break;
+      let bytes = concat(pending, value);
+      if (!rate) {
+        if (bytes.length < 44) { pending = bytes; continue; }
+        rate = new DataView(bytes.buffer, bytes.byteOffset, 44).getUint32(24, true);
+        bytes = bytes.subarray(44);
+      }
+      const usable = bytes.length - (bytes.length % 2);
+      pending = bytes.slice(usable);
+      if (!usable) continue;
+      if (at === null) {  // the audio clock against the page's (a sample scheduled now is heard
+        // after the output's latency), from the origin the mouth follows too
+        stamp = { contextTime: ctx.currentTime, performanceTime: performance.now() + 1000 * ((ctx.outputLatency || 0) + (ctx.baseLatency || 0)) };
+        at = stamp.contextTime + (state.speech.origin - stamp.performanceTime) / 1000;
+      }
+      const view = new DataView(bytes.buffer, bytes.byteOffset, usable);
+      const n = usable / 2;
+      const buffer = ctx.createBuffer(1, n, rate);
+      const data = buffer.getChannelData(0);
+      for (let i = 0; i < n; i++) data[i] = view.getInt16(2 * i, true) / 32768;
+      const source = ctx.createBufferSource();
+      source.buffer = buffer;
+      source.connect(ctx.destination);
+      // audio that arrives late is cut, never shifted: the voice stays on the speech's clock,
+      // in step with the mouth and inside the speaking begin/end
+      const late = Math.max(0, ctx.currentTime - at);
+      if (late < n / rate) {
+        source.start(at + late, late);
+        if (!play.sources.length) state.node.dataset.audioStart = String(toPerf(at + late));
+        play.sources.push(source);
+      }
+      at += n / rate;
+      play.samples += n;
+      state.node.dataset.audioEnd = String(toPerf(at));
+      state.node.dataset.audioSamples = String(play.samples);
+    }
+  }
 
   // -- gestures: every one plays, in order; one waiting shortens the one playing ---------------
   function playGesture(name, gesture) {
@@ -361,8 +438,9 @@
         beginSpeech(e, performance.now());
         speakingNow = e.avatar;
         setSpeaking(e.avatar, true);
+        if (e.audio) playAudio(e);
       } else {
-        endSpeech(e.avatar);
+        endSpeech(e.avatar, e.cut);
         if (speakingNow === e.avatar) speakingNow = null;
         setSpeaking(e.avatar, false);
       }
