@@ -30,6 +30,14 @@ from workers.messages import Attention, RoundState, Speaking, Status, now_ms
 FULL_HD = {"width": 1920, "height": 1080}
 HD = {"width": 1280, "height": 720}
 SCREENS = {"1080p": FULL_HD, "720p": HD}
+OTHER_SCREENS = ({"width": 1920, "height": 1200}, {"width": 3840, "height": 2160}, {"width": 1280, "height": 800})
+"""16:10 and 4K: the same page resized (the figures do not depend on the speech)."""
+MEASURE = """() => ({
+    figures: [...document.querySelectorAll('.avatar .figure')].map(f => f.getBoundingClientRect().height),
+    caption: parseFloat(getComputedStyle(document.querySelector('#caption-Celia')).fontSize),
+    captionBox: document.querySelector('#caption-Celia').getBoundingClientRect().bottom,
+    scroll: [document.documentElement.scrollWidth, document.documentElement.scrollHeight, innerWidth, innerHeight],
+})"""
 MIN_AVATAR_SHARE = 0.45
 MIN_CAPTION_SHARE = 0.035
 LIPSYNC_TOLERANCE_MS = 100
@@ -70,6 +78,15 @@ def camera_status(state: str) -> Status:
 
 
 # -- layout ---------------------------------------------------------------------------------------
+def check_layout(sizes: dict[str, Any], height: int) -> None:
+    assert len(sizes["figures"]) == 2
+    assert min(sizes["figures"]) / height >= MIN_AVATAR_SHARE, sizes
+    assert sizes["caption"] / height >= MIN_CAPTION_SHARE, sizes
+    width_used, height_used, width, tall = sizes["scroll"]
+    assert width_used <= width and height_used <= tall, ("the page scrolls", sizes)
+    assert sizes["captionBox"] <= tall, ("the caption is below the screen", sizes)
+
+
 @pytest.mark.parametrize("screen", list(SCREENS), ids=list(SCREENS))
 def test_layout_scales_to_the_screen(start_avatar: AvatarRunner, browser: Any, screen: str, artifacts_dir: Path) -> None:
     local, observer = start_avatar()
@@ -87,20 +104,14 @@ def test_layout_scales_to_the_screen(start_avatar: AvatarRunner, browser: Any, s
         assert http.post(ep.RECEIVE_MESSAGE, json=captured("/receiveMessage (from Human)")).status_code == 200
         say(http, "I can do two eggs for three fifty, and the flour is the best in town. Shall we say four dollars for both?")
         expect(page.locator("#avatar-Celia")).to_have_attribute("data-speaking", "true", timeout=UI_TIMEOUT_MS)
-        sizes = page.evaluate("""() => ({
-            figures: [...document.querySelectorAll('.avatar .figure')].map(f => f.getBoundingClientRect().height),
-            caption: parseFloat(getComputedStyle(document.querySelector('#caption-Celia')).fontSize),
-            captionBox: document.querySelector('#caption-Celia').getBoundingClientRect().bottom,
-            scroll: [document.documentElement.scrollWidth, document.documentElement.scrollHeight, innerWidth, innerHeight],
-        })""")
+        check_layout(page.evaluate(MEASURE), height)
         page.screenshot(path=str(artifacts_dir / f"display-{screen}-speaking.png"))
         observer.wait(Speaking, 2, timeout=SPEECH_TIMEOUT_S, where=utterance)
-    assert len(sizes["figures"]) == 2
-    assert min(sizes["figures"]) / height >= MIN_AVATAR_SHARE, sizes
-    assert sizes["caption"] / height >= MIN_CAPTION_SHARE, sizes
-    width_used, height_used, width, tall = sizes["scroll"]
-    assert width_used <= width and height_used <= tall, "the page scrolls"
-    assert sizes["captionBox"] <= tall, "the caption is below the screen"
+    if screen == "1080p":
+        for other in OTHER_SCREENS:
+            page.set_viewport_size(other)
+            page.wait_for_timeout(100)
+            check_layout(page.evaluate(MEASURE), other["height"])
     expect(page.locator("#no-human")).to_be_hidden()
     expect(page.locator("#last-human")).to_be_visible()
 
@@ -257,8 +268,14 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
 
         for key in ("/receiveLog", "/receiveLog (rejected)", "/receiveRejection"):
             assert http.post(key.split(" ")[0], json=captured(key)).status_code == 200
-        say(http, "Two eggs it is.", speaker="Watson")
+        # the EO telling of one blocked message twice (its log, then a rejection): shown once
+        assert http.post(ep.RECEIVE_REJECTION, json=captured("/receiveRejection")).status_code == 200
+        assert http.post(ep.RECEIVE_MESSAGE, json=captured("/receiveMessage (from Human)")).status_code == 200
+        say(http, "Two eggs it is, and I will throw in a smile.", speaker="Watson", gesture=["smile", "thumbs_up"])
         expect(page.locator("#avatar-Celia")).to_have_attribute("data-facing", "right", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#avatar-Watson")).to_have_attribute("data-facing", "buyer")
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(artifacts_dir / "display-1080p-room.png"))
         observer.wait(Speaking, 2, timeout=SPEECH_TIMEOUT_S, where=utterance)
         assert http.post(ep.CONFIRM_ACCEPT, json=captured("/confirmAccept")).json() == {"status": "acknowledged"}
 
@@ -272,6 +289,11 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
         expect(rows.nth(1)).to_contain_text("blocked: " + captured("/receiveLog (rejected)")["rationale"])
         expect(rows.nth(2)).to_contain_text("blocked: " + captured("/receiveRejection")["rationale"])
         assert page.evaluate("getComputedStyle(document.querySelector('#log')).overflowY") == "hidden"
+        expect(rows.nth(2)).to_be_visible()  # the newest always shows; older ones leave whole lines
+        inside = page.evaluate("""() => { const box = document.getElementById('log').getBoundingClientRect();
+            return [...document.querySelectorAll('#log li:not([hidden])')].map(li => li.getBoundingClientRect())
+                .every(r => r.top >= box.top - 1 && r.bottom <= box.bottom + 1); }""")
+        assert inside, "a history line is cut off"
 
         expect(page.locator("#summary")).to_be_hidden()
         assert http.post(ep.END_ROUND, json=captured("/endRound")).status_code == 200

@@ -355,14 +355,15 @@
     const text = document.createElement("span");
     text.className = "text";
     text.textContent = item.text;
-    li.append(speaker, text);
-    if (!item.permitted) {
+    li.appendChild(speaker);
+    if (!item.permitted) {  // the reason before the text: a long blocked message still shows why
       li.className = "blocked";
       const badge = document.createElement("span");
       badge.className = "badge";
       badge.textContent = "blocked: " + (item.rationale || "no reason given");
       li.appendChild(badge);
     }
+    li.appendChild(text);
     el("log").appendChild(li);
     while (el("log").children.length > LOG_KEPT) el("log").firstChild.remove();
     fitLog();
@@ -373,7 +374,7 @@
     const items = [...log.children];
     for (const li of items) li.hidden = false;
     let height = items.reduce((sum, li) => sum + li.offsetHeight, 0);
-    for (const li of items) {
+    for (const li of items.slice(0, -1)) {  // the newest always shows
       if (height <= log.clientHeight) break;
       height -= li.offsetHeight;
       li.hidden = true;
