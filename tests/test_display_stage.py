@@ -9,21 +9,21 @@ import itertools
 import json
 import os
 import wave
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from avatar import gestures
 from avatar.display import AUDIO_PATH
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
+from tests import test_display
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, captured
-from tests.test_display import CHROMIUM, CHROMIUM_ARGS, UI_TIMEOUT_MS
+from tests.test_display import UI_TIMEOUT_MS
 from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.messages import Attention, RoundState, Speaking, Status, now_ms
 
@@ -44,20 +44,9 @@ LIPSYNC_TOLERANCE_MS = 100
 SPEECH_TIMEOUT_S = 30
 
 
-@pytest.fixture
-def start_avatar(mosquitto: Any, make_config: Any, tmp_path: Path) -> Iterator[AvatarRunner]:
-    runner = AvatarRunner(mosquitto.url, make_config, tmp_path / "wav")
-    yield runner
-    runner.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_playwright() as pw:
-        # a venue's display PC is clicked once to allow sound; the headless one allows it at once
-        instance = pw.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--autoplay-policy=no-user-gesture-required"])
-        yield instance
-        instance.close()
+browser = test_display.browser
+"""One Chromium for the module (sound allowed without a click)."""
+start_avatar = test_display.start_avatar
 
 
 def open_page(browser: Any, url: str, screen: dict[str, int], query: str = "") -> Page:
