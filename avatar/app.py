@@ -21,13 +21,14 @@ from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from avatar.auth import TOKEN_QUERY, TokenGuard
 from avatar.controller import CONFIRM_REJECTED_STATUS, AvatarController
-from avatar.display import STATIC_DIR
+from avatar.display import AUDIO_PATH, STATIC_DIR
+from hardware.speaker_stream import stream_sink, wav_header
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, edge_app, parse_body
 from orchestrator_client.models import (
@@ -56,6 +57,10 @@ DISPLAY_PATH = "/"
 DISPLAY_STATIC_PATH = "/display"
 DISPLAY_WS_PATH = "/ws"
 DOCS_PATH = "/docs"
+STREAM_POLL_S = 0.01
+"""How often a speech stream being served looks for new audio (the speaker writes every 20 ms)."""
+STREAM_IDLE_S = 10.0
+"""A speech stream with no new audio for this long is ended (its utterance died without an end)."""
 REDOC_PATH = "/redoc"
 
 
@@ -236,6 +241,7 @@ def _add_display(app: FastAPI, controller: AvatarController) -> None:
         return FileResponse(STATIC_DIR / "index.html")
 
     app.mount(DISPLAY_STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="display")
+    _add_audio(app, controller)
 
     @app.websocket(DISPLAY_WS_PATH)
     async def display_feed(websocket: WebSocket) -> None:
@@ -268,3 +274,34 @@ def _add_display(app: FastAPI, controller: AvatarController) -> None:
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await sender
+
+
+def _add_audio(app: FastAPI, controller: AvatarController) -> None:
+    """``speaker = "browser"``: each utterance as a WAV streamed while it is spoken (the page
+    plays it). Same token rules as the page; an utterance not (or no longer) kept is a 404."""
+    sink = stream_sink(controller.speaker.sink)
+    if sink is None:
+        return
+
+    @app.get(AUDIO_PATH + "/{name}", include_in_schema=False)
+    async def speech_audio(name: str) -> Response:
+        stream = sink.stream(name)
+        if stream is None:
+            return Response(status_code=404, content=f"no utterance {name!r}\n", media_type="text/plain")
+
+        async def body() -> AsyncIterator[bytes]:
+            yield wav_header(stream.sample_rate)
+            sent, idle = 0, 0.0
+            while idle < STREAM_IDLE_S:
+                chunks, done = stream.read(sent)
+                if chunks:
+                    sent += len(chunks)
+                    idle = 0.0
+                    yield b"".join(chunks)
+                elif done:
+                    return
+                else:
+                    await asyncio.sleep(STREAM_POLL_S)
+                    idle += STREAM_POLL_S
+
+        return StreamingResponse(body(), media_type="audio/wav", headers={"Cache-Control": "no-store"})

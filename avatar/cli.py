@@ -14,7 +14,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--speaker", metavar="SPEC",
         help="auto (default: the sound card, or WAV files under data_dir/speech when there is none), "
-             "soundcard, soundcard:DEVICE, wav:DIR (one WAV per utterance, paced like a sound card) or wav-fast:DIR",
+             "soundcard, soundcard:DEVICE, wav:DIR (one WAV per utterance, paced like a sound card), wav-fast:DIR "
+             "or browser (the display page plays the speech); several joined by + (browser+wav:DIR)",
     )
     parser.add_argument("--confirm", choices=("auto", "operator"), help="how /confirmAccept is answered")
     parser.add_argument("--list-voices", action="store_true", help="print the espeak-ng voices and exit")

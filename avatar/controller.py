@@ -13,14 +13,16 @@ import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+from urllib.parse import quote
 
-from avatar import gestures
-from avatar.display import DisplayHub
+from avatar import gestures, visemes
+from avatar.display import AUDIO_PATH, DisplayHub
 from avatar.round_state import RoundTracker
 from avatar.settings import AvatarSettings
 from avatar.speech_queue import SpeechQueue, SpeechRequest, Verdict
 from avatar.ssml import SpeechText, prepare
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
+from hardware.speaker_stream import stream_sink
 from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS
 from orchestrator_client.models import (
     HUMAN,
@@ -35,6 +37,7 @@ from orchestrator_client.models import (
     StartRound,
     confirm_accept_answer,
 )
+from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.messages import (
     AgentMessageSeen,
     Attention,
@@ -45,6 +48,7 @@ from workers.messages import (
     RoundState,
     Speaking,
     Stage,
+    Status,
     new_id,
     now_ms,
 )
@@ -55,7 +59,11 @@ log = logging.getLogger(__name__)
 CONFIRM_REJECTED_STATUS = "rejected"
 """Our answer when the operator declines a deal: anything but the EO's exact yes rejects it."""
 HISTORY_KEPT = 64
+ROUND_VIEW = {"round_id", "phase", "durations", "phase_started", "phase_deadline"}
+"""The round state's fields the display shows."""
 DISPLAY_LOG_KEPT = 30
+HISTORY_DUPLICATE_WINDOW = 5
+"""How far back a blocked message counts as already shown."""
 
 
 class Publisher(Protocol):
@@ -121,6 +129,7 @@ class AvatarController:
         self.bus.subscribe(self.topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(self.topics.round_state(), RoundState, self._on_retained_round)
         self.bus.subscribe(self.topics.barge_in(), BargeIn, self._on_barge_in)
+        self.bus.subscribe(self.topics.status(CAMERA_WORKER), Status, self._on_camera_status)
 
     def stop(self) -> None:
         self.speaker.cancel()
@@ -192,6 +201,8 @@ class AvatarController:
     # -- speech (speech-queue thread) --------------------------------------------------------
     def _speak(self, request: SpeechRequest) -> None:
         avatar, message_id, plain = request.avatar, request.message_id, request.text.plain
+        utterance_name = f"{avatar}-{message_id}"
+        mouth: visemes.Timeline = []
 
         def on_begin() -> None:
             self._speaking = message_id
@@ -202,7 +213,10 @@ class AvatarController:
                 Speaking(source=self.source, avatar=avatar, state="begin", message_id=message_id, text=plain, at=at,
                          stages=dict(request.stages)),
             )
-            caption = {"avatar": avatar, "text": plain, "message_id": message_id, "at": at}
+            caption = {"avatar": avatar, "text": plain, "message_id": message_id, "at": at,
+                       "latency_ms": round(self.speaker.sink.latency_s * 1000)}
+            if stream_sink(self.speaker.sink) is not None:
+                caption["audio"] = f"{AUDIO_PATH}/{quote(utterance_name)}"  # the page plays it
 
             def update(state: dict[str, Any]) -> None:
                 state["speaking"] = caption
@@ -217,6 +231,14 @@ class AvatarController:
             if name is not None and gestures.is_known(name):
                 self._gesture(avatar, name, message_id)
 
+        def on_phonemes(events: list[SpeechEvent]) -> None:
+            shapes = visemes.timeline(events, mouth[-1][1] if mouth else None)
+            if not shapes:
+                return
+            mouth.extend(shapes)
+            self.hub.emit({"type": "visemes", "avatar": avatar, "message_id": message_id,
+                           "visemes": [list(shape) for shape in shapes]})
+
         def on_word(event: SpeechEvent) -> None:
             self.hub.emit({"type": "word", "avatar": avatar, "message_id": message_id, "word": event.name})
 
@@ -227,7 +249,7 @@ class AvatarController:
             self.bus.publish(
                 self.topics.speaking(avatar),
                 Speaking(source=self.source, avatar=avatar, state="end", message_id=message_id, text=plain, at=at,
-                         stages=dict(request.stages), cut=result.cancelled),
+                         stages=dict(request.stages), cut=result.cancelled, visemes=list(mouth)),
             )
 
             def update(state: dict[str, Any]) -> None:
@@ -243,12 +265,13 @@ class AvatarController:
         spoken = self.speaker.speak(
             request.text.ssml,
             self.settings.voice_for(avatar),
-            name=f"{avatar}-{message_id}",
+            name=utterance_name,
             on_begin=on_begin,
             on_end=on_end,
             on_word=on_word,
             on_mark=on_mark,
             max_s=self.settings.max_speaking_s,
+            on_phonemes=on_phonemes,
         )
         if spoken.cut:
             log.warning("%s's message %s was cut after %.0f s (max_speaking_s)", avatar, message_id, self.settings.max_speaking_s)
@@ -273,8 +296,18 @@ class AvatarController:
     # -- round life cycle ----------------------------------------------------------------------
     def _publish_round(self, state: RoundState) -> None:
         self.bus.publish(self.topics.round_state(), state)
-        view = state.model_dump(include={"round_id", "phase", "durations", "phase_started", "phase_deadline"})
-        self.hub.emit({"type": "round", **view, "now": now_ms()}, lambda s: s.__setitem__("round", view))
+        self._show_round(state)
+
+    def _show_round(self, state: RoundState) -> None:
+        """The round on the display; a new round clears the last one's deals and totals."""
+        view = state.model_dump(include=ROUND_VIEW)
+
+        def update(kept: dict[str, Any]) -> None:
+            if (kept["round"] or {}).get("round_id") != view["round_id"]:
+                kept["deals"], kept["totals"] = [], None
+            kept["round"] = view
+
+        self.hub.emit({"type": "round", **view, "now": now_ms()}, update)
 
     def round_metadata(self, body: RoundMetadata) -> None:
         self._publish_round(self.rounds.metadata(body))
@@ -287,7 +320,8 @@ class AvatarController:
 
     def round_totals(self, body: RoundTotals) -> None:
         self._publish_round(self.rounds.totals(body))
-        self.hub.emit({"type": "totals", "roundId": body.roundId, "totals": body.body()["roundTotals"]})
+        event = {"type": "totals", "roundId": body.roundId, "totals": body.body()["roundTotals"]}
+        self.hub.emit(event, lambda s: s.__setitem__("totals", event))
 
     def set_utility(self, body: SetUtility) -> None:
         log.info("utility for %s (round %s): %s", body.name, body.roundId, ", ".join(body.utility))
@@ -297,25 +331,29 @@ class AvatarController:
         """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own
         outcomes there) and on the display."""
         self._publish_verdict("log", entry.permitted, entry.rationale, entry)
-        item = {
-            "speaker": entry.speaker,
-            "text": prepare(entry.text).plain,
-            "permitted": entry.permitted,
-            "rationale": entry.rationale,
-            "at": now_ms(),
-        }
-
-        def update(state: dict[str, Any]) -> None:
-            state["log"] = [*state["log"], item][-DISPLAY_LOG_KEPT:]
-
-        self.hub.emit({"type": "log", **item}, update)
+        self._add_history(entry.speaker, prepare(entry.text).plain, entry.permitted, entry.rationale)
 
     def receive_rejection(self, rejection: Rejection) -> None:
         self._publish_verdict("rejection", False, rejection.rationale, rejection)
         log.info("the EO blocked %s's message (%s): %s", rejection.speaker, rejection.rationale, rejection.text[:80])
-        self.hub.emit(
-            {"type": "rejection", "speaker": rejection.speaker, "text": prepare(rejection.text).plain, "rationale": rejection.rationale}
-        )
+        text = prepare(rejection.text).plain
+        self.hub.emit({"type": "rejection", "speaker": rejection.speaker, "text": text, "rationale": rejection.rationale})
+        self._add_history(rejection.speaker, text, False, rejection.rationale)
+
+    def _add_history(self, speaker: str, text: str, permitted: bool, rationale: str | None) -> None:
+        """One line of the display's history. A blocked message the EO reports twice (its log
+        and a rejection) is shown once."""
+        item = {"speaker": speaker, "text": text, "permitted": permitted, "rationale": rationale, "at": now_ms()}
+        key = (speaker, text, permitted)
+
+        def update(state: dict[str, Any]) -> bool:
+            recent = state["log"][-HISTORY_DUPLICATE_WINDOW:]
+            if not permitted and any((i["speaker"], i["text"], i["permitted"]) == key for i in recent):
+                return False
+            state["log"] = [*state["log"], item][-DISPLAY_LOG_KEPT:]
+            return True
+
+        self.hub.emit({"type": "log", **item}, update)
 
     def _publish_verdict(self, via: Literal["log", "rejection"], permitted: bool, rationale: str | None,
                          echoed: LogEntry | Rejection) -> None:
@@ -337,13 +375,13 @@ class AvatarController:
             return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
         deal = {"speaker": body.speaker, "text": prepare(body.text).plain, "bid": body.bid.body()}
         if self.settings.confirm_accept == "auto":
-            self.hub.emit({"type": "accept", **deal, "accepted": True})
+            self._show_accept(deal, True)
             return confirm_accept_answer()
         if self.hub.client_count == 0:
             accepted = self.settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
             log.warning("no display page open to confirm %s's accept; answering %s at once",
                         body.speaker, self.settings.confirm_timeout_answer)
-            self.hub.emit({"type": "accept", **deal, "accepted": accepted})
+            self._show_accept(deal, accepted)
             return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
         loop = asyncio.get_running_loop()
         confirm_id = new_id()
@@ -363,8 +401,18 @@ class AvatarController:
             {"type": "confirm_done", "id": confirm_id, "accepted": accepted},
             lambda s: s["confirms"].pop(confirm_id, None),
         )
-        self.hub.emit({"type": "accept", **deal, "accepted": accepted})
+        self._show_accept(deal, accepted)
         return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
+
+    def _show_accept(self, deal: dict[str, Any], accepted: bool) -> None:
+        """An agent's accept on the display; a confirmed one is a deal of the round's summary."""
+        event = {"type": "accept", **deal, "accepted": accepted, "at": now_ms()}
+
+        def update(state: dict[str, Any]) -> None:
+            if accepted:
+                state["deals"] = [*state["deals"], event]
+
+        self.hub.emit(event, update)
 
     def operator_decision(self, confirm_id: str, accepted: bool) -> bool:
         """The operator clicked on the display page (runs on the event loop)."""
@@ -378,8 +426,7 @@ class AvatarController:
     def _on_retained_round(self, _topic: str, message: RoundState) -> None:
         if self.rounds.adopt(message):
             log.info("continuing round %s (phase %s) from the retained round state", message.round_id, message.phase)
-            view = message.model_dump(include={"round_id", "phase", "durations", "phase_started", "phase_deadline"})
-            self.hub.emit({"type": "round", **view, "now": now_ms()}, lambda s: s.__setitem__("round", view))
+            self._show_round(message)
 
     def _on_barge_in(self, _topic: str, message: BargeIn) -> None:
         """The buyer talks over the avatar: stop the current utterance (its end says ``cut``)."""
@@ -389,6 +436,11 @@ class AvatarController:
         self.counters["barge_ins"] += 1
         log.info("barge-in (%.1f dBFS over an echo of %.1f): stopping message %s", message.level_db, message.echo_db, speaking)
         self.speaker.cancel()
+
+    def _on_camera_status(self, _topic: str, message: Status) -> None:
+        """Whether gaze is available: the display says "no camera" rather than "nobody"."""
+        view = {"state": message.state, "detail": message.detail}
+        self.hub.emit({"type": "camera", **view}, lambda s: s.__setitem__("camera", view))
 
     def _on_attention(self, _topic: str, message: Attention) -> None:
         view = {"target": message.target, "since": message.since}

@@ -6,7 +6,8 @@ Example (``humaine-env.toml``)::
     host = "127.0.0.1"
     port = 7040
     speaker = "auto"                 # sound card, or WAVs under data_dir/speech when there is none;
-                                     # also "soundcard", "wav:recordings/", "wav-fast:DIR"
+                                     # also "soundcard", "wav:recordings/", "wav-fast:DIR",
+                                     # "browser" (the display page plays it); join with "+"
     confirm_accept = "auto"          # or "operator": wait for a click on the display page
 
     [avatar.voices.Celia]

@@ -13,6 +13,10 @@ the same engine ``pyttsx3.init()`` drives on Linux. We call it one level lower t
   carry their position in the audio (``audio_position``); we fire them when the output
   *reaches* that position, not when synthesis passes it (synthesis runs ~100x real time),
   which is what gesture timing and the speaking begin/end bracket need.
+* **Phonemes**: espeak-ng is initialised with phoneme events, so each buffer also says which
+  phoneme starts where in the audio - the engine's own timing, which the avatar turns into
+  mouth shapes. These are handed over as soon as they are synthesised (ahead of the audio they
+  describe), so a display can schedule them against the audio clock.
 
 Voices, rate and volume use pyttsx3's conventions (voice ids as ``pyttsx3`` lists them,
 volume 0.0-1.0, rate in words per minute). This module knows nothing about MQTT or HUMAINE.
@@ -42,6 +46,12 @@ SOUNDCARD_LEAD_S = 0.12
 """How far ahead of the audible position we keep the sound card's buffer filled."""
 SAMPLE_WIDTH = 2
 """16-bit signed mono PCM, espeak-ng's native output."""
+EVENT_PHONEME = 7
+"""``espeakEVENT_PHONEME`` (speak_lib.h; pyttsx3's binding names only types 0-6)."""
+INITIALIZE_PHONEME_EVENTS = 0x0001
+"""``espeakINITIALIZE_PHONEME_EVENTS``: report a phoneme event as each phoneme starts."""
+PHONEME_NAME_BYTES = 8
+"""A phoneme event's ``id`` holds the phoneme's mnemonic as ``char string[8]``."""
 
 INSTALL_HINT = "install espeak-ng (Debian/Ubuntu: apt-get install espeak-ng libespeak-ng1)"
 
@@ -67,11 +77,12 @@ class VoiceSettings:
 
 @dataclass(frozen=True)
 class SpeechEvent:
-    """A point in an utterance's audio: a word starting, or a ``<mark>`` reached."""
+    """A point in an utterance's audio: a word or a phoneme starting, or a ``<mark>`` reached."""
 
-    kind: Literal["word", "mark"]
+    kind: Literal["word", "mark", "phoneme"]
     name: str
-    """The word as written in the input, or the mark's name."""
+    """The word as written in the input, the mark's name, or the phoneme's espeak-ng mnemonic
+    (``t``, ``u:``, ``aI``; ``_`` and ``_:`` are pauses)."""
     audio_ms: int
     """Offset of the event in the utterance's audio."""
     text_position: int = 0
@@ -90,6 +101,9 @@ class SpokenUtterance:
     path: Path | None = None
     words: list[SpeechEvent] = field(default_factory=list)
     marks: list[SpeechEvent] = field(default_factory=list)
+    phonemes: list[SpeechEvent] = field(default_factory=list)
+    """Every phoneme of the audio that was output, in order (``at`` is not set: they are
+    handed over when synthesised, not fired when reached)."""
     requested_at: float = 0.0
     first_audio_at: float | None = None
     """``time.monotonic()`` right after the first samples were handed to the output."""
@@ -121,7 +135,7 @@ class _EspeakBinding:
                 from pyttsx3.drivers.espeak import EspeakDriver
             except Exception as exc:  # the binding raises RuntimeError when the .so is absent
                 raise SpeakerError(f"espeak-ng library not found ({exc}); {INSTALL_HINT}") from None
-            rate = _espeak.Initialize(_espeak.AUDIO_OUTPUT_SYNCHRONOUS, ESPEAK_BUFFER_MS)
+            rate = _espeak.Initialize(_espeak.AUDIO_OUTPUT_SYNCHRONOUS, ESPEAK_BUFFER_MS, None, INITIALIZE_PHONEME_EVENTS)
             if rate <= 0:
                 raise SpeakerError(f"espeak-ng could not be initialised; {INSTALL_HINT}")
             # pyttsx3's own espeak driver would initialise espeak a second time (and take over
@@ -246,6 +260,10 @@ class EspeakEngine:
                         word = token.group(0).rstrip(_TRAILING_PUNCTUATION) if token else ""
                         if word:
                             found.append(SpeechEvent("word", word, ev.audio_position, start))
+                    elif ev.type == EVENT_PHONEME:
+                        raw = ctypes.string_at(ctypes.addressof(ev.id), PHONEME_NAME_BYTES).split(b"\0", 1)[0]
+                        if raw:
+                            found.append(SpeechEvent("phoneme", raw.decode("ascii", "replace"), ev.audio_position))
                     elif ev.type == es.EVENT_MARK and ev.id.name:
                         name = ev.id.name.decode("utf-8", "replace")
                         if marks.reported(name):
@@ -415,11 +433,17 @@ class SoundCardSink:
 
 
 def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
-    """``auto`` | ``soundcard`` | ``soundcard:DEVICE`` | ``wav:DIR`` | ``wav-fast:DIR`` → a sink.
+    """``auto`` | ``soundcard`` | ``soundcard:DEVICE`` | ``wav:DIR`` | ``wav-fast:DIR`` |
+    ``browser`` → a sink; several joined by ``+`` (``browser+wav:DIR``) feed one utterance to each.
 
     ``auto`` is the sound card when the machine has one, else WAV files in ``fallback_dir``
     (paced like a sound card): a laptop or CI machine without audio still runs the whole loop
-    and keeps what the avatars said."""
+    and keeps what the avatars said. ``browser``: the display page plays the speech
+    (:mod:`hardware.speaker_stream`)."""
+    if "+" in spec:
+        from hardware.speaker_stream import TeeSink
+
+        return TeeSink([open_sink(part, fallback_dir) for part in spec.split("+")])
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
     if kind == "auto":
@@ -434,13 +458,18 @@ def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
         return WavSink(arg, realtime=True)
     if kind == "wav-fast" and arg:
         return WavSink(arg, realtime=False)
+    if kind == "browser" and not arg:
+        from hardware.speaker_stream import StreamSink
+
+        return StreamSink()
     if kind == "soundcard":
         device: str | int | None = None
         if arg:
             device = int(arg) if arg.isdigit() else arg
         return SoundCardSink(device)
     raise SpeakerError(
-        f"unknown speaker {spec!r}; use 'auto', 'soundcard', 'soundcard:DEVICE', 'wav:DIR' or 'wav-fast:DIR'"
+        f"unknown speaker {spec!r}; use 'auto', 'soundcard', 'soundcard:DEVICE', 'wav:DIR', 'wav-fast:DIR' "
+        f"or 'browser', or several joined by '+' (browser+wav:DIR)"
     )
 
 
@@ -453,7 +482,9 @@ class Speaker:
 
     ``on_begin`` runs just before the first sample is written; ``on_end`` after the last one
     is audible (for a sound card: written and played out). Word and mark callbacks run when
-    the output reaches them. All callbacks run on the calling thread of :meth:`speak`."""
+    the output reaches them; ``on_phonemes`` gets each buffer's phonemes before that buffer is
+    written (after ``on_begin`` for the first one), i.e. ahead of the audio they describe.
+    All callbacks run on the calling thread of :meth:`speak`."""
 
     def __init__(self, sink: AudioSink, engine: EspeakEngine | None = None) -> None:
         self.sink = sink
@@ -478,6 +509,7 @@ class Speaker:
         on_word: SpeechCallback | None = None,
         on_mark: SpeechCallback | None = None,
         max_s: float | None = None,
+        on_phonemes: Callable[[list[SpeechEvent]], None] | None = None,
     ) -> SpokenUtterance:
         """Synthesise and output ``ssml``; returns when the audio has been played out.
         ``max_s``: at most this much audio (pauses included), the rest is not synthesised, so
@@ -518,13 +550,19 @@ class Speaker:
                 if on_begin:
                     on_begin()
                 result.began_at = state["t0"] = time.monotonic()
-            pending.extend(events)
+            phonemes = [e for e in events if e.kind == "phoneme"]
+            pending.extend(e for e in events if e.kind != "phoneme")
             pending.sort(key=lambda e: e.audio_ms)
             if max_samples is not None and result.samples + len(pcm) // SAMPLE_WIDTH >= max_samples:
                 pcm = pcm[: (max_samples - result.samples) * SAMPLE_WIDTH]
                 result.cut = True
                 end_ms = max_samples * 1000 // rate
                 pending[:] = [e for e in pending if e.audio_ms <= end_ms]  # never said: never reported
+                phonemes = [e for e in phonemes if e.audio_ms < end_ms]
+            if phonemes:
+                result.phonemes.extend(phonemes)
+                if on_phonemes:
+                    on_phonemes(phonemes)
             for offset in range(0, len(pcm), block_bytes):
                 fire_due(time.monotonic())
                 block = pcm[offset : offset + block_bytes]

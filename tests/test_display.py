@@ -22,6 +22,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
+    # a venue's display PC is clicked once to allow sound (speaker = "browser"); the headless one allows it at once
+    "--autoplay-policy=no-user-gesture-required",
 ]
 UI_TIMEOUT_MS = 15_000
 

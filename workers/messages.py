@@ -206,6 +206,9 @@ class Speaking(Envelope):
     """When the message was received, its first audio and (on ``end``) its end (:class:`Stage`)."""
     cut: bool = False
     """On ``end``: the avatar stopped before the end of the message (barge-in, shutdown)."""
+    visemes: list[tuple[int, str]] = Field(default_factory=list)
+    """On ``end``: the mouth shapes of the audio that was output, ``(ms from the first
+    sample, viseme)``, from the speech engine's own phoneme timing (``avatar.visemes``)."""
 
 
 class Gesture(Envelope):

@@ -2,7 +2,8 @@
 
 Events come from three threads (HTTP handlers on the event loop, the speech thread, the MQTT
 network thread) and go to every open page. The hub keeps the current picture (round, who is
-speaking, captions, attention, pending confirmations) so a page opened or reloaded mid-round
+speaking, captions, attention and whether the camera is up, pending confirmations, the round's
+deals and totals) so a page opened or reloaded mid-round
 shows the right state at once; after that it receives each event as it happens.
 A page that cannot keep up (queue full) is disconnected rather than slowing the others.
 Each event is serialised once, strictly: one that is not valid JSON (a ``NaN`` from anywhere)
@@ -28,6 +29,8 @@ _drops = RateLimitedLog(log)
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 CLIENT_QUEUE_MAX = 256
 SNAPSHOT = "snapshot"
+AUDIO_PATH = "/display-audio"
+"""Where the page fetches an utterance's speech (``speaker = "browser"``): ``AUDIO_PATH/<name>``."""
 
 
 class DisplayHub:
@@ -47,6 +50,9 @@ class DisplayHub:
             "captions": {name: None for name in avatars},
             "confirms": {},
             "log": [],
+            "camera": None,
+            "deals": [],
+            "totals": None,
         }
         self.sent = 0
 
@@ -69,14 +75,16 @@ class DisplayHub:
         text = _serialise(self.snapshot())
         return text if text is not None else _serialise({"type": SNAPSHOT}) or "{}"
 
-    def emit(self, event: dict[str, Any], update: Callable[[dict[str, Any]], None] | None = None) -> None:
-        """Apply ``update`` to the kept state, then send ``event`` to every page."""
+    def emit(self, event: dict[str, Any], update: Callable[[dict[str, Any]], bool | None] | None = None) -> None:
+        """Apply ``update`` to the kept state, then send ``event`` to every page (unless
+        ``update`` returns False: the state says the event changes nothing)."""
         text = _serialise(event)
         if text is None:
             return
         if update is not None:
             with self._lock:
-                update(self._state)
+                if update(self._state) is False:
+                    return
         loop = self._loop
         if loop is None or loop.is_closed():
             return

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from hardware.clock import Clock
 from hardware.video import VideoSource, VideoSourceError, WebcamSource, frames, open_source
 from workers.bus import Bus
+from workers.camera import WORKER_ID
 from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.preview import Preview
 from workers.camera.settings import CameraSettings
@@ -30,7 +31,7 @@ from workers.runtime import Worker, WorkerUnavailable
 
 
 class CameraWorker(Worker):
-    name: ClassVar[str] = "camera"
+    name: ClassVar[str] = WORKER_ID
 
     def __init__(
         self,
