@@ -45,11 +45,15 @@ MAX_INTERIM_HZ = 3.0
 FRAMES_PER_S = 100
 """Whisper's log-mel frame rate (hop 160 samples at 16 kHz)."""
 FULL_WINDOW_FRAMES = 3000
-CONTEXT_PAD_S = 10.0
+CONTEXT_PAD_S = 7.0
 """Silence the trimmed encoder keeps after the utterance (``[microphone] whisper_context_pad_s``).
-Whisper needs a good part of its window's padding: on 6 LibriVox reads and 30 negotiation utterances (4 voices), beam 5, one core,
-WER read/negotiation and CPU per utterance were 0.05/0.20/0.92 s with the 30 s window, 0.07/0.16/0.37 s
-at 10 s, 0.07/0.80/0.40 s at 5 s and 2.4/3.3/0.85 s at 1 s (the decoder loops, repeating itself)."""
+Whisper needs a good part of its window's padding: on 6 LibriVox reads and 30 negotiation
+utterances (4 voices), beam 5, one core, WER read/negotiation and CPU per utterance were
+0.05/0.20/0.92 s with the 30 s window, 0.07/0.16/0.37 s at 10 s, 0.07/0.80/0.40 s at 5 s and
+2.4/3.3/0.85 s at 1 s (the decoder loops, repeating itself). On the bench's full corpora
+(bench/stt.py, 120 negotiation utterances by 4 voices, 11 reads, 10 prompts) 7 s matched 10 s —
+WER 0.142/0.083/0.029 vs 0.144/0.083/0.057, 2 invented deal terms each — at RTF 0.156 vs 0.191,
+~45 ms less per final; 6 s began to lose words (negotiation 0.178 at beam 2)."""
 TAIL_MIN_PROB = 0.01
 """Whisper appends words to the silence after speech ("... a cup of milk as well."), the first of
 them at probabilities of 0.0001-0.001: such a word ends the final when only unsure words follow it."""

@@ -19,6 +19,7 @@ from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
+from workers.microphone.settings import SPECULATE_MS
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class Transcriber:
         echo_mode: str = "drop",
         interim_hz: float = 5.0,
         numbers: NumberStyle = "digits",
-        speculate_ms: int | None = 150,
+        speculate_ms: int | None = SPECULATE_MS,
         barge_in: BargeInDetector | None = None,
         emit_barge_in: Callable[[BargeIn], None] | None = None,
     ) -> None:
