@@ -117,7 +117,8 @@ def test_auto_chooses_whisper_and_says_why(tmp_path: Path, caplog: pytest.LogCap
     with caplog.at_level(logging.INFO, logger="workers.microphone.engines"):
         recognizer = load_recognizer(MicrophoneSettings(), tmp_path)
     assert recognizer.name == "whisper"
-    lines = [r.getMessage() for r in caplog.records if r.name == "workers.microphone.engines"]
+    # the choice and its reason in one line (the loading progress lines are NOTICE)
+    lines = [r.getMessage() for r in caplog.records if r.name == "workers.microphone.engines" and "chosen by" in r.getMessage()]
     assert len(lines) == 1 and "whisper" in lines[0] and "accura" in lines[0] and "\n" not in lines[0]
 
 
@@ -133,7 +134,7 @@ def test_missing_whisper_model_is_one_line_and_auto_falls_back(tmp_path: Path, c
     with caplog.at_level(logging.INFO, logger="workers.microphone.engines"):
         fallback = load_recognizer(MicrophoneSettings(whisper_model=str(tmp_path / "nothing"), biasing=False), tmp_path)
     assert fallback.name == "pocketsphinx"
-    line = next(r.getMessage() for r in caplog.records if r.name == "workers.microphone.engines")
+    line = next(r.getMessage() for r in caplog.records if r.name == "workers.microphone.engines" and "chosen by" in r.getMessage())
     assert "whisper" in line and "nothing" in line
 
 
@@ -144,7 +145,7 @@ def trimmed(audio: np.ndarray) -> np.ndarray:
 
 
 def test_speculative_final_in_pauses_and_talked_over(tmp_path: Path) -> None:
-    """The final starts 150 ms into every pause; a pause the speaker talks over is retracted
+    """The final starts ``speculate_ms`` into every pause; a pause the speaker talks over is retracted
     and the one final still holds both halves, as decoding without speculation does."""
     from hardware.audio_files import FileSource, load_audio, write_wav
     from workers.messages import Transcript

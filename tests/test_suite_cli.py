@@ -231,7 +231,8 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         for worker in ("orchestrator", "demo-agents", "avatar", "transcript"):
             assert table[worker].startswith("online"), output
         # no microphone here and no console to type at: said why, not restarted
-        assert table["mic"].startswith(("online", "offline")) or table["mic"] == "exited (3)", output
+        # (the table may catch it between its error status and its exit)
+        assert table["mic"] == "exited (3)" or table["mic"].startswith(("online", "offline", "error: cannot run")), output
         assert table["camera"] in ("online", "exited (3)"), output  # no webcam here: said why, not restarted
         # the token given with --set reached the avatar, by environment, not on a command line
         children = children_command_lines(process.pid)

@@ -188,6 +188,11 @@ def install_stop_signals(on_stop: Callable[[], None]) -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+FAILURE_STATUS_WAIT_S = 3.0
+"""How long a worker that failed before reaching its broker waits for it, so that its retained
+``error`` status (the reason) is published before it exits."""
+
+
 def run_worker(worker: Worker, install_signals: bool = True, say_failure: bool = True) -> int:
     """Start ``worker``, run it until stopped, then stop the bus; returns an exit code.
     ``say_failure=False``: a caller that runs workers inside its own command (``replay``)
@@ -212,6 +217,10 @@ def run_worker(worker: Worker, install_signals: bool = True, say_failure: bool =
         else:
             worker.bus.set_status("error", worker.failure)
         code = EXIT_UNAVAILABLE
+        if worker.bus.stats.connects == 0:
+            # failed before the broker answered: give the error status its chance to be
+            # published (on connect), or nobody but this console learns why we stopped
+            worker.bus.wait_connected(FAILURE_STATUS_WAIT_S)
     finally:
         worker.close()
     worker.log.debug("stopped after %.1f s", time.monotonic() - started)
