@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlencode
 
-from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, Request, WebSocket
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from avatar.auth import TOKEN_QUERY, TokenGuard
 from avatar.controller import CONFIRM_REJECTED_STATUS, AvatarController
 from avatar.display import AUDIO_PATH, STATIC_DIR
+from avatar.display.socket import serve_hub
 from hardware.speaker_stream import stream_sink, wav_header
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, edge_app, parse_body
@@ -245,35 +246,15 @@ def _add_display(app: FastAPI, controller: AvatarController) -> None:
 
     @app.websocket(DISPLAY_WS_PATH)
     async def display_feed(websocket: WebSocket) -> None:
-        await websocket.accept()
-        queue = controller.hub.register()
+        def decide(raw: str) -> None:
+            try:
+                decision = OperatorDecision.model_validate_json(raw)
+            except ValueError:
+                log.debug("display sent something we do not understand: %.80s", raw)
+                return
+            controller.operator_decision(decision.id, decision.accept)
 
-        async def pump() -> None:
-            await websocket.send_text(controller.hub.snapshot_text())
-            while True:
-                event = await queue.get()
-                if event is None:
-                    await websocket.close()
-                    return
-                await websocket.send_text(event)
-
-        sender = asyncio.create_task(pump())
-        try:
-            while True:
-                raw = await websocket.receive_text()
-                try:
-                    decision = OperatorDecision.model_validate_json(raw)
-                except ValueError:
-                    log.debug("display sent something we do not understand: %.80s", raw)
-                    continue
-                controller.operator_decision(decision.id, decision.accept)
-        except WebSocketDisconnect:
-            pass
-        finally:
-            controller.hub.unregister(queue)
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
+        await serve_hub(websocket, controller.hub, decide)
 
 
 def _add_audio(app: FastAPI, controller: AvatarController) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import MosquittoBroker, free_port
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, MosquittoBroker, free_port
 from workers.broker import EmbeddedBroker
 from workers.config import Config
 
@@ -93,3 +93,14 @@ def scanner() -> Iterator[Any]:
     face_scanner = FaceScanner()
     yield face_scanner
     face_scanner.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium per test module (the page tests open a context per test)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()

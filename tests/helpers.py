@@ -102,3 +102,14 @@ class MosquittoBroker:
         self.stop(sig)
         time.sleep(down_for)
         self.start()
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+    # a venue's display PC is clicked once to allow sound (speaker = "browser"); the headless one allows it at once
+    "--autoplay-policy=no-user-gesture-required",
+]
+"""The headless Chromium the page tests drive (``browser`` fixture in conftest)."""
+UI_TIMEOUT_MS = 15_000

@@ -11,21 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
+from tests.helpers import UI_TIMEOUT_MS
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, captured
 from workers.messages import Attention, RoundState, Speaking, now_ms
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    # a venue's display PC is clicked once to allow sound (speaker = "browser"); the headless one allows it at once
-    "--autoplay-policy=no-user-gesture-required",
-]
-UI_TIMEOUT_MS = 15_000
 
 
 @pytest.fixture
@@ -33,14 +25,6 @@ def start_avatar(mosquitto: Any, make_config: Any, tmp_path: Path) -> Iterator[A
     runner = AvatarRunner(mosquitto.url, make_config, tmp_path / "wav")
     yield runner
     runner.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from avatar.display import AUDIO_PATH
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
 from tests import test_display
+from tests.helpers import UI_TIMEOUT_MS
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, captured
-from tests.test_display import UI_TIMEOUT_MS
 from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.messages import Attention, RoundState, Speaking, Status, now_ms
 
@@ -46,7 +46,6 @@ GESTURE_TOLERANCE_MS = 250
 SPEECH_TIMEOUT_S = 30
 
 
-browser = test_display.browser
 """One Chromium for the module (sound allowed without a click)."""
 start_avatar = test_display.start_avatar
 

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 import tomllib
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 from websockets.sync.client import connect as ws_connect
 
 from avatar.operator import CONSOLE_PATH
@@ -29,7 +29,6 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import strict_dumps
 from tests.helpers import free_port, wait_for
 from tests.test_avatar_http import AvatarRunner
-from tests.test_display import CHROMIUM, CHROMIUM_ARGS
 from tests.test_suite_cli import suite_config
 from workers.bus import Bus
 from workers.camera.settings import CameraSettings
@@ -146,14 +145,6 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
 
 
 # -- the page, fed by the real suite ------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
-
-
 @pytest.fixture
 def page(browser: Any) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1920, "height": 1080})

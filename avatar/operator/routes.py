@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, WebSocket
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from avatar.display.socket import serve_hub
 from avatar.operator.feed import OperatorFeed, Subscriber
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from orchestrator_client.wiring import eo_probe_url
@@ -108,26 +109,6 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
 
     @app.websocket(CONSOLE_FEED_PATH)
     async def console_feed(websocket: WebSocket) -> None:
-        await websocket.accept()
-        queue = feed.hub.register()
-
-        async def pump() -> None:
-            await websocket.send_text(feed.hub.snapshot_text())
-            while (event := await queue.get()) is not None:
-                await websocket.send_text(event)
-            await websocket.close()
-
-        sender = asyncio.create_task(pump())
-        try:
-            # the console sends nothing; reading notices a closed page at once
-            while (await websocket.receive())["type"] != "websocket.disconnect":
-                pass
-        except WebSocketDisconnect:
-            pass
-        finally:
-            feed.hub.unregister(queue)
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
+        await serve_hub(websocket, feed.hub)  # the console sends nothing
 
     return feed
