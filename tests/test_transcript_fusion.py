@@ -210,6 +210,18 @@ def test_what_reads_as_unfinished(text: str, reason: str | None) -> None:
     assert rules.unfinished(text) == reason
 
 
+def test_giving_verbs_come_from_the_settings() -> None:
+    """``merge_hold_giving_verbs`` decides which "<verb> me" waits for the thing given."""
+    default = Merger.from_settings(TranscriptSettings(merge_sources=["mic"]))
+    assert default.completeness is not None
+    assert default.completeness.unfinished("Can you sell me?") == "ends in 'sell' 'me' without the thing given"
+    assert default.completeness.unfinished("Can you tell me?") is None
+    custom = Merger.from_settings(TranscriptSettings(merge_sources=["mic"], merge_hold_giving_verbs=["Tell"]))
+    assert custom.completeness is not None
+    assert custom.completeness.unfinished("Can you tell me?") == "ends in 'tell' 'me' without the thing given"
+    assert custom.completeness.unfinished("Can you sell me?") is None
+
+
 def vad(event: str, utterance_start: float, at: float) -> VadEvent:
     return VadEvent(source="microphone", event=event, utterance_id=f"u{utterance_start:g}", at=int(T0 + at))  # type: ignore[arg-type]
 

@@ -14,7 +14,8 @@ read first: ``?`` or ``!`` closes an utterance ("can you do 3?"); a trailing com
 ellipsis leaves it open. Except after a hold word: Whisper, hearing a sentence cut off, often
 writes it as a question ("can you sell me three cups of?", "for?"), so a question mark does not
 close a sentence that ends in one. The same goes for a giving verb whose thing is still to come
-("can you give me?", "sell us"): :data:`GIVING_VERBS` followed by ``me`` or ``us``.
+("can you give me?", "sell us"): a giving verb (``merge_hold_giving_verbs``, by default
+:data:`GIVING_VERBS`) followed by ``me`` or ``us``.
 """
 
 from __future__ import annotations
@@ -68,13 +69,25 @@ class Completeness:
     hold_bare_numbers: bool = True
     """A final ending in a number without a unit ("I need three") reads as cut off; money
     (``$3``, "three dollars") and "a dozen" do not."""
+    giving_verbs: frozenset[str] = frozenset(GIVING_VERBS)
+    """A final ending in one of these plus ``me``/``us`` ("can you give me") reads as cut off."""
 
     @classmethod
     def build(
-        cls, hold_words: Iterable[str], greetings: Iterable[str], avatars: Iterable[str], hold_bare_numbers: bool = True
+        cls,
+        hold_words: Iterable[str],
+        greetings: Iterable[str],
+        avatars: Iterable[str],
+        hold_bare_numbers: bool = True,
+        giving_verbs: Iterable[str] = GIVING_VERBS,
     ) -> Completeness:
         openers = {w.lower() for w in greetings} | {a.lower() for a in avatars}
-        return cls(frozenset(w.lower() for w in hold_words), frozenset(openers), hold_bare_numbers)
+        return cls(
+            frozenset(w.lower() for w in hold_words),
+            frozenset(openers),
+            hold_bare_numbers,
+            frozenset(w.lower() for w in giving_verbs),
+        )
 
     def unfinished(self, text: str) -> str | None:
         """Why ``text`` reads as cut off, or ``None`` when it reads as complete."""
@@ -87,7 +100,7 @@ class Completeness:
         last = words[-1] if words else ""
         if last in self.hold_words:
             return f"ends in {last!r}"
-        if len(words) >= 2 and last in RECEIVERS and words[-2] in GIVING_VERBS:
+        if len(words) >= 2 and last in RECEIVERS and words[-2] in self.giving_verbs:
             return f"ends in {words[-2]!r} {last!r} without the thing given"
         if stripped.endswith(_CLOSING):
             return None

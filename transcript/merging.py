@@ -115,7 +115,11 @@ class Merger:
         completeness = None
         if settings.merge_hold == "unfinished":
             completeness = Completeness.build(
-                settings.merge_hold_words, settings.greetings, avatars, settings.merge_hold_bare_numbers
+                settings.merge_hold_words,
+                settings.greetings,
+                avatars,
+                settings.merge_hold_bare_numbers,
+                settings.merge_hold_giving_verbs,
             )
         return cls(
             settings.merge_gap_s * 1000,

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from transcript.completeness import DEFAULT_HOLD_WORDS
+from transcript.completeness import DEFAULT_HOLD_WORDS, GIVING_VERBS
 from workers.config import Section
 
 DEFAULT_GREETINGS = ("hey", "hi", "hello", "ok", "okay", "so", "um", "uh", "well", "excuse", "me", "yo", "and")
@@ -39,6 +39,9 @@ class TranscriptSettings(Section):
     and verbs still waiting for their object (``transcript/completeness.py`` lists them)."""
     merge_hold_bare_numbers: bool = True
     """A final ending in a number without its unit ("I need three") waits for the rest."""
+    merge_hold_giving_verbs: list[str] = Field(default_factory=lambda: list(GIVING_VERBS))
+    """Verbs that take the buyer and then the thing: a final ending in one of them plus "me"
+    or "us" ("can you give me") waits for the thing given."""
     merge_vad_wait_s: float = Field(0.3, ge=0)
     """A held final also waits this long past the gap: the microphone announces speech that
     began within the gap only once its start is certain (the segmenter's 200 ms start window)
