@@ -1,8 +1,12 @@
 """Benchmark: utterances spoken with a pause, and complete ones, through the microphone's
 segmenter and recogniser and the transcript worker's merger, on the audio's own clock.
 
-Corpus: ``scripts/paused_speech.py`` (hesitation pauses, clause-boundary pauses and complete
-sentences, each voice of the synthetic corpus, pauses of 0.7 and 1.0 s). Measurement:
+Corpus: ``scripts/paused_speech.py``. ``--corpus halves`` (the default): hesitation pauses,
+clause-boundary pauses and complete sentences, each voice of the synthetic corpus, halves
+synthesised apart, pauses of 0.7 and 1.0 s. ``--corpus spliced``: the pause put inside whole
+recordings (the first part keeps a sentence's unfinished pitch) of the synthetic voices and of
+real human speech (Asterisk prompts, LibriVox reads, paused after a function word), and the
+human recordings unpaused as complete ones; figures also per group (synthetic, human). Measurement:
 ``sessions/merge_check.py`` (events reach the merger when a live worker would see them, a final
 when its block ends plus the recogniser's real decode time).
 
@@ -46,20 +50,12 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def run(engine: str | None, voices: tuple[str, ...] | None, merge_hold: str | None = None) -> dict[str, Any]:
-    overrides: dict[str, Any] = {"microphone.engine": engine} if engine else {}
-    if merge_hold:
-        overrides["transcript.merge_hold"] = merge_hold
-    config = Config.load(None, os.environ, overrides)
-    mic = config.section(MicrophoneSettings)
-    settings = config.section(TranscriptSettings)
-    recognizer = load_recognizer(mic, config.core.data_dir)
-    items = paused_speech.corpus(voices)
-    started = time.perf_counter()
-    report = merge_check.run(items, recognizer, mic, settings, config.core.avatars)
+def _kinds(report: merge_check.MergeReport) -> dict[str, Any]:
     kinds: dict[str, Any] = {}
     for kind in ("hesitation", "boundary", "complete"):
         results = report.of_kind(kind)
+        if not results:
+            continue
         waits = [w for r in results for w in r.wait_ms]
         kinds[kind] = {
             "items": len(results),
@@ -69,16 +65,53 @@ def run(engine: str | None, voices: tuple[str, ...] | None, merge_hold: str | No
             "held": sum(bool(h) for r in results for h in r.held_because),
             "wait_ms": {"p50": _percentile(waits, 50), "p95": _percentile(waits, 95), "max": _percentile(waits, 100)},
         }
+    return kinds
+
+
+def _failures(report: merge_check.MergeReport) -> list[dict[str, Any]]:
+    """Paused items heard as two finals that left as two messages, and complete ones held."""
+    return [
+        {"kind": r.kind, "said": r.text, "finals": r.finals, "messages": r.messages}
+        for r in report.items
+        if (r.kind == "hesitation" and len(r.finals) > 1 and not r.one_message)
+        or (r.kind == "complete" and any(r.held_because))
+    ]
+
+
+def run(
+    engine: str | None, voices: tuple[str, ...] | None, merge_hold: str | None = None, corpus: str = "halves",
+    failures: bool = False,
+) -> dict[str, Any]:
+    overrides: dict[str, Any] = {"microphone.engine": engine} if engine else {}
+    if merge_hold:
+        overrides["transcript.merge_hold"] = merge_hold
+    config = Config.load(None, os.environ, overrides)
+    mic = config.section(MicrophoneSettings)
+    settings = config.section(TranscriptSettings)
+    recognizer = load_recognizer(mic, config.core.data_dir)
+    if corpus == "spliced":
+        items = paused_speech.spliced_corpus(paused_speech.forced_aligner(), voices)
+    else:
+        items = paused_speech.corpus(voices)
+    started = time.perf_counter()
+    human = [i for i in items if i.voice.startswith("human:")]
+    groups = {"synthetic": [i for i in items if i not in human], "human": human}
+    reports = {name: merge_check.run(group, recognizer, mic, settings, config.core.avatars) for name, group in groups.items() if group}
+    report = merge_check.MergeReport([r for part in reports.values() for r in part.items])
+    kinds = _kinds(report)
     share = kinds["hesitation"]["one_message_share"]
     complete_waits = [w for r in report.of_kind("complete") for w in r.wait_ms]
     return {
         "bench": "merging",
+        "corpus": corpus,
         "engine": recognizer.name,
         "merge_gap_s": settings.merge_gap_s,
         "merge_hold": settings.merge_hold,
         "voices": sorted({i.voice for i in items}),
         "pauses_ms": list(paused_speech.PAUSES_MS),
         "kinds": kinds,
+        "groups": {name: _kinds(part) for name, part in reports.items()} if len(reports) > 1 else None,
+        **({"failures": _failures(report)} if failures else {}),
         "wall_s": round(time.perf_counter() - started, 1),
         "meets_targets": {
             "hesitation_one_message": share is not None and share >= TARGET_ONE_MESSAGE,
@@ -93,9 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default=None, help="microphone engine (default: the configured one)")
     parser.add_argument("--merge-hold", choices=("unfinished", "always"), default=None, help="default: the configured one")
     parser.add_argument("--voices", default="", help="comma list of voices (default: the synthetic corpus's)")
+    parser.add_argument("--corpus", choices=("halves", "spliced"), default="halves",
+                        help="halves synthesised apart, or pauses inside whole synthetic and human recordings")
+    parser.add_argument("--failures", action="store_true", help="list the split paused items and the held complete ones")
     args = parser.parse_args(argv)
     voices = tuple(v for v in args.voices.split(",") if v) or None
-    print(json.dumps(run(args.engine, voices, args.merge_hold)))
+    print(json.dumps(run(args.engine, voices, args.merge_hold, args.corpus, args.failures)))
     return 0
 
 

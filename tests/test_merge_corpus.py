@@ -5,6 +5,7 @@ audio's clock (``sessions/merge_check.py``; the full corpus and figures: ``bench
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,28 @@ def test_complete_sentences_are_not_held(report: merge_check.MergeReport) -> Non
     released = [r for r in complete if r.held_because == [""]]
     assert len(released) >= len(complete) - 1, [(r.finals, r.held_because) for r in complete]
     assert all(r.wait_ms == [0.0] for r in released)
+
+
+def test_a_pause_spliced_into_human_speech_lands_between_the_words(tmp_path: Path) -> None:
+    """The spliced corpus pauses a real recording after a chosen word: the cut lies in the
+    boundary pocketsphinx's forced alignment finds, and the recording is kept whole around it."""
+    corpus = load_script("paused_speech")
+    recordings = {" ".join(r.words): r for r in corpus.human_recordings()}
+    recording = recordings["please check the number and dial again"]
+    assert recording.voice == "human:asterisk" and recording.words[recording.cut_after] == "the"
+    align = corpus.forced_aligner()
+    samples = corpus._trimmed(recording.load())
+    found = align(samples, recording.words)
+    assert [w for w, _, _ in found] == list(recording.words)
+    the_end, number_start = found[2][2], found[3][1]
+    cut = corpus.cut_sample(samples, recording.words, recording.cut_after, align)
+    assert cut is not None
+    assert min(the_end, number_start) - corpus.CUT_SEARCH_MS <= cut * 1000 / 16000 <= max(the_end, number_start) + corpus.CUT_SEARCH_MS
+    item = corpus.splice(recording, 700, align, out_dir=tmp_path)
+    assert item is not None and item.parts == ("please check the", "number and dial again")
+    spliced = corpus.load_audio(item.path)
+    expected = len(samples) + 16 * (corpus.LEAD_MS + 700 + corpus.TAIL_MS)
+    assert abs(len(spliced) - expected) <= 1
+    pause = spliced[16 * corpus.LEAD_MS + cut: 16 * corpus.LEAD_MS + cut + 16 * 700]
+    assert not pause.any()
+    assert corpus.splice(recording, 700, lambda *_: [], out_dir=tmp_path) is not None  # the cut is cached
