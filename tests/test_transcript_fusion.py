@@ -222,6 +222,28 @@ def test_giving_verbs_come_from_the_settings() -> None:
     assert custom.completeness.unfinished("Can you sell me?") is None
 
 
+def test_a_level_pitch_holds_a_final_that_reads_complete_only_when_configured() -> None:
+    """``merge_hold_level_pitch_st``: a final that did not fall waits; a question mark still
+    closes it; without the setting (the default), or without a measured pitch, the text decides."""
+    on = Merger.from_settings(TranscriptSettings(merge_sources=["mic"], merge_hold_level_pitch_st=-4))
+    assert on.completeness is not None
+    assert on.completeness.unfinished("Can you give me up.", pitch_end=-1.5) == "its pitch did not fall (-1.5 semitones at the end)"
+    assert on.completeness.unfinished("Can you give me up.", pitch_end=-7.0) is None
+    assert on.completeness.unfinished("Can you give me up?", pitch_end=2.0) is None
+    assert on.completeness.unfinished("Can you give me up.", pitch_end=None) is None
+    assert on.completeness.unfinished("two eggs and", pitch_end=-9.0) == "ends in 'and'"
+    first = final("Can you give me up", 0, 1400)
+    first.pitch_end = -1.0
+    assert on.add(first, now_ms=T0 + 1500) == []
+    assert on.pending is not None and on.pending.held_because.startswith("its pitch did not fall")
+    rest = final("better price for the eggs", 2100, 3400)
+    rest.pitch_end = -6.5
+    (merged,) = on.add(rest, now_ms=T0 + 3500)
+    assert merged.text == "Can you give me up better price for the eggs"
+    off = Merger.from_settings(TranscriptSettings(merge_sources=["mic"]))
+    assert [u.text for u in off.add(first, now_ms=T0 + 1500)] == ["Can you give me up"]
+
+
 def vad(event: str, utterance_start: float, at: float) -> VadEvent:
     return VadEvent(source="microphone", event=event, utterance_id=f"u{utterance_start:g}", at=int(T0 + at))  # type: ignore[arg-type]
 

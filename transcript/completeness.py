@@ -16,6 +16,13 @@ writes it as a question ("can you sell me three cups of?", "for?"), so a questio
 close a sentence that ends in one. The same goes for a giving verb whose thing is still to come
 ("can you give me?", "sell us"): a giving verb (``merge_hold_giving_verbs``, by default
 :data:`GIVING_VERBS`) followed by ``me`` or ``us``.
+
+One cue is not in the text: where a final carries its pitch (``pitch_end``, measured by the
+microphone) and ``merge_hold_level_pitch_st`` is set, a final that reads as complete but whose
+pitch did not fall at least that far below its median waits too: a statement ends low, a
+speaker who stops mid-thought mostly does not, and the recogniser sometimes hears a broken-off
+first half as a finished sentence ("can you give me a ..." as "Can you give me up?"). A ``?``
+or ``!`` still closes it (questions rise).
 """
 
 from __future__ import annotations
@@ -71,6 +78,9 @@ class Completeness:
     (``$3``, "three dollars") and "a dozen" do not."""
     giving_verbs: frozenset[str] = frozenset(GIVING_VERBS)
     """A final ending in one of these plus ``me``/``us`` ("can you give me") reads as cut off."""
+    level_pitch_st: float | None = None
+    """A final whose pitch ends above this many semitones from its median reads as cut off
+    (unless a ``?`` or ``!`` closes it); ``None``: the pitch is not looked at."""
 
     @classmethod
     def build(
@@ -80,6 +90,7 @@ class Completeness:
         avatars: Iterable[str],
         hold_bare_numbers: bool = True,
         giving_verbs: Iterable[str] = GIVING_VERBS,
+        level_pitch_st: float | None = None,
     ) -> Completeness:
         openers = {w.lower() for w in greetings} | {a.lower() for a in avatars}
         return cls(
@@ -87,10 +98,12 @@ class Completeness:
             frozenset(openers),
             hold_bare_numbers,
             frozenset(w.lower() for w in giving_verbs),
+            level_pitch_st,
         )
 
-    def unfinished(self, text: str) -> str | None:
-        """Why ``text`` reads as cut off, or ``None`` when it reads as complete."""
+    def unfinished(self, text: str, pitch_end: float | None = None) -> str | None:
+        """Why ``text`` (whose pitch ended ``pitch_end`` semitones from its median, when
+        known) reads as cut off, or ``None`` when it reads as complete."""
         stripped = text.strip()
         if not stripped:
             return None
@@ -111,6 +124,8 @@ class Completeness:
             return None
         if self.hold_bare_numbers and _bare_number(last):
             return f"ends in a number without its unit ({last!r})"
+        if self.level_pitch_st is not None and pitch_end is not None and pitch_end > self.level_pitch_st:
+            return f"its pitch did not fall ({pitch_end:+.1f} semitones at the end)"
         return None
 
 

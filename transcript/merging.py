@@ -120,6 +120,7 @@ class Merger:
                 avatars,
                 settings.merge_hold_bare_numbers,
                 settings.merge_hold_giving_verbs,
+                settings.merge_hold_level_pitch_st,
             )
         return cls(
             settings.merge_gap_s * 1000,
@@ -155,14 +156,14 @@ class Merger:
                 held.arrived_mono = mono
                 held.hold_until_ms = self._hold_until(part, now_ms, restarted)
                 held.awaiting = restarted
-                if self._hold_reason(held.text, restarted) is None:
+                if self._hold_reason(held.text, restarted, part.pitch_end) is None:
                     self.pending = None
                     ready.append(held)
                 return ready
             ready.append(self.pending)
             self.pending = None
         utterance = Utterance([part], mono, self._hold_until(part, now_ms, restarted), awaiting=restarted)
-        reason = self._hold_reason(part.text, restarted) if mergeable else None
+        reason = self._hold_reason(part.text, restarted, part.pitch_end) if mergeable else None
         if reason is not None:
             utterance.held_because = reason
             self.pending = utterance
@@ -170,13 +171,14 @@ class Merger:
             ready.append(utterance)
         return ready
 
-    def _hold_reason(self, text: str, restarted: str | None) -> str | None:
-        """Why an utterance should wait for a continuation, or ``None`` to send it now."""
+    def _hold_reason(self, text: str, restarted: str | None, pitch_end: float | None = None) -> str | None:
+        """Why an utterance should wait for a continuation, or ``None`` to send it now
+        (``pitch_end``: how the pitch of its latest part ended, when measured)."""
         if restarted is not None:
             return "speech started again within the gap"
         if self.completeness is None:
             return f"waits {self.gap_ms:g} ms for a continuation"
-        return self.completeness.unfinished(text)
+        return self.completeness.unfinished(text, pitch_end)
 
     def _speech_restarted(self, part: Transcript) -> str | None:
         """The id of speech that began within the gap after ``part``, before its final came."""

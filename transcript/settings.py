@@ -42,6 +42,13 @@ class TranscriptSettings(Section):
     merge_hold_giving_verbs: list[str] = Field(default_factory=lambda: list(GIVING_VERBS))
     """Verbs that take the buyer and then the thing: a final ending in one of them plus "me"
     or "us" ("can you give me") waits for the thing given."""
+    merge_hold_level_pitch_st: float | None = Field(None, ge=-24, le=24)
+    """When set (e.g. -4), a final that reads as complete but whose pitch ended less than this
+    many semitones below its median waits too (a statement ends low; a buyer stopping
+    mid-thought mostly does not; a ``?`` or ``!`` still closes it). Off by default. Measured
+    with -4 (``bench/merging.py --corpus spliced``): paused human speech arrived as one message
+    62 of 62 times (0.84 without), and 0 of 30 single-sentence human statements waited; but
+    synthetic voices end statements higher, and 14 of their 36 waited."""
     merge_vad_wait_s: float = Field(0.3, ge=0)
     """A held final also waits this long past the gap: the microphone announces speech that
     began within the gap only once its start is certain (the segmenter's 200 ms start window)

@@ -148,6 +148,10 @@ class Transcript(Envelope):
     worker: str = ""
     echo: bool = False
     """True when captured while an avatar spoke (published only if echo mode is ``tag``)."""
+    pitch_end: float | None = Field(None, ge=-48, le=48)
+    """Finals: semitones from the utterance's median pitch to the pitch of its last voiced 50 ms
+    (negative: it fell, as a finished statement does; see ``workers/microphone/prosody.py``);
+    ``None`` with too little voiced speech, or from a source that does not measure it."""
 
 
 class VadEvent(Envelope):

@@ -18,6 +18,7 @@ from workers.messages import BargeIn, Transcript, VadEvent, Word
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
+from workers.microphone.prosody import PitchTracker
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
 from workers.microphone.settings import SPECULATE_MS
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
@@ -43,6 +44,7 @@ class _Open:
     speculating: bool = False
     barged: bool = False
     """The buyer talked over an avatar: this utterance is speech, not echo."""
+    pitch: PitchTracker = field(default_factory=PitchTracker)
 
 
 @dataclass
@@ -200,11 +202,13 @@ class Transcriber:
             stream = self.recognizer.stream()
             stream.accept(event.samples)
             self._open = _Open(event.utterance_id, event.t_ms, stream, event.t_ms, event.t_ms)
+            self._open.pitch.accept(event.samples)
             if not self._gated(event.t_ms, event.onset_ms):
                 self._open.vad_published = True
                 self.emit_vad(self._vad("speech_start", event.utterance_id, event.onset_ms))
         elif isinstance(event, SpeechAudio) and self._open is not None:
             self._open.stream.accept(event.samples)
+            self._open.pitch.accept(event.samples)
             assert block is not None
             self._open.heard_until_ms = block.end_ms
             self._maybe_speculate(event.voiced, round(block.duration_ms))
@@ -274,6 +278,7 @@ class Transcriber:
         self.stats.final_latency_ms = [*self.stats.final_latency_ms[-99:], decode_ms]
         transcript = self._transcript(True, hyp.text, hyp.confidence, words, current.start_ms, end.t_ms, echo)
         transcript.utterance_id = current.utterance_id
+        transcript.pitch_end = current.pitch.ending_st()
         self.emit_transcript(transcript)
 
     def _transcript(
