@@ -67,7 +67,8 @@ class AvatarSettings(Section):
     """Port of the HTTP service (the EO's human-side service and the display page); 0: any free port."""
     token: str = Field("", json_schema_extra={"secret": True})
     """When set, every endpoint except ``/health`` needs ``Authorization: Bearer <token>``
-    (the display page: ``?token=``). The stock EO sends no token: use it behind a proxy."""
+    (the display page: ``?token=``). The stock EO sends no token: use it behind a proxy; the
+    stand-in EO sends this one (or ``[standin] human_token``)."""
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
     """Larger request bodies are refused with 413 before being read."""
     speaker: str = "auto"

@@ -173,9 +173,11 @@ class HttpPoster:
         *,
         deadline: float | None = None,
         method: str = "POST",
+        headers: dict[str, str] | None = None,
     ) -> Outcome:
         """Send ``body`` to ``base_url + path``. ``deadline`` (``time.monotonic()``) bounds the
-        retries: no attempt starts after it (one that started before it may finish)."""
+        retries: no attempt starts after it (one that started before it may finish).
+        ``headers`` go with every attempt (a service's bearer token)."""
         payload = body.body() if isinstance(body, PlatformModel) else body
         url = base_url.rstrip("/") + path
         started = time.monotonic()
@@ -190,7 +192,7 @@ class HttpPoster:
             budget = self.timeouts.total_s
             if deadline is not None:
                 budget = min(budget, deadline - time.monotonic())
-            outcome, retryable = await self._attempt(method, url, payload, budget, started, attempt)
+            outcome, retryable = await self._attempt(method, url, payload, budget, started, attempt, headers)
             if not retryable or attempt >= self.retry.max_attempts:
                 return outcome
             assert isinstance(outcome, Failed)
@@ -208,14 +210,15 @@ class HttpPoster:
             await asyncio.sleep(pause)
 
     async def _attempt(
-        self, method: str, url: str, payload: Any, budget: float, started: float, attempt: int
+        self, method: str, url: str, payload: Any, budget: float, started: float, attempt: int,
+        headers: dict[str, str] | None = None,
     ) -> tuple[Outcome, bool]:
         """One request. Returns the outcome and whether it may be retried."""
         try:
             if method == "GET":
-                request = self._http().get(url, params=payload or None)
+                request = self._http().get(url, params=payload or None, headers=headers)
             else:
-                request = self._http().request(method, url, json=payload)
+                request = self._http().request(method, url, json=payload, headers=headers)
             response = await asyncio.wait_for(request, budget)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             # Nothing was written: the TCP connection does not exist. Safe to try again.

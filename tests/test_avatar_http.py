@@ -200,6 +200,34 @@ def test_body_limit_token_health_openapi_and_loopback(start_avatar: Start) -> No
     assert "requestBody" in schema["paths"][ep.RECEIVE_MESSAGE]["post"]
 
 
+def test_the_stand_in_eo_sends_the_avatar_its_token(start_avatar: Start, mosquitto: Any, make_config: Any) -> None:
+    """With ``[avatar] token`` set, the room's stand-in EO (same configuration) calls the
+    Avatar Controller with it: the round reaches the avatar, and an agent's message is spoken."""
+    from orchestrator_client.recorder import RecordingServer
+    from orchestrator_client.standin import default_round
+    from orchestrator_client.standin.worker import StandinWorker
+
+    local, observer = start_avatar(**{"avatar.token": "s3cret"})
+    port = local.worker.server.port
+    config = make_config(mosquitto.url, **{"avatar.token": "s3cret", "standin.port": 0, "standin.human_port": port})
+    worker = StandinWorker(config)
+    assert worker.settings.human_token == "s3cret"
+    asked = {"roundId": "r1", "speaker": "Human", "addressee": "Celia", "role": "buyer", "text": "Eggs?"}
+    said = {"roundId": "r1", "speaker": "Celia", "addressee": "Human", "role": "seller", "text": "Two eggs for three dollars."}
+    with RecordingServer() as celia, httpx.Client(timeout=HTTP_TIMEOUT) as http:
+        worker.server.start()
+        try:
+            body = default_round({"Celia": celia.port}, port, (0.0, 60.0, 0.0), name_human_service=False)
+            assert http.post(worker.server.url + ep.INITIALIZE_ROUND, json=body.body()).status_code == 200
+            assert http.post(worker.server.url + ep.START_ROUND, json={"roundId": "r1"}).status_code == 200
+            observer.wait(RoundState, phase="round")
+            assert http.post(worker.server.url + ep.RELAY_MESSAGE, json=asked).status_code == 200
+            assert http.post(worker.server.url + ep.RELAY_MESSAGE, json=said).status_code == 200
+            assert observer.wait(Speaking, state="begin")[0].avatar == "Celia"
+        finally:
+            worker.server.stop()
+
+
 def test_a_token_guards_every_route_but_health(start_avatar: Start) -> None:
     local, _ = start_avatar(**{"avatar.token": "s3cret"})
     ws_url = local.url.replace("http://", "ws://") + "/ws"

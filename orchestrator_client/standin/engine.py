@@ -29,6 +29,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -137,7 +138,7 @@ class StandinOrchestrator:
         return found
 
     async def _post(self, service: Service, path: str, body: dict[str, Any]) -> Outcome:
-        outcome = await self.poster.post(service.url, path, body)
+        outcome = await self.poster.post(service.url, path, body, headers=service.headers)
         if not isinstance(outcome, Delivered):
             log.warning("%s %s%s: %s", service.name, service.url, path, _outcome_text(outcome))
         return outcome
@@ -202,16 +203,17 @@ class StandinOrchestrator:
         (``negotiatorsInfo``) and its ``/initializeRound`` body gives ``human`` only a
         ``utilityFunction``; a body that names a host and port is taken at its word."""
         info = setup.human if isinstance(setup.human, dict) else (setup.human.body() if setup.human else {})
+        s = self.settings
         if info.get("host") and isinstance(info.get("port"), int):
-            return Service.from_info(info, "human")
+            return replace(Service.from_info(info, "human"), token=s.human_token)
         if not self.real_eo:
             raise SetupError("the body needs 'human': the human-side service's name, host and port")
-        s = self.settings
-        return Service.from_info(
+        found = Service.from_info(
             {"name": s.human_name, "host": s.services_host, "port": s.human_port,
              "utilityFunction": info.get("utilityFunction") or {}},
             "human",
         )
+        return replace(found, token=s.human_token)
 
     def start(self, body: Any) -> Round:
         """``/startRound {"roundId"}``: run the warm-up, round and post timers in the background."""

@@ -32,6 +32,12 @@ class Service:
     url: str
     utility: dict[str, Any]
     """Its ``utilityFunction`` (``{"currencyUnit", "utility"}``), possibly empty."""
+    token: str = field(default="", repr=False)
+    """Bearer token sent with every call to it (the human-side service's, when it has one)."""
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else None
 
     @classmethod
     def from_info(cls, info: NegotiatorInfo | dict[str, Any], what: str) -> Service:

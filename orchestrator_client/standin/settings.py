@@ -80,6 +80,10 @@ class StandinSettings(Section):
     """Agent name -> port on :attr:`services_host`."""
     human_port: int = Field(DEFAULT_HUMAN_PORT, ge=1, le=65535)
     """The human-side service (the Avatar Controller)."""
+    human_token: str = Field("", json_schema_extra={"secret": True})
+    """Bearer token sent with every call to the human-side service. Unset, the stand-in
+    sends the Avatar Controller's ``[avatar] token`` of the same configuration (the stock EO
+    sends none: it needs a proxy that adds it)."""
     services_host: str = "127.0.0.1"
     """Host of the agents and the human-side service."""
     wait_for_services_s: float = Field(60.0, ge=0)

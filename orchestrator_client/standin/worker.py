@@ -21,6 +21,12 @@ class StandinWorker(Worker):
     def __init__(self, config: Config, auto_start_round: bool = False, worker_id: str | None = None) -> None:
         super().__init__(config, worker_id)
         self.settings = config.section(StandinSettings)
+        if not self.settings.human_token:  # the room's own Avatar Controller guarded by a token
+            from avatar.settings import AvatarSettings
+
+            avatar_token = config.section(AvatarSettings).token
+            if avatar_token:
+                self.settings = self.settings.model_copy(update={"human_token": avatar_token})
         self.auto_start_round = auto_start_round or self.settings.auto_round
         self.server = StandinServer(self.settings)  # binds now: a busy port fails before start-up
         self.round_note = ""
