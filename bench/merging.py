@@ -5,8 +5,9 @@ Corpus: ``scripts/paused_speech.py``. ``--corpus halves`` (the default): hesitat
 clause-boundary pauses and complete sentences, each voice of the synthetic corpus, halves
 synthesised apart, pauses of 0.7 and 1.0 s. ``--corpus spliced``: the pause put inside whole
 recordings (the first part keeps a sentence's unfinished pitch) of the synthetic voices and of
-real human speech (Asterisk prompts, LibriVox reads, paused after a function word), and the
-human recordings unpaused as complete ones; figures also per group (synthetic, human). Measurement:
+real human speech (Asterisk prompts, LibriVox reads, the turns of a telephone conversation,
+paused after a function word), and the human recordings unpaused as complete ones; figures
+also per group (synthetic, and each human source). Measurement:
 ``sessions/merge_check.py`` (events reach the merger when a live worker would see them, a final
 when its block ends plus the recogniser's real decode time).
 
@@ -94,8 +95,9 @@ def run(
     else:
         items = paused_speech.corpus(voices)
     started = time.perf_counter()
-    human = [i for i in items if i.voice.startswith("human:")]
-    groups = {"synthetic": [i for i in items if i not in human], "human": human}
+    groups: dict[str, list[Any]] = {}
+    for item in items:  # synthetic voices together; human speech by source (prompts, reads, talk)
+        groups.setdefault(item.voice.split("-")[0] if item.voice.startswith("human:") else "synthetic", []).append(item)
     reports = {name: merge_check.run(group, recognizer, mic, settings, config.core.avatars) for name, group in groups.items() if group}
     report = merge_check.MergeReport([r for part in reports.values() for r in part.items])
     kinds = _kinds(report)

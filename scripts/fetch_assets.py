@@ -91,6 +91,42 @@ def astronaut_image() -> Path:
     return ASTRONAUT
 
 
+PYANNOTE_VERSION = "4.0.7"
+CONVERSATION = ASSETS / "pyannote" / "sample"
+CONVERSATION_WAV = CONVERSATION / "sample.wav"
+CONVERSATION_STM = CONVERSATION / "sample.stm"
+
+
+@fetcher
+def conversation_sample() -> Path:
+    """30 s of a real telephone conversation between two people, with its timed transcript
+    (``sample.wav`` and ``sample.stm`` from the pyannote.audio wheel, MIT): conversational
+    human speech for the merging benchmark (how statements end in talk, not in prompts)."""
+    if CONVERSATION_WAV.is_file() and CONVERSATION_STM.is_file():
+        return CONVERSATION
+    import subprocess
+    import zipfile
+
+    ASSETS.mkdir(parents=True, exist_ok=True)
+    pattern = f"pyannote_audio-{PYANNOTE_VERSION}-*.whl"
+    wheel = next(ASSETS.glob(pattern), None)
+    if wheel is None:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"pyannote.audio=={PYANNOTE_VERSION}", "--no-deps",
+             "--quiet", "-d", str(ASSETS)],
+            check=True,
+        )
+        wheel = next(ASSETS.glob(pattern))
+    CONVERSATION.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as archive:
+        for target in (CONVERSATION_WAV, CONVERSATION_STM):
+            tmp = target.with_suffix(".tmp")
+            tmp.write_bytes(archive.read(f"pyannote/audio/sample/{target.name}"))
+            tmp.replace(target)
+    log.info("conversation sample in %s", CONVERSATION)
+    return CONVERSATION
+
+
 EO_COMMIT = "20a32e2abb4f7a7524def3be246e0b8af2d0aeca"
 """The platform EO's commit this suite is tested against (``../shared/platform/README.md``)."""
 EO_REPOSITORY = "https://github.com/humaine-anac/environment-orchestrator"

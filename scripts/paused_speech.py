@@ -12,7 +12,8 @@ Halves synthesised apart end in a sentence's falling pitch, which a buyer who st
 does not. :func:`spliced_corpus` pauses *inside* one recording instead, so the first part keeps
 the rising or level pitch of a sentence still going: the hesitation sentences spoken whole by
 each synthetic voice, and real human speech (the Asterisk prompts, the LibriVox reads of the
-pocketsphinx test data) paused after a function word near the middle. Where to cut comes from
+pocketsphinx test data, the turns of a telephone conversation) paused after a function word
+near the middle. Where to cut comes from
 pocketsphinx's forced alignment of the known words to the whole recording (the quietest 10 ms
 near that word boundary, so no word is cut in two; Whisper's own word timings are often a word
 late); the unpaused recordings are the ``complete`` items.
@@ -164,8 +165,8 @@ class Recording:
     name: str
     voice: str
     words: tuple[str, ...]
-    cut_after: int
-    """Index of the first part's last word."""
+    cut_after: int | None
+    """Index of the first part's last word (``None``: used only whole)."""
     load: Callable[[], np.ndarray]
 
 
@@ -229,6 +230,8 @@ def cut_sample(samples: np.ndarray, words: Sequence[str], cut_after: int, align:
 def splice(recording: Recording, pause_ms: int, align: Aligner, out_dir: Path = SPLICED_CACHE) -> SpokenItem | None:
     """``recording`` with ``pause_ms`` of silence after its ``cut_after`` word (cached, with the
     cut point), or ``None`` when the cut cannot be placed."""
+    if recording.cut_after is None:
+        return None
     key = hashlib.sha1(
         f"{ALIGNER_NAME}|{recording.voice}|{recording.name}|{' '.join(recording.words)}|{recording.cut_after}".encode()
     ).hexdigest()[:16]
@@ -327,6 +330,37 @@ def human_recordings(per_source: int = HUMAN_PER_SOURCE) -> list[Recording]:
         chosen = list(eligible.values())
         step = max(1.0, len(chosen) / per_source)  # spread over the alphabet, not its first letters
         out += [chosen[int(i * step)] for i in range(min(per_source, len(chosen)))]
+    return out + conversation_recordings()
+
+
+def conversation_recordings() -> list[Recording]:
+    """Every turn of a real two-person telephone conversation (its timed transcript), whole;
+    those with a function word near their middle are paused there too. Statements in talk
+    end less low than read prompts do, which is what the pitch rule must survive."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from fetch_assets import CONVERSATION_STM, CONVERSATION_WAV, conversation_sample
+
+    conversation_sample()
+    audio: dict[str, np.ndarray] = {}
+
+    def turn(start_s: float, end_s: float) -> Callable[[], np.ndarray]:
+        def load() -> np.ndarray:
+            if "all" not in audio:
+                audio["all"] = load_audio(CONVERSATION_WAV)
+            return audio["all"][int(start_s * SAMPLE_RATE): int(end_s * SAMPLE_RATE)]
+        return load
+
+    out: list[Recording] = []
+    for index, line in enumerate(CONVERSATION_STM.read_text().splitlines()):
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6:
+            continue
+        speaker, start, end, text = fields[2], float(fields[3]), float(fields[4]), fields[5]
+        words = tuple(re.sub(r"[^a-z' ]+", " ", text.lower()).split())
+        cut_after = middle_hold_word(words) if len(words) >= HUMAN_MIN_WORDS else None
+        out.append(Recording(f"conversation-{index}", f"human:conversation-{speaker.lower()}", words, cut_after, turn(start, end)))
     return out
 
 

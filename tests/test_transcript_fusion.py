@@ -203,6 +203,7 @@ def test_speech_restarting_before_the_final_holds_a_complete_sentence() -> None:
         ("Watson,", "says nothing yet but a greeting or a name"),
         ("Watson, I want eggs,", "trails off with ','"),
         ("I was thinking...", "trails off with '...'"),
+        ("I'm in New Jersey now, though.", None),
     ],
 )
 def test_what_reads_as_unfinished(text: str, reason: str | None) -> None:

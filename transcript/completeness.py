@@ -19,8 +19,8 @@ close a sentence that ends in one. The same goes for a giving verb whose thing i
 
 One cue is not in the text: where a final carries its pitch (``pitch_end``, measured by the
 microphone) and ``merge_hold_level_pitch_st`` is set, a final that reads as complete but whose
-pitch did not fall at least that far below its median waits too: a statement ends low, a
-speaker who stops mid-thought mostly does not, and the recogniser sometimes hears a broken-off
+pitch did not fall at least that far below its median waits too: a statement read aloud ends
+low, a speaker who stops mid-thought mostly does not, and the recogniser sometimes hears a broken-off
 first half as a finished sentence ("can you give me a ..." as "Can you give me up?"). A ``?``
 or ``!`` still closes it (questions rise).
 """
@@ -43,7 +43,8 @@ NUMBER_WORDS = frozenset(
 """Spoken numbers (a recogniser's words; after digit normalisation the same numbers are digits)."""
 
 CONJUNCTIONS = ("and", "or", "but", "so", "because", "cause", "if", "then", "than", "plus", "nor", "unless",
-                "although", "though", "while", "whereas")
+                "although", "while", "whereas")
+"""Not "though": in talk it mostly ends a sentence ("I'm in New Jersey now, though.")."""
 PREPOSITIONS = ("for", "of", "to", "at", "in", "on", "with", "from", "about", "by", "per", "into", "onto",
                 "over", "under", "between", "without", "after", "before", "around", "as")
 DETERMINERS = ("a", "an", "the", "some", "any", "my", "your", "our", "their", "his", "her", "its", "these",
