@@ -15,7 +15,7 @@ import pytest
 from tests.test_mic_pocketsphinx import load_synth
 from workers.microphone.engine_whisper import MAX_INTERIM_HZ, WhisperRecognizer, bundled_model_path
 from workers.microphone.engines import load_recognizer
-from workers.microphone.evaluation import Sample, deal_score, pocketsphinx_corpus, transcribe, wer
+from workers.microphone.evaluation import Sample, deal_score, normalize, pocketsphinx_corpus, transcribe, wer
 from workers.microphone.normalize import normalize_hypothesis
 from workers.microphone.recognizer import EngineUnavailable
 from workers.microphone.settings import MicrophoneSettings
@@ -174,3 +174,30 @@ def test_speculative_final_in_pauses_and_talked_over(tmp_path: Path) -> None:
         recognizer.close()
     assert len(texts["150"]) == 1 and texts["150"] == texts["None"], texts
     assert "want" in texts["150"][0].lower() and "milk" in texts["150"][0].lower(), texts
+
+
+def test_a_disfluent_prompt_writes_broken_off_human_speech_as_broken_off(tmp_path: Path) -> None:
+    """``whisper_prompt``: real human prompts cut after a function word ("please enter the |
+    number ...") are written as cut off when Whisper decodes them after a disfluent prompt,
+    so the merge rules hold them; the whole sentences stay whole."""
+    from tests.helpers import load_script
+    from transcript.completeness import DEFAULT_HOLD_WORDS, Completeness
+
+    corpus = load_script("paused_speech")
+    rules = Completeness.build(DEFAULT_HOLD_WORDS, (), ())
+    wanted = ("please enter the number to be blacklisted", "that feature is not available on this line")
+    recordings = {" ".join(r.words): r for r in corpus.human_recordings()}
+    settings = MicrophoneSettings(engine="whisper", whisper_prompt="Um, so I was thinking... uh, maybe we could, um... well, you know.")
+    recognizer = load_recognizer(settings, tmp_path)
+    assert recognizer.prompt == settings.whisper_prompt  # type: ignore[attr-defined]
+    pad = np.zeros(4800, dtype=np.int16)
+    align = corpus.forced_aligner()
+    for text in wanted:
+        recording = recordings[text]
+        samples = corpus._trimmed(recording.load())
+        cut = corpus.cut_sample(samples, recording.words, recording.cut_after, align)
+        first = transcribe(recognizer, np.concatenate([pad, samples[:cut], pad])).text
+        whole = transcribe(recognizer, np.concatenate([pad, samples, pad])).text
+        assert rules.unfinished(first) is not None, (text, first)
+        assert rules.unfinished(whole) is None and wer([text], [normalize(whole)]) <= 0.2, (text, whole)
+

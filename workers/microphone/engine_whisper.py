@@ -246,6 +246,7 @@ class WhisperRecognizer:
         interims: bool = True,
         context: str = "utterance",
         context_pad_s: float = CONTEXT_PAD_S,
+        prompt: str | None = None,
     ) -> None:
         path = Path(model_path).expanduser() if model_path else bundled_model_path()
         if path is None or not path.is_dir() or not is_whisper_model(path):
@@ -270,6 +271,8 @@ class WhisperRecognizer:
         self.interims = interims
         self.context = context
         self.context_pad_s = context_pad_s
+        self.prompt = prompt or None
+        """``initial_prompt`` of the finals (``[microphone] whisper_prompt``)."""
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self.interim_decodes = 0
@@ -319,7 +322,9 @@ class WhisperRecognizer:
     def decode_final(self, audio: np.ndarray) -> Hypothesis:
         if len(audio) < SAMPLE_RATE // 10:
             return Hypothesis("", 0.0, [])
-        options = {"beam_size": self.beam_size, "word_timestamps": True}
+        options: dict[str, Any] = {"beam_size": self.beam_size, "word_timestamps": True}
+        if self.prompt:
+            options["initial_prompt"] = self.prompt
         segments = self._transcribe(audio, **options)
         if self.context == "utterance" and degenerate(segments, len(audio) / SAMPLE_RATE):
             self.full_window_retries += 1

@@ -84,6 +84,7 @@ def _whisper(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
         interims=settings.whisper_interims,
         context=settings.whisper_context,
         context_pad_s=settings.whisper_context_pad_s,
+        prompt=settings.whisper_prompt or None,
     )
 
 

@@ -51,6 +51,14 @@ class MicrophoneSettings(Section):
     """Silence the trimmed window keeps after the utterance: Whisper needs some of the padding
     it was trained with (at 5 s and below the decoder loops on some voices), and the encoder's
     cost grows with it (``engine_whisper.CONTEXT_PAD_S``)."""
+    whisper_prompt: str = Field(default="", max_length=200)
+    """Text Whisper's finals are decoded after, as if said just before (its ``initial_prompt``).
+    A disfluent one ("Um, I would like... uh, two eggs and...") makes it write a sentence the
+    buyer broke off as broken off ("Can you give me a...") instead of finishing it ("Can you
+    give me up?"), so the merge rules can hold it: paused human speech as one message 66 of 72
+    times instead of 56 (``bench/merging.py --corpus spliced``). Off by default: each final then
+    costs twice the decode time (the decoder goes on into the padding). Never prices or offers
+    in it: they would leak into transcripts."""
     speculate_ms: int = Field(default=SPECULATE_MS, ge=0)
     """An engine that decodes whole utterances (Whisper) starts its final this far into a pause,
     while the hangover decides whether the utterance ended: most of the decode then overlaps the
