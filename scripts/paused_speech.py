@@ -339,7 +339,8 @@ def conversation_recordings() -> list[Recording]:
     end less low than read prompts do, which is what the pitch rule must survive."""
     import re
 
-    sys.path.insert(0, str(ROOT / "scripts"))
+    if str(ROOT / "scripts") not in sys.path:  # loaded by path (tests, benches): its neighbour too
+        sys.path.insert(0, str(ROOT / "scripts"))
     from fetch_assets import CONVERSATION_STM, CONVERSATION_WAV, conversation_sample
 
     conversation_sample()

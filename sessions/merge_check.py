@@ -85,7 +85,9 @@ def run_item(
         if transcript.final:  # the recogniser's decode time is added to the block's end
             events.append((block_end["ms"] + (time.perf_counter() - decode["started"]) * 1000, transcript))
 
-    transcriber = Transcriber.from_settings(mic, recognizer, "replay", on_vad, on_transcript)
+    transcriber = Transcriber.from_settings(
+        mic, recognizer, "replay", on_vad, on_transcript, measure_pitch=settings.merge_hold_level_pitch_st is not None
+    )
     for block in source.blocks(threading.Event()):
         block_end["ms"] = block.end_ms
         decode["started"] = time.perf_counter()

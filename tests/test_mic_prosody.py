@@ -91,7 +91,9 @@ def test_a_final_carries_the_pitch_it_ended_on(corpus: Any, tmp_path: Path) -> N
     pitches: dict[str, list[float | None]] = {}
     for name, wav in (("paused", path), ("whole", whole)):
         finals: list[Transcript] = []
-        transcriber = Transcriber.from_settings(MicrophoneSettings(), recognizer, "file", lambda _e: None, finals.append)
+        transcriber = Transcriber.from_settings(
+            MicrophoneSettings(), recognizer, "file", lambda _e: None, finals.append, measure_pitch=True
+        )
         for block in FileSource(wav).blocks(threading.Event()):
             transcriber.process(block)
         transcriber.flush()
@@ -101,3 +103,9 @@ def test_a_final_carries_the_pitch_it_ended_on(corpus: Any, tmp_path: Path) -> N
     assert first is not None and first > LEVEL_PITCH_ST, pitches
     assert pitches["whole"][0] is not None and pitches["whole"][0] < LEVEL_PITCH_ST, pitches
     assert rest is not None and rest < LEVEL_PITCH_ST, pitches  # the second part ends the statement
+    unmeasured: list[Transcript] = []
+    transcriber = Transcriber.from_settings(MicrophoneSettings(), recognizer, "file", lambda _e: None, unmeasured.append)
+    for block in FileSource(whole).blocks(threading.Event()):
+        transcriber.process(block)
+    transcriber.flush()
+    assert [f.pitch_end for f in unmeasured if f.final] == [None]  # not measured unless the merger reads it

@@ -5,9 +5,9 @@ conversation statements end level or rising about as often (``bench/merging.py -
 The transcript worker may hold a final that reads as complete but did not fall
 (``[transcript] merge_hold_level_pitch_st``): the text rules cannot see a first half the
 recogniser misheard as a finished sentence ("can you give me a ..." heard as "Can you give me
-up?"), the pitch can. The microphone measures it on every utterance (F0 by YIN on 40 ms frames
-every 10 ms, as the audio arrives: 13 ms per second of speech on this machine) and sends it
-with the final.
+up?"), the pitch can. When that setting is on, the microphone measures it on every utterance
+(F0 by YIN on 40 ms frames every 10 ms, as the audio arrives: 13 ms per second of speech on this
+machine) and sends it with the final; otherwise it does no pitch work.
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ class _Open:
     speculating: bool = False
     barged: bool = False
     """The buyer talked over an avatar: this utterance is speech, not echo."""
-    pitch: PitchTracker = field(default_factory=PitchTracker)
+    pitch: PitchTracker | None = None
+    """Measures how the utterance's pitch ends, when asked to (``measure_pitch``)."""
 
 
 @dataclass
@@ -92,12 +93,14 @@ class Transcriber:
         speculate_ms: int | None = SPECULATE_MS,
         barge_in: BargeInDetector | None = None,
         emit_barge_in: Callable[[BargeIn], None] | None = None,
+        measure_pitch: bool = False,
     ) -> None:
         """``numbers``: how the normalisation step after the engine writes numbers and money
         (``normalize``); it runs on every interim and final, whatever the engine.
         ``speculate_ms``: pause after which a :class:`SpeculativeStream` starts its final
         (None: never). ``barge_in``: detect the buyer talking over an avatar; ``emit_barge_in``
-        gets each one."""
+        gets each one. ``measure_pitch``: finals carry ``pitch_end`` (only worth its per-block
+        cost when the merger reads it: ``[transcript] merge_hold_level_pitch_st``)."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -111,6 +114,7 @@ class Transcriber:
         self.speculate_ms = speculate_ms
         self.barge_in = barge_in
         self.emit_barge_in = emit_barge_in
+        self.measure_pitch = measure_pitch
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
@@ -202,13 +206,16 @@ class Transcriber:
             stream = self.recognizer.stream()
             stream.accept(event.samples)
             self._open = _Open(event.utterance_id, event.t_ms, stream, event.t_ms, event.t_ms)
-            self._open.pitch.accept(event.samples)
+            if self.measure_pitch:
+                self._open.pitch = PitchTracker()
+                self._open.pitch.accept(event.samples)
             if not self._gated(event.t_ms, event.onset_ms):
                 self._open.vad_published = True
                 self.emit_vad(self._vad("speech_start", event.utterance_id, event.onset_ms))
         elif isinstance(event, SpeechAudio) and self._open is not None:
             self._open.stream.accept(event.samples)
-            self._open.pitch.accept(event.samples)
+            if self._open.pitch is not None:
+                self._open.pitch.accept(event.samples)
             assert block is not None
             self._open.heard_until_ms = block.end_ms
             self._maybe_speculate(event.voiced, round(block.duration_ms))
@@ -278,7 +285,7 @@ class Transcriber:
         self.stats.final_latency_ms = [*self.stats.final_latency_ms[-99:], decode_ms]
         transcript = self._transcript(True, hyp.text, hyp.confidence, words, current.start_ms, end.t_ms, echo)
         transcript.utterance_id = current.utterance_id
-        transcript.pitch_end = current.pitch.ending_st()
+        transcript.pitch_end = current.pitch.ending_st() if current.pitch is not None else None
         self.emit_transcript(transcript)
 
     def _transcript(

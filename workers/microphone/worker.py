@@ -162,10 +162,17 @@ class MicrophoneWorker(Worker):
             echo=self.echo,
             echo_mode=s.echo_mode,
             emit_barge_in=lambda event: self.bus.publish(self.topics.barge_in(), event),
+            measure_pitch=self._merger_reads_pitch(),
         )
         if self.paused:
             transcriber.pause()
         return transcriber
+
+    def _merger_reads_pitch(self) -> bool:
+        """The room's transcript worker (same configuration) holds finals by their pitch."""
+        from transcript.settings import TranscriptSettings
+
+        return self.config.section(TranscriptSettings).merge_hold_level_pitch_st is not None
 
     def _has_console(self) -> bool:
         """Someone can type: a stream was given, or standard input is a terminal."""
