@@ -1,8 +1,3 @@
-"""The worker runtime (bus, topics, envelope, config, lifecycle) and the sensing workers."""
-
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("humaine-env")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+source"
+"""The workers' floors: the shared runtime (:mod:`workers.runtime`) and the two sensing workers
+(:mod:`workers.camera`, :mod:`workers.microphone`). Nothing here: importing a worker costs only
+what that worker needs."""
