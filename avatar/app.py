@@ -48,8 +48,8 @@ from orchestrator_client.models import (
     acknowledgement,
     read_lenient,
 )
-from workers import __version__
-from workers.logs import OnceLog
+from workers.runtime import __version__
+from workers.runtime.logs import OnceLog
 
 log = logging.getLogger(__name__)
 

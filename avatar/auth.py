@@ -18,7 +18,7 @@ from http.cookies import SimpleCookie
 from typing import Any, Final
 from urllib.parse import parse_qs, quote, unquote
 
-from workers.logs import RateLimitedLog
+from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 _denials = RateLimitedLog(log)

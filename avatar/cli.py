@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, config: Config) -> int:
     from avatar.server import ServerError
     from hardware.speaker import SpeakerError, list_voices
-    from workers.runtime import EXIT_UNAVAILABLE
+    from workers.runtime.worker import EXIT_UNAVAILABLE
 
     if args.list_voices:
         try:
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         config = config.with_overrides(overrides)
 
     from avatar.worker import AvatarWorker
-    from workers.runtime import run_worker
+    from workers.runtime.worker import run_worker
 
     try:
         worker = AvatarWorker(config)

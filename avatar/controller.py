@@ -38,7 +38,7 @@ from orchestrator_client.models import (
     confirm_accept_answer,
 )
 from workers.camera import WORKER_ID as CAMERA_WORKER
-from workers.messages import (
+from workers.runtime.messages import (
     AgentMessageSeen,
     Attention,
     BargeIn,
@@ -52,7 +52,7 @@ from workers.messages import (
     new_id,
     now_ms,
 )
-from workers.topics import Topic, Topics
+from workers.runtime.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ HISTORY_DUPLICATE_WINDOW = 5
 
 
 class Publisher(Protocol):
-    """The part of :class:`workers.bus.Bus` the controller uses."""
+    """The part of :class:`workers.runtime.bus.Bus` the controller uses."""
 
     topics: Topics
 

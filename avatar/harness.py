@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from avatar.worker import AvatarWorker
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import AgentMessageSeen, Envelope, EOVerdict, Gesture, RoundState, Speaking
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import AgentMessageSeen, Envelope, EOVerdict, Gesture, RoundState, Speaking
 
 
 @dataclass

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 
 from orchestrator_client.models import EndRound, RoundId, RoundMetadata, RoundTotals, StartRound
-from workers.messages import RoundPhase, RoundState, now_ms
+from workers.runtime.messages import RoundPhase, RoundState, now_ms
 
 WARMUP_KEY = "warmUp"
 ROUND_KEY = "round"

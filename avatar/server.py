@@ -8,7 +8,7 @@ import logging
 from avatar.app import DISPLAY_PATH, create_app
 from avatar.controller import AvatarController
 from orchestrator_client.serving import AppServer, ServerError
-from workers.logs import NOTICE
+from workers.runtime.logs import NOTICE
 
 __all__ = ["AvatarServer", "ServerError"]
 

@@ -27,7 +27,7 @@ from avatar.ssml import DEFAULT_LIMITS, SsmlLimits
 from hardware.speaker import VoiceSettings
 from orchestrator_client.http_edge import DEFAULT_MAX_BODY_BYTES
 from orchestrator_client.rules import DEFAULT_R4_MAX_WORDS
-from workers.config import Section
+from workers.runtime.config import Section
 
 DEFAULT_PORT = 7040
 """The port the competition UI used: the Avatar Controller takes its place in the EO's

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from avatar.ssml import SpeechText
-from workers.messages import Stages
+from workers.runtime.messages import Stages
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class SpeechRequest:
     received: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` when the message reached the controller (age is measured from here)."""
     stages: Stages = field(default_factory=dict)
-    """Stage timestamps of this message (:class:`~workers.messages.Stage`): received, then
+    """Stage timestamps of this message (:class:`~workers.runtime.messages.Stage`): received, then
     first audio and speaking end as they happen."""
 
 

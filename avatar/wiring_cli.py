@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +36,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from orchestrator_client.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
     from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
     from orchestrator_client.wiring import Check, check_app_settings, check_eo_reachable, eo_app_settings
-    from workers.config import OrchestratorSettings
-    from workers.runtime import EXIT_CONFIG
+    from workers.runtime.config import OrchestratorSettings
+    from workers.runtime.worker import EXIT_CONFIG
 
     eo = config.section(OrchestratorSettings)
     avatar = config.section(AvatarSettings)

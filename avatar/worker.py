@@ -9,9 +9,10 @@ from avatar.controller import AvatarController
 from avatar.operator import CONSOLE_PATH, mount_console
 from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
-from hardware.speaker import Speaker, open_sink
-from workers.config import Config
-from workers.runtime import Worker, wait_for_stop
+from hardware.speaker import Speaker
+from hardware.speaker_sinks import open_sink
+from workers.runtime.config import Config
+from workers.runtime.worker import Worker, wait_for_stop
 
 SPEECH_DIR = "speech"
 """Where, under ``data_dir``, speech goes as WAV files when there is no sound card."""

@@ -30,8 +30,8 @@ import httpx
 from avatar.harness import LocalAvatar, Observer
 from orchestrator_client import endpoints as ep
 from tests.helpers import MosquittoBroker
-from workers.config import Config
-from workers.messages import Speaking
+from workers.runtime.config import Config
+from workers.runtime.messages import Speaking
 
 TRAFFIC = json.loads((Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "eo-observed-traffic.json")
                      .read_text())["human-ui"]

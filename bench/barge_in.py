@@ -24,9 +24,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from sessions import barge_in_check  # noqa: E402
-from workers.config import Config  # noqa: E402
 from workers.microphone.evaluation import pocketsphinx_corpus  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
+from workers.runtime.config import Config  # noqa: E402
 
 
 def run(margin_db: float, min_ms: int, echo_levels: list[float], over_levels: list[float]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Bus benchmark: 1 KB JSON envelopes through a real mosquitto on loopback.
 
 Prints one JSON line: messages/s at QoS 0 and QoS 1 (publisher → broker → subscriber, both
-through :class:`workers.bus.Bus`, payload validated on receipt), and publish→receive latency
+through :class:`workers.runtime.bus.Bus`, payload validated on receipt), and publish→receive latency
 p50/p99 at a steady 200 msg/s. Targets: ≥ 5,000 msg/s at QoS 0, p99 < 5 ms at 200 msg/s.
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.helpers import MosquittoBroker, wait_for
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Envelope
-from workers.topics import QOS_EVENT, QOS_STREAM, Topic, Topics
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Envelope
+from workers.runtime.topics import QOS_EVENT, QOS_STREAM, Topic, Topics
 
 PAYLOAD_BYTES = 1024
 RATE_FOR_LATENCY = 200

@@ -61,8 +61,8 @@ from workers.camera.headpose import METHODS, HeadPoseEstimator  # noqa: E402
 from workers.camera.pipeline import CameraPipeline, FrameResult  # noqa: E402
 from workers.camera.settings import CameraSettings  # noqa: E402
 from workers.camera.worker import CameraWorker  # noqa: E402
-from workers.config import Config  # noqa: E402
-from workers.runtime import run_worker  # noqa: E402
+from workers.runtime.config import Config  # noqa: E402
+from workers.runtime.worker import run_worker  # noqa: E402
 
 WIDTH, HEIGHT = 640, 480
 SPEECH = Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0870.wav")

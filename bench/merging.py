@@ -37,9 +37,9 @@ import paused_speech  # noqa: E402
 
 from sessions import merge_check  # noqa: E402
 from transcript.settings import TranscriptSettings  # noqa: E402
-from workers.config import Config  # noqa: E402
 from workers.microphone.engines import load_recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
+from workers.runtime.config import Config  # noqa: E402
 
 TARGET_ONE_MESSAGE = 0.95
 

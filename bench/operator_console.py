@@ -36,19 +36,19 @@ from websockets.sync.client import connect as ws_connect
 
 from avatar.operator.routes import CONSOLE_FEED_PATH
 from tests.helpers import MosquittoBroker, free_port, wait_for
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import HeadPose, OutgoingMessage, now_ms
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import HeadPose, OutgoingMessage, now_ms
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
 """Processes started here run this checkout's code, whatever copy of the suite is installed."""
 RATE_HZ = 15.0
 VICTIM = """
 import sys, time
-from workers.bus import Bus
-from workers.config import Config
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
 bus = Bus(Config(file_data={{}}, environ={{}}, overrides={{"environment_uuid": "{env}", "broker.url": "{url}"}}), sys.argv[1])
 bus.start()
 bus.wait_connected(10)

@@ -24,7 +24,7 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client.client import Delivered, EOClient
 from orchestrator_client.models import confirm_accept_answer
 from orchestrator_client.recorder import Behavior, RecordingServer
-from orchestrator_client.standin import default_round
+from standins.eo import default_round
 from tests.real_eo import RealEO
 
 UTTERANCES = 100

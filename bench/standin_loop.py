@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.demo_agents.runner import DemoAgents
-from orchestrator_client.demo_agents.settings import DemoAgentsSettings
 from orchestrator_client.models import confirm_accept_answer
 from orchestrator_client.recorder import Behavior, RecordingServer
-from orchestrator_client.standin import StandinServer, StandinSettings, default_round
+from standins.demo_agents.runner import DemoAgents
+from standins.demo_agents.settings import DemoAgentsSettings
+from standins.eo import StandinServer, StandinSettings, default_round
 
 ROUNDS = 20
 REPLY_TIMEOUT_S = 10.0

@@ -92,14 +92,14 @@ from scripts.synth_speech import (  # noqa: E402
     negotiation_corpus,
     synthesize,
 )
-from workers.config import Config  # noqa: E402
-from workers.messages import Transcript, VadEvent  # noqa: E402
 from workers.microphone.engines import biasing_vocabulary, vosk_model_path, whisper_hotwords, whisper_model_path  # noqa: E402
 from workers.microphone.evaluation import Sample, asterisk_corpus, deal_score, pocketsphinx_corpus, wer  # noqa: E402
 from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.microphone.transcriber import Transcriber  # noqa: E402
 from workers.microphone.vad import Segmenter  # noqa: E402
+from workers.runtime.config import Config  # noqa: E402
+from workers.runtime.messages import Transcript, VadEvent  # noqa: E402
 
 ENGINES = (
     "whisper",

@@ -36,10 +36,10 @@ if str(ROOT) not in sys.path:
 
 from orchestrator_client import endpoints as ep  # noqa: E402
 from orchestrator_client.recorder import RecordingServer, free_port  # noqa: E402
-from workers.broker import BrokerAddress, broker_answers  # noqa: E402
-from workers.bus import Bus  # noqa: E402
-from workers.config import Config  # noqa: E402
-from workers.messages import OutgoingMessage, RoundState, Transcript, now_ms  # noqa: E402
+from workers.runtime.broker import BrokerAddress, broker_answers  # noqa: E402
+from workers.runtime.bus import Bus  # noqa: E402
+from workers.runtime.config import Config  # noqa: E402
+from workers.runtime.messages import OutgoingMessage, RoundState, Transcript, now_ms  # noqa: E402
 
 MERGE_GAP_S = 1.2
 DRAIN_S = 6.0
@@ -97,7 +97,7 @@ def run(seconds: float, rate: float, broker_url: str | None, unfinished: bool = 
         room.publish(room.topics.round_state(), RoundState(source="bench", round_id="bench", phase="round"))
         worker = subprocess.Popen(
             [
-                sys.executable, "-m", "workers.cli", "transcript", "--log-level", "WARNING",
+                sys.executable, "-m", "humaine_env", "transcript", "--log-level", "WARNING",
                 "--set", f"environment_uuid={env_id}", "--set", f"broker.url={broker_url}",
                 "--set", "broker.mode=external", "--eo-url", eo.url,
                 "--merge-gap", str(MERGE_GAP_S), "--session-dir", str(workdir / "sessions"),

@@ -5,7 +5,7 @@ sellers, the Avatar Controller (speaking into WAV files at the pace of a sound c
 Rich Transcript worker; then ``humaine-env mic --source replay:REC`` plays a recording of
 negotiation utterances, each naming the seller it addresses, at real time into the microphone
 worker, exactly as a microphone would deliver it (the default engine). Everything is measured
-from the stage timestamps the messages carry (``workers.messages.Stage``) as seen on MQTT:
+from the stage timestamps the messages carry (``workers.runtime.messages.Stage``) as seen on MQTT:
 
 - per stage (p50/p95 ms): speech end → final → released by the merger → relay sent → EO answer;
 - speech end → relay sent: the buyer's words reach the EO (loopback: the request's transit is
@@ -46,13 +46,13 @@ import synth_speech  # noqa: E402
 
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import load_audio, write_wav  # noqa: E402
-from orchestrator_client.demo_agents.settings import DemoAgentsSettings  # noqa: E402
 from orchestrator_client.recorder import free_port  # noqa: E402
-from workers.bus import Bus  # noqa: E402
-from workers.config import Config  # noqa: E402
-from workers.messages import OutgoingMessage, RoundState, Speaking, Stage, Transcript  # noqa: E402
+from standins.demo_agents.settings import DemoAgentsSettings  # noqa: E402
+from workers.runtime.bus import Bus  # noqa: E402
+from workers.runtime.config import Config  # noqa: E402
+from workers.runtime.messages import OutgoingMessage, RoundState, Speaking, Stage, Transcript  # noqa: E402
 
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 """The processes run this checkout's code whatever copy of the suite is installed."""
 SILENCE_AFTER_S = 15.0

@@ -20,8 +20,6 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from hardware.clock import Clock, RealClock
-
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
@@ -94,38 +92,6 @@ def block_samples(block_ms: int) -> int:
 def is_device(spec: str) -> bool:
     """Whether ``spec`` names a live device (which may come back) rather than a file."""
     return spec.partition(":")[0].strip().lower() == "mic"
-
-
-def open_source(
-    spec: str,
-    clock: Clock | None = None,
-    block_ms: int = DEFAULT_BLOCK_MS,
-    start_ms: int | None = None,
-) -> AudioSource:
-    """Build the source named by ``spec`` (see the module docstring)."""
-    kind, sep, arg = spec.partition(":")
-    kind = kind.strip().lower()
-    if kind == "mic":
-        from hardware.audio_live import MicrophoneSource
-
-        return MicrophoneSource(arg if sep else None, block_ms=block_ms, clock=clock or RealClock())
-    if not sep or not arg:
-        raise AudioSourceError(f"audio source {spec!r} needs a path: {SPEC_HELP}")
-    from hardware.audio_files import FileSource, ReplaySource
-
-    if kind in ("wav", "file", "raw"):
-        return FileSource(arg, block_ms=block_ms, start_ms=start_ms, raw=kind == "raw")
-    if kind == "replay":
-        return ReplaySource(arg, clock=clock or RealClock(), block_ms=block_ms)
-    raise AudioSourceError(f"unknown audio source {kind!r} in {spec!r}: {SPEC_HELP}")
-
-
-def list_input_devices() -> list[dict[str, object]]:
-    """Capture devices PortAudio sees: index, name, host API, channels, default rate, default.
-    Empty when there is none (or PortAudio itself is missing)."""
-    from hardware.audio_live import query_input_devices
-
-    return query_input_devices()
 
 
 def resilient_blocks(

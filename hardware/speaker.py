@@ -432,47 +432,6 @@ class SoundCardSink:
                 self._stream = None
 
 
-def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
-    """``auto`` | ``soundcard`` | ``soundcard:DEVICE`` | ``wav:DIR`` | ``wav-fast:DIR`` |
-    ``browser`` → a sink; several joined by ``+`` (``browser+wav:DIR``) feed one utterance to each.
-
-    ``auto`` is the sound card when the machine has one, else WAV files in ``fallback_dir``
-    (paced like a sound card): a laptop or CI machine without audio still runs the whole loop
-    and keeps what the avatars said. ``browser``: the display page plays the speech
-    (:mod:`hardware.speaker_stream`)."""
-    if "+" in spec:
-        from hardware.speaker_stream import TeeSink
-
-        return TeeSink([open_sink(part, fallback_dir) for part in spec.split("+")])
-    kind, _, arg = spec.partition(":")
-    kind = kind.strip().lower()
-    if kind == "auto":
-        try:
-            return SoundCardSink(None)
-        except SpeakerError as exc:
-            if fallback_dir is None:
-                raise
-            log.warning("%s; writing the avatars' speech to WAV files in %s instead", exc, fallback_dir)
-            return WavSink(str(fallback_dir), realtime=True)
-    if kind == "wav" and arg:
-        return WavSink(arg, realtime=True)
-    if kind == "wav-fast" and arg:
-        return WavSink(arg, realtime=False)
-    if kind == "browser" and not arg:
-        from hardware.speaker_stream import StreamSink
-
-        return StreamSink()
-    if kind == "soundcard":
-        device: str | int | None = None
-        if arg:
-            device = int(arg) if arg.isdigit() else arg
-        return SoundCardSink(device)
-    raise SpeakerError(
-        f"unknown speaker {spec!r}; use 'auto', 'soundcard', 'soundcard:DEVICE', 'wav:DIR', 'wav-fast:DIR' "
-        f"or 'browser', or several joined by '+' (browser+wav:DIR)"
-    )
-
-
 # -- the speaker ------------------------------------------------------------------------------
 SpeechCallback = Callable[[SpeechEvent], None]
 

@@ -1,6 +1,7 @@
 """``humaine-env``: one command-line entry point with a subcommand per worker.
 
-Subcommands live in their own packages and are imported only when chosen, so
+Subcommands are registered by their own packages (:mod:`workers.runtime.registry`) and the
+command line finds them there; a command's module is imported only when it is chosen, so
 ``humaine-env devices`` does not pay for loading MediaPipe. A subcommand module exposes
 ``configure_parser(parser)`` and ``main(args, config) -> int``.
 """
@@ -8,64 +9,49 @@ Subcommands live in their own packages and are imported only when chosen, so
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from workers.config import Config, ConfigError, check_level
-from workers.logs import console_level, setup_logging
-from workers.parent import bind_to_parent
-from workers.runtime import EXIT_CONFIG
-
-
-@dataclass(frozen=True)
-class Command:
-    module: str
-    summary: str
-    worker: str = ""
-    """The name the command's worker publishes its status under, when not the command's own."""
-    section: str | None = None
-    """The configuration section the command reads: its keys are listed by ``--help``."""
+from workers.runtime.config import Config, ConfigError, check_level
+from workers.runtime.logs import console_level, setup_logging
+from workers.runtime.parent import bind_to_parent
+from workers.runtime.registry import COMMANDS_GROUP, Command, registered
+from workers.runtime.worker import EXIT_CONFIG
 
 
-COMMANDS: dict[str, Command] = {
-    "run": Command("workers.supervisor", "run the whole suite (every available worker) until Ctrl-C", section="run"),
-    "camera": Command("workers.camera.cli", "camera worker: head pose and addressee", section="camera"),
-    "mic": Command("workers.microphone.cli", "microphone worker: voice activity and speech-to-text", worker="microphone",
-                   section="microphone"),
-    "transcript": Command("transcript.cli", "Rich Transcript worker: utterance + addressee to the EO", section="transcript"),
-    "avatar": Command("avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)", section="avatar"),
-    "devices": Command("hardware.devices_cli", "list microphones and cameras"),
-    "broker": Command("workers.broker_cli", "serve the embedded MQTT broker", section="broker"),
-    "transcribe": Command("workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)",
-                          section="microphone"),
-    "models": Command("workers.microphone.models_cli", "download the speech models (needs a network)"),
-    "calibrate": Command("workers.camera.calibrate_cli", "learn where Celia and Watson are from the buyer's seat", section="camera"),
-    "headpose": Command("workers.camera.headpose_cli", "head pose and buyer of images, folders or videos: a JSON line a frame",
-                        section="camera"),
-    "orchestrator": Command("orchestrator_client.standin_cli", "stand-in Environment Orchestrator for demos and tests", section="standin"),
-    "demo-agents": Command("orchestrator_client.demo_agents_cli", "Celia and Watson as small rule-based sellers", section="demo_agents"),
-    "check-wiring": Command("orchestrator_client.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)",
-                            section="eo"),
-    "record": Command("sessions.record_cli", "record the devices and the bus traffic into a session folder"),
-    "replay": Command("sessions.replay_cli", "feed a recorded session through the real workers (deterministic)", section="replay"),
-    "eval": Command("sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures", section="replay"),
-    "label": Command("sessions.label_cli", "write a recorded session's truth.json (utterances, addressees, gaze)"),
-    "config": Command("workers.config_cli", "the configuration in effect (config show) or a sample file (config init)"),
-}
+def _load_commands() -> dict[str, Command]:
+    """Every command the installed packages register (:data:`COMMANDS_GROUP`), by name, in
+    alphabetical order (the order of ``--help``)."""
+    found: dict[str, Command] = {}
+    for entry in registered(COMMANDS_GROUP):
+        for command in entry.load():
+            if command.name in found:
+                raise RuntimeError(f"humaine-env: command {command.name!r} is registered twice ({entry.value})")
+            found[command.name] = command
+    return dict(sorted(found.items()))
+
+
+@functools.cache
+def commands() -> dict[str, Command]:
+    """The subcommands, by name, as the packages register them (loaded once)."""
+    found = _load_commands()
+    if not found:
+        raise SystemExit("humaine-env: no command is registered: install the suite first (make setup)")
+    return found
 
 
 def status_name(command: str) -> str:
     """The worker name under which ``command`` publishes its retained status."""
-    return COMMANDS[command].worker or command
+    return commands()[command].worker or command
 
 
 def available(name: str) -> bool:
     """True when the subcommand's module is part of this installation."""
     try:
-        return importlib.util.find_spec(COMMANDS[name].module) is not None
+        return importlib.util.find_spec(commands()[name].module) is not None
     except ModuleNotFoundError:
         return False
 
@@ -105,7 +91,7 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     )
     add_common_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, command in COMMANDS.items():
+    for name, command in commands().items():
         if not available(name):
             continue
         child = sub.add_parser(name, help=command.summary, description=command.summary,
@@ -114,8 +100,8 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
         if name == chosen:
             importlib.import_module(command.module).configure_parser(child)
             if command.section is not None:
-                from workers.config import section_model
-                from workers.config_doc import keys_help
+                from workers.runtime.config import section_model
+                from workers.runtime.config_doc import keys_help
 
                 child.epilog = keys_help(section_model(command.section))
     return parser
@@ -130,7 +116,7 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
             continue
         if arg in takes_value:
             skip = True
-        elif arg in COMMANDS:
+        elif arg in commands():
             return arg
         elif not arg.startswith("-"):
             return None
@@ -156,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.log_level = check_level(args.log_level, "--log-level")
         config = Config.load(args.config, overrides=args.overrides)
         setup_logging(console_level(args.log_level, args.verbose, config.core.log_level))
-        module = importlib.import_module(COMMANDS[args.command].module)
+        module = importlib.import_module(commands()[args.command].module)
         return int(module.main(args, config) or 0)
     except ConfigError as exc:
         print(f"humaine-env {args.command}: {exc}", file=sys.stderr)

@@ -7,12 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from workers.config import Config, ConfigError, known_sections
-from workers.runtime import EXIT_CONFIG
+from workers.runtime.config import Config, ConfigError, known_sections
+from workers.runtime.worker import EXIT_CONFIG
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    from workers.cli import add_common_arguments
+    from humaine_env.cli import add_common_arguments
 
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="the configuration in effect, each value with its origin (secrets masked)")
@@ -25,7 +25,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from workers.config_doc import effective_toml, sample_toml
+    from workers.runtime.config_doc import effective_toml, sample_toml
 
     if args.action == "init":
         text = sample_toml()

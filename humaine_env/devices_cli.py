@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -13,7 +13,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from hardware.audio import list_input_devices
+    from hardware.audio_sources import list_input_devices
     from hardware.video import list_cameras
 
     microphones = list_input_devices()

@@ -3,7 +3,7 @@
 Each worker runs as its own child process so that a crash of one never takes the others
 down: a child that dies is started again with backoff; a child that exits with
 :data:`EXIT_UNAVAILABLE` (no camera, no model...) has said why and is left alone. The broker
-is resolved first (one is started here when none answers: see :mod:`workers.broker`) and every child is
+is resolved first (one is started here when none answers: see :mod:`workers.runtime.broker`) and every child is
 pointed at it.
 """
 
@@ -23,16 +23,16 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from humaine_env.cli import available, commands, status_name
 from orchestrator_client.models import Bid
-from workers.broker import StartedBroker, broker_for
-from workers.bus import Bus
-from workers.cli import COMMANDS, available, status_name
-from workers.config import Config, OrchestratorSettings, Section, check_level, inherited_flags_env, parse_flag_value
-from workers.logs import console_level, level_number, line_level, relay_line, setup_logging
-from workers.messages import AgentMessageSeen, OutgoingMessage, RoundState, Status
-from workers.parent import PARENT_ENV
-from workers.ports import taken_port
-from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
+from workers.runtime.broker import StartedBroker, broker_for
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config, OrchestratorSettings, Section, check_level, inherited_flags_env, parse_flag_value
+from workers.runtime.logs import console_level, level_number, line_level, relay_line, setup_logging
+from workers.runtime.messages import AgentMessageSeen, OutgoingMessage, RoundState, Status
+from workers.runtime.parent import PARENT_ENV
+from workers.runtime.ports import taken_port
+from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Child:
 
     def start(self) -> None:
         """Start the child; it ends when this process ends, even by ``kill -9`` (see
-        :mod:`workers.parent`)."""
+        :mod:`workers.runtime.parent`)."""
         stdin = None if self.console else subprocess.DEVNULL
         env = {**(self.env if self.env is not None else os.environ), PARENT_ENV: str(os.getpid())}
         self.process = subprocess.Popen(self.argv, stdin=stdin, stderr=subprocess.PIPE, env=env)
@@ -128,7 +128,7 @@ def choose_workers(args: argparse.Namespace, settings: RunSettings, with_stand_i
     excluded = {w.strip() for w in args.without.split(",") if w.strip()} | set(settings.exclude)
     default = SUITE_ORDER if with_stand_ins else ROOM_WORKERS
     names = wanted or [name for name in default if available(name)]
-    unknown = [n for n in names if n not in COMMANDS]
+    unknown = [n for n in names if n not in commands()]
     if unknown:
         raise SystemExit(f"humaine-env run: unknown worker(s): {', '.join(unknown)}")
     return [n for n in names if n not in excluded]
@@ -139,8 +139,8 @@ def stand_in_overrides(config: Config) -> dict[str, str]:
     address for everyone, the sellers' ports known to the EO, the Avatar Controller as the
     EO's human-side service, and a round started automatically."""
     from avatar.settings import AvatarSettings
-    from orchestrator_client.demo_agents.settings import DemoAgentsSettings
-    from orchestrator_client.standin.settings import StandinSettings
+    from standins.demo_agents.settings import DemoAgentsSettings
+    from standins.eo.settings import StandinSettings
 
     standin = config.section(StandinSettings)
     sellers = config.section(DemoAgentsSettings)
@@ -167,7 +167,7 @@ def display_url(config: Config, path: str | None = None) -> str:
 def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict[str, str], log_level: str = "") -> list[str]:
     """The command line of one child. The user's own ``--set`` flags are not on it (they may
     hold a secret, and a command line is public): :func:`child_env` passes them."""
-    argv = [sys.executable, "-m", "workers.cli", name]
+    argv = [sys.executable, "-m", "humaine_env", name]
     if args.config:
         argv += ["--config", args.config]
     if log_level or args.log_level:
@@ -181,8 +181,8 @@ def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict
 def owned_ports(config: Config, names: list[str]) -> list[tuple[str, str, int]]:
     """``(worker, host, port)`` of every port the chosen workers will listen on."""
     from avatar.settings import AvatarSettings
-    from orchestrator_client.demo_agents.settings import DemoAgentsSettings
-    from orchestrator_client.standin.settings import StandinSettings
+    from standins.demo_agents.settings import DemoAgentsSettings
+    from standins.eo.settings import StandinSettings
 
     ports: list[tuple[str, str, int]] = []
     if "avatar" in names:

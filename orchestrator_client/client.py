@@ -353,7 +353,7 @@ def read_relay_answer(outcome: Outcome) -> Outcome:
     """The true outcome of a ``/relayMessage``: the current EO acknowledges a blocked message
     like a permitted one, but only a permitted one's answer carries ``allResponses``. A blocked
     one becomes :class:`Blocked` with an empty rationale (the EO tells the reason to the
-    human-side service, which publishes it: :class:`workers.messages.EOVerdict`)."""
+    human-side service, which publishes it: :class:`workers.runtime.messages.EOVerdict`)."""
     if not isinstance(outcome, Delivered) or not isinstance(outcome.answer, dict):
         return outcome
     answer = outcome.answer

@@ -4,7 +4,7 @@ One body parser, one set of refusals and one last-resort guard, so that no input
 ``NaN``, ``1e308``, ``[[[[...``, a lone surrogate, a body too large, a handler that trips over
 a shape nobody expected - ever becomes a 5xx, a traceback wall or a response that is not JSON:
 
-* bodies are parsed by :func:`parse_body` (strict JSON, :mod:`workers.strict_json`, plus the
+* bodies are parsed by :func:`parse_body` (strict JSON, :mod:`workers.runtime.strict_json`, plus the
   platform's bounds: numbers within JavaScript's exact integers, lone surrogates replaced);
   a FastAPI model route gets it through :class:`StrictRoute`, a raw one calls :func:`json_body`;
 * a refused body is a 400 (not JSON we take), 413 (too large) or 422 (JSON of the wrong shape),
@@ -29,8 +29,8 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
 
-from workers import strict_json
-from workers.logs import RateLimitedLog
+from workers.runtime import strict_json
+from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 _refusals = RateLimitedLog(log)

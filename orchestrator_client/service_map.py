@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from orchestrator_client.endpoints import DEFAULT_EO_PORT
 from orchestrator_client.models import AppSettings, describe_error
-from workers.config import OrchestratorSettings
+from workers.runtime.config import OrchestratorSettings
 
 DEFAULT_EO_URL = f"http://127.0.0.1:{DEFAULT_EO_PORT}"
 

@@ -13,8 +13,8 @@ import argparse
 import json
 import sys
 
-from workers.config import Config, ConfigError
 from workers.microphone.settings import ENGINE_CHOICES
+from workers.runtime.config import Config, ConfigError
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from sessions.evaluate import evaluate
     from sessions.format import AUDIO_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
     from sessions.replay import ReplayError
-    from workers.broker import broker_for
+    from workers.runtime.broker import broker_for
 
     try:
         sessions = [Session(p) for p in args.sessions]

@@ -9,7 +9,7 @@ Scores, all against ``truth.json`` (never against another estimator):
   the same frame; also over steady fixations only, where the smoothing lag does not count.
 * WER of the final transcripts per recognition engine.
 * latency (paced replay only): wall time from the end of speech to the delivered message, and
-  where it goes: the message's stage timestamps (``workers.messages.Stage``) give the time from
+  where it goes: the message's stage timestamps (``workers.runtime.messages.Stage``) give the time from
   the end of speech to the final transcript, the merge hold, the wait for the relay and the EO's
   answer.
 """
@@ -25,7 +25,7 @@ import numpy as np
 from sessions.coverage import SessionCoverage
 from sessions.format import AUDIO_FILE, VIDEO_FILE, Session, Truth
 from sessions.replay import ReplayResult
-from workers.messages import Stage
+from workers.runtime.messages import Stage
 
 STAGE_SPANS: tuple[tuple[str, str], ...] = (
     (Stage.SPEECH_END, Stage.FINAL),

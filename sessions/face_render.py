@@ -20,7 +20,7 @@ How:
   transform and sampled with one ``cv2.remap`` - the same result as one masked
   ``cv2.warpAffine`` per triangle, without the seams and at a fraction of the cost.
 
-Pose convention: the one of :class:`workers.messages.HeadPose` (yaw > 0: the person turns to
+Pose convention: the one of :class:`workers.runtime.messages.HeadPose` (yaw > 0: the person turns to
 their own left, the nose moves towards image right; pitch > 0: looking up).
 """
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sessions.format import GazeSpan, Session, Truth, TruthUtterance
-from workers.messages import NOBODY
+from workers.runtime.messages import NOBODY
 
 ATTENTION, TRANSCRIPT, HEADPOSE, MESSAGE = "attention", "transcript", "headpose", "humaine_message"
 """Payload ``type`` values read from the recording."""

@@ -15,7 +15,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, get_args
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 if TYPE_CHECKING:
     from sessions.format import GazeSpan, Session, Truth, TruthUtterance

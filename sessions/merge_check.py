@@ -23,10 +23,10 @@ from hardware.audio_files import ReplaySource
 from hardware.clock import VirtualClock
 from transcript.merging import Merger, Utterance
 from transcript.settings import TranscriptSettings
-from workers.messages import Transcript, VadEvent
 from workers.microphone.recognizer import Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
+from workers.runtime.messages import Transcript, VadEvent
 
 START_MS = 1_000_000_000
 

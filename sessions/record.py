@@ -29,15 +29,15 @@ from typing import Any
 import numpy as np
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError
-from hardware.audio import open_source as open_audio
+from hardware.audio_sources import open_source as open_audio
 from hardware.clock import Clock, RealClock
 from hardware.video import Frame, SourceStats, VideoSource, VideoSourceError, frames
 from hardware.video import open_source as open_video
 from sessions.format import SESSION_FILE, CameraInfo, SessionInfo, SessionWriter
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Envelope
-from workers.runtime import Worker, run_worker
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Envelope
+from workers.runtime.worker import Worker, run_worker
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import sys
 import threading
 from contextlib import nullcontext
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -34,10 +34,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from sessions.record import Recorder, RecordError
-    from workers.broker import broker_for
     from workers.camera.settings import CameraSettings
     from workers.microphone.settings import MicrophoneSettings
-    from workers.runtime import install_stop_signals
+    from workers.runtime.broker import broker_for
+    from workers.runtime.worker import install_stop_signals
 
     audio = None if args.no_audio else args.audio_source or config.section(MicrophoneSettings).source
     video = None if args.no_video else args.video_source or config.section(CameraSettings).source

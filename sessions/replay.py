@@ -33,10 +33,10 @@ from hardware.clock import Clock, VirtualClock
 from hardware.video import Frame, VideoSource
 from hardware.video import open_source as open_video
 from sessions.format import Session
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Envelope, now_ms
-from workers.runtime import EXIT_UNAVAILABLE, Worker, run_worker
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Envelope, now_ms
+from workers.runtime.worker import EXIT_UNAVAILABLE, Worker, run_worker
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +302,7 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
     from transcript.worker import TranscriptWorker
     from workers.camera.worker import CameraWorker
     from workers.microphone.worker import MicrophoneWorker
-    from workers.ports import taken_port
+    from workers.runtime.ports import taken_port
 
     info = session.info
     environment = f"replay-{uuid.uuid4().hex[:10]}"

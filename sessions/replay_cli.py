@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from workers.config import Config, ConfigError
+from workers.runtime.config import Config, ConfigError
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, config: Config) -> int:
     from sessions.format import Session, SessionFormatError
     from sessions.replay import ReplayError, replay
-    from workers.broker import broker_for
+    from workers.runtime.broker import broker_for
 
     try:
         session = Session(args.session)

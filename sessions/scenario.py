@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from sessions.format import Cue, GazeSpan, TruthUtterance
-from workers.messages import NOBODY
+from workers.runtime.messages import NOBODY
 
 AWAY_POSES: tuple[tuple[float, float], ...] = ((0.0, -22.0), (3.0, -20.0), (-4.0, -23.0))
 """Looking down at the table: far (> 25 degrees) from both avatars."""

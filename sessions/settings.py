@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from workers.config import Section
+from workers.runtime.config import Section
 
 
 class ReplaySettings(Section):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -28,10 +28,10 @@ def _agents(items: list[str]) -> dict[str, int]:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from orchestrator_client.demo_agents.worker import DemoAgentsWorker
     from orchestrator_client.service_map import ServiceMapError
     from orchestrator_client.serving import ServerError
-    from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
+    from standins.demo_agents.worker import DemoAgentsWorker
+    from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
     overrides: dict[str, object] = {}
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +25,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from orchestrator_client.standin.server import ServerError
-    from orchestrator_client.standin.worker import StandinWorker
-    from workers.runtime import EXIT_UNAVAILABLE, run_worker
+    from standins.eo.server import ServerError
+    from standins.eo.worker import StandinWorker
+    from workers.runtime.worker import EXIT_UNAVAILABLE, run_worker
 
     overrides: dict[str, object] = {}
     for flag, key in (

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from tests.helpers import CHROMIUM, CHROMIUM_ARGS, MosquittoBroker, free_port
-from workers.broker import EmbeddedBroker
-from workers.config import Config
+from workers.runtime.broker import EmbeddedBroker
+from workers.runtime.config import Config
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 ROOT = Path(__file__).resolve().parent.parent
-# Processes the tests start (``python -m workers.cli`` in a temporary folder) run this checkout's
+# Processes the tests start (``python -m humaine_env`` in a temporary folder) run this checkout's
 # code, not whatever copy of the suite is installed in the environment.
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 _env_counter = itertools.count()

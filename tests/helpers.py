@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workers.broker import BrokerAddress, broker_answers
+from workers.runtime.broker import BrokerAddress, broker_answers
 
 # Session tests: the sessions are espeak-ng negotiation speech, what pocketsphinx's domain model is tuned for
 # (it is off by default: on other speech it invents deal terms).

@@ -13,15 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.audio import (
-    SAMPLE_RATE,
-    AudioBlock,
-    AudioSourceError,
-    list_input_devices,
-    open_source,
-    resilient_blocks,
-)
+from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSourceError, resilient_blocks
 from hardware.audio_files import FileSource, load_audio, write_wav
+from hardware.audio_sources import list_input_devices, open_source
 from hardware.clock import VirtualClock
 
 GOFORWARD = Path("/usr/share/pocketsphinx/test/data/goforward.raw")

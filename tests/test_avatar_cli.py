@@ -15,9 +15,9 @@ import httpx
 from orchestrator_client import endpoints as ep
 from tests.helpers import free_port, wait_for
 from tests.test_avatar_http import HTTP_TIMEOUT, captured
-from workers.runtime import EXIT_UNAVAILABLE, STOP_DEADLINE_S
+from workers.runtime.worker import EXIT_UNAVAILABLE, STOP_DEADLINE_S
 
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def run_cli(mosquitto: Any, *args: str) -> subprocess.Popen[str]:

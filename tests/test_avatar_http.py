@@ -17,7 +17,7 @@ from avatar.harness import LocalAvatar, Observer, utterance
 from avatar.settings import AvatarSettings
 from orchestrator_client import endpoints as ep
 from tests.helpers import wait_for
-from workers.messages import AgentMessageSeen, EOVerdict, RoundState, Speaking
+from workers.runtime.messages import AgentMessageSeen, EOVerdict, RoundState, Speaking
 
 TRAFFIC: dict[str, Any] = json.loads((Path(__file__).parent / "fixtures" / "eo-observed-traffic.json").read_text())["human-ui"]
 HTTP_TIMEOUT = 10.0
@@ -204,8 +204,8 @@ def test_the_stand_in_eo_sends_the_avatar_its_token(start_avatar: Start, mosquit
     """With ``[avatar] token`` set, the room's stand-in EO (same configuration) calls the
     Avatar Controller with it: the round reaches the avatar, and an agent's message is spoken."""
     from orchestrator_client.recorder import RecordingServer
-    from orchestrator_client.standin import default_round
-    from orchestrator_client.standin.worker import StandinWorker
+    from standins.eo import default_round
+    from standins.eo.worker import StandinWorker
 
     local, observer = start_avatar(**{"avatar.token": "s3cret"})
     port = local.worker.server.port

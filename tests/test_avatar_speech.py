@@ -17,7 +17,7 @@ import pytest
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, Start, captured
-from workers.messages import Gesture, RoundState, Speaking, Stage
+from workers.runtime.messages import Gesture, RoundState, Speaking, Stage
 
 SPEECH_TIMEOUT = 30.0
 

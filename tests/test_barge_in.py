@@ -18,14 +18,14 @@ from orchestrator_client import endpoints as ep
 from sessions import barge_in_check
 from tests.test_avatar_http import HTTP_TIMEOUT, Start
 from tests.test_avatar_speech import SPEECH_TIMEOUT, agent, ready, start_avatar  # noqa: F401
-from workers.bus import Bus
-from workers.messages import BargeIn, Speaking, Transcript, VadEvent
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
 from workers.microphone.evaluation import pocketsphinx_corpus
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
+from workers.runtime.bus import Bus
+from workers.runtime.messages import BargeIn, Speaking, Transcript, VadEvent
 
 SETTINGS = MicrophoneSettings()
 

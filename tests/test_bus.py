@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from tests.helpers import MosquittoBroker, wait_for
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Status, Transcript, VadEvent, now_ms
-from workers.runtime import STOP_DEADLINE_S
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Status, Transcript, VadEvent, now_ms
+from workers.runtime.worker import STOP_DEADLINE_S
 
 
 def _transcript(n: int) -> Transcript:
@@ -136,9 +136,9 @@ def test_queued_for_a_subscriber_that_was_away(mosquitto: MosquittoBroker, make_
 
 WORKER_SCRIPT = """
 import sys
-from workers.config import Config
-from workers.logs import setup_logging
-from workers.runtime import Worker, run_worker
+from workers.runtime.config import Config
+from workers.runtime.logs import setup_logging
+from workers.runtime.worker import Worker, run_worker
 setup_logging("INFO")
 config = Config(file_data={}, environ={}, overrides={"environment_uuid": sys.argv[1], "broker.url": sys.argv[2], "broker.mode": "external"})
 class Idle(Worker):
@@ -209,7 +209,7 @@ def test_bad_payloads_are_logged_and_dropped(
     for bus in (publisher, subscriber):
         bus.start()
         assert bus.wait_connected(10)
-    caplog.set_level(logging.WARNING, logger="workers.bus")
+    caplog.set_level(logging.WARNING, logger="workers.runtime.bus")
     try:
         time.sleep(0.2)
         publisher.publish_raw(topic, b"{not json")

@@ -8,13 +8,13 @@ import cv2
 import pytest
 
 from hardware.video import frames, open_source
+from humaine_env.cli import main as cli_main
 from tests.camera_assets import pyfeat_data
 from workers.camera.calibration import AWAY, PhaseResult, derive
 from workers.camera.pipeline import CameraPipeline
 from workers.camera.settings import CameraSettings
-from workers.cli import main as cli_main
-from workers.config import Config
-from workers.messages import NOBODY
+from workers.runtime.config import Config
+from workers.runtime.messages import NOBODY
 
 FPS = 10
 SECONDS, SETTLE = 1.0, 0.3

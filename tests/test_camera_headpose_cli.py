@@ -17,7 +17,7 @@ FIELDS = {"file", "frame", "ts_ms", "faces", "buyer", "yaw", "pitch", "roll", "c
 
 def _headpose(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "workers.cli", "headpose", *args],
+        [sys.executable, "-m", "humaine_env", "headpose", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
     )
 

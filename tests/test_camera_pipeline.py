@@ -19,7 +19,7 @@ from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.scanner import FaceScanner
 from workers.camera.settings import CameraSettings, Target
 from workers.camera.tracking import LOST_MS, SWITCH_MS
-from workers.messages import NOBODY
+from workers.runtime.messages import NOBODY
 
 FRONT_AND_RIGHT = {"Celia": Target(yaw=0.0, pitch=0.0), "Watson": Target(yaw=-30.0, pitch=0.0)}
 """Celia straight ahead of the camera, Watson to the buyer's right."""

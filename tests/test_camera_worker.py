@@ -16,14 +16,14 @@ import pytest
 
 from hardware.clock import VirtualClock
 from hardware.video import Frame, VideoFileSource, VideoSourceError, list_cameras
+from humaine_env.cli import main as cli_main
 from tests.camera_assets import at_fps, pyfeat_data
 from tests.helpers import MosquittoBroker, wait_for
-from workers.bus import Bus
 from workers.camera.worker import CameraWorker
-from workers.cli import main as cli_main
-from workers.config import Config
-from workers.messages import NOBODY, Attention, HeadPose, Status
-from workers.runtime import STOP_DEADLINE_S, run_worker
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import NOBODY, Attention, HeadPose, Status
+from workers.runtime.worker import STOP_DEADLINE_S, run_worker
 
 
 class Collector:
@@ -219,7 +219,7 @@ def test_camera_lost_mid_session_reports_error_and_recovers(
 
 
 def test_cli_without_a_camera_is_one_line_and_unavailable(capsys: pytest.CaptureFixture[str]) -> None:
-    from workers.runtime import EXIT_UNAVAILABLE
+    from workers.runtime.worker import EXIT_UNAVAILABLE
 
     absent = max((int(c["index"]) for c in list_cameras()), default=-1) + 1  # type: ignore[call-overload]
     code = cli_main(["camera", "--set", "broker.url=mqtt://127.0.0.1:9", "--source", f"webcam:{absent}"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.config import BrokerSettings, Config, ConfigError, CoreSettings, inherited_flags_env
+from workers.runtime.config import BrokerSettings, Config, ConfigError, CoreSettings, inherited_flags_env
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -63,7 +63,7 @@ def test_field_alias_environment_variable() -> None:
 
     from pydantic import Field
 
-    from workers.config import Section
+    from workers.runtime.config import Section
 
     class Speech(Section):
         section_name: ClassVar[str] = "speech"
@@ -99,7 +99,7 @@ def test_missing_config_file_says_how_to_fix(tmp_path: Path) -> None:
 
 
 def test_common_flags_before_or_after_the_command() -> None:
-    from workers.cli import parse_arguments
+    from humaine_env.cli import parse_arguments
 
     before = parse_arguments(["--log-level", "DEBUG", "--set", "a=1", "--config", "x.toml", "broker"])
     assert (before.log_level, before.overrides, before.config) == ("DEBUG", ["a=1"], "x.toml")

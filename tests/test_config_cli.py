@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from workers.config import SECTION_MODELS, Config, ConfigError, section_models, tomllib
-from workers.config_doc import MASK, sample_toml
-from workers.runtime import EXIT_CONFIG
+from workers.runtime.config import Config, ConfigError, section_models, section_targets, tomllib
+from workers.runtime.config_doc import MASK, sample_toml
+from workers.runtime.worker import EXIT_CONFIG
 
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -22,7 +22,7 @@ def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = No
 
 
 def test_every_model_is_registered_under_its_own_name() -> None:
-    assert [m.section_name for m in section_models()] == list(SECTION_MODELS)
+    assert [m.section_name for m in section_models()] == list(section_targets())
 
 
 def test_the_sample_loads_back_as_the_defaults(tmp_path: Path) -> None:

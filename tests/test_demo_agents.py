@@ -13,14 +13,14 @@ import pytest
 from avatar.gestures import VOCABULARY, parse_field
 from orchestrator_client import endpoints as ep
 from orchestrator_client.client import RELAY_PERMITTED_KEY
-from orchestrator_client.demo_agents.parsing import parse_offer
-from orchestrator_client.demo_agents.runner import DemoAgents
-from orchestrator_client.demo_agents.settings import DemoAgentsSettings
-from orchestrator_client.demo_agents.strategy import Seller
 from orchestrator_client.models import confirm_accept_answer
 from orchestrator_client.recorder import Behavior, RecordingServer
-from orchestrator_client.standin import StandinServer, StandinSettings, default_round
-from orchestrator_client.standin.round_setup import UNIT_COSTS
+from standins.demo_agents.parsing import parse_offer
+from standins.demo_agents.runner import DemoAgents
+from standins.demo_agents.settings import DemoAgentsSettings
+from standins.demo_agents.strategy import Seller
+from standins.eo import StandinServer, StandinSettings, default_round
+from standins.eo.round_setup import UNIT_COSTS
 
 
 @pytest.mark.parametrize(

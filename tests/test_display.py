@@ -17,7 +17,7 @@ from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
 from tests.helpers import UI_TIMEOUT_MS
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, captured
-from workers.messages import Attention, RoundState, Speaking, now_ms
+from workers.runtime.messages import Attention, RoundState, Speaking, now_ms
 
 
 @pytest.fixture

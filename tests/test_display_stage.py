@@ -25,7 +25,7 @@ from tests import test_display
 from tests.helpers import UI_TIMEOUT_MS
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner, captured
 from workers.camera import WORKER_ID as CAMERA_WORKER
-from workers.messages import Attention, RoundState, Speaking, Status, now_ms
+from workers.runtime.messages import Attention, RoundState, Speaking, Status, now_ms
 
 FULL_HD = {"width": 1920, "height": 1080}
 HD = {"width": 1280, "height": 720}

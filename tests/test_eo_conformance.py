@@ -30,7 +30,7 @@ from orchestrator_client import eo_rules as eo
 from orchestrator_client.client import RELAY_PERMITTED_KEY, EOClient, Undelivered
 from orchestrator_client.models import confirm_accept_answer, ms_to_iso
 from orchestrator_client.recorder import Behavior, RecordingServer
-from orchestrator_client.standin import StandinServer, StandinSettings, default_round
+from standins.eo import StandinServer, StandinSettings, default_round
 from tests.real_eo import RealEO
 
 ENV = "abcdefg"

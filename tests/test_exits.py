@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from hardware.audio import list_input_devices
+from hardware.audio_sources import list_input_devices
 from sessions.generate import generate
 from tests.helpers import MosquittoBroker, free_port
 from tests.test_sessions_format import QUICK
-from workers.config import FILE_SUFFIX
-from workers.runtime import EXIT_CONFIG, EXIT_NO_BROKER, EXIT_UNAVAILABLE
+from workers.runtime.config import FILE_SUFFIX
+from workers.runtime.worker import EXIT_CONFIG, EXIT_NO_BROKER, EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def cli(args: list[str], tmp_path: Path, broker_url: str | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:

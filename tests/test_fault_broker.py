@@ -18,11 +18,11 @@ import pytest
 
 from tests.helpers import free_port, wait_for
 from tests.test_bus import Collector, _transcript
-from workers.broker import EmbeddedBroker, MosquittoServer, ensure_broker
-from workers.bus import Bus
-from workers.config import BrokerSettings, Config, ConfigError
-from workers.messages import RoundState, Transcript
-from workers.runtime import EXIT_CONFIG
+from workers.runtime.broker import EmbeddedBroker, MosquittoServer, ensure_broker
+from workers.runtime.bus import Bus
+from workers.runtime.config import BrokerSettings, Config, ConfigError
+from workers.runtime.messages import RoundState, Transcript
+from workers.runtime.worker import EXIT_CONFIG
 
 SENT = 12
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,7 +102,7 @@ def test_a_broker_without_persistence_is_named_in_one_line(
 
     broker = start()
     config = make_config(f"mqtt://127.0.0.1:{port}")
-    caplog.set_level(logging.INFO, logger="workers.bus")
+    caplog.set_level(logging.INFO, logger="workers.runtime.bus")
     subscriber = _connected(config, "transcript", Collector())
     try:
         broker.kill()
@@ -124,7 +124,7 @@ def test_a_broker_without_persistence_is_named_in_one_line(
 
 
 def _answers(port: int) -> bool:
-    from workers.broker import BrokerAddress, broker_answers
+    from workers.runtime.broker import BrokerAddress, broker_answers
 
     return broker_answers(BrokerAddress("127.0.0.1", port, False), 0.2)
 
@@ -151,7 +151,7 @@ def test_embedded_broker_beyond_loopback_needs_a_password(make_config: Callable[
 
 
 def test_broker_command_beyond_loopback_without_a_password_is_one_line() -> None:
-    argv = [sys.executable, "-m", "workers.cli", "broker", "--port", str(free_port()), "--bind", "0.0.0.0"]
+    argv = [sys.executable, "-m", "humaine_env", "broker", "--port", str(free_port()), "--bind", "0.0.0.0"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert result.returncode == EXIT_CONFIG, result.stderr
     lines = result.stderr.strip().splitlines()

@@ -21,8 +21,8 @@ from tests.test_fault_duplicate import ENV
 from tests.test_transcript_worker import Room
 from transcript.session_log import SessionLog
 from transcript.worker import TranscriptWorker
-from workers.config import Config
-from workers.messages import Status, now_ms
+from workers.runtime.config import Config
+from workers.runtime.messages import Status, now_ms
 
 FULL_DISK = Path("/dev/full")
 UTTERANCES = ("Celia one egg", "Watson two eggs", "Celia three eggs", "Watson four eggs")
@@ -87,7 +87,7 @@ def test_unwritable_data_dir_is_one_line_and_an_error_status_not_an_exit(
     room.bus.subscribe(room.topics.status("transcript"), Status, statuses)
     room.round("r1", "round")
     process = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "transcript", "--set", f'environment_uuid="{env}"',
+        [sys.executable, "-m", "humaine_env", "transcript", "--set", f'environment_uuid="{env}"',
          "--set", f'broker.url="{mosquitto.url}"', "--set", 'broker.mode="external"',
          "--set", f'data_dir="{blocker}"', "--set", f'eo.url="{eo.url}"'],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, stdin=subprocess.DEVNULL,

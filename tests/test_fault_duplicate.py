@@ -18,10 +18,10 @@ from orchestrator_client.recorder import RecordingServer
 from tests.helpers import MosquittoBroker, wait_for
 from tests.test_bus import Collector
 from tests.test_transcript_worker import Room
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Status, now_ms
-from workers.runtime import EXIT_UNAVAILABLE
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Status, now_ms
+from workers.runtime.worker import EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -48,7 +48,7 @@ def _config_file(tmp_path: Path, broker: MosquittoBroker, eo_url: str) -> tuple[
 
 
 def _transcript(path: Path, *flags: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "workers.cli", "transcript", "--config", str(path), *flags],
+    return subprocess.Popen([sys.executable, "-m", "humaine_env", "transcript", "--config", str(path), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
                             stdin=subprocess.DEVNULL)
 

@@ -17,10 +17,10 @@ import pytest
 
 from tests.helpers import MosquittoBroker, wait_for
 from tests.test_bus import Collector, _transcript
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Transcript
-from workers.runtime import EXIT_BUS_DEAD
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Transcript
+from workers.runtime.worker import EXIT_BUS_DEAD
 
 DEEP = b"[" * 200_000
 POISON: dict[str, bytes] = {
@@ -58,7 +58,7 @@ def test_poison_payloads_cost_one_message_each(
             raise RecursionError("maximum recursion depth exceeded") if message.text == "RecursionError" else ValueError("bug")
         got(topic, message)
 
-    caplog.set_level(logging.INFO, logger="workers.bus")
+    caplog.set_level(logging.INFO, logger="workers.runtime.bus")
     publisher = _started(config, "publisher")
     subscriber = _started(config, "subscriber", handler=handler)
     topic = subscriber.topics.transcript_final()
@@ -79,7 +79,7 @@ def test_poison_payloads_cost_one_message_each(
         assert raised == {"RecursionError": 3, "ValueError": 3}
         stats = subscriber.stats
         assert stats.dropped_invalid + stats.handler_errors == tried
-        records = [r for r in caplog.records if r.name == "workers.bus" and r.levelno >= logging.WARNING]
+        records = [r for r in caplog.records if r.name == "workers.runtime.bus" and r.levelno >= logging.WARNING]
         assert not any(r.exc_info for r in caplog.records), "a traceback was logged"
         # one line per kind (not JSON, invalid Transcript, handler failed), however often it repeats
         assert 1 <= len(records) <= 4, [r.getMessage()[:120] for r in records]
@@ -122,9 +122,9 @@ def test_redelivered_poison_cannot_wedge_a_persistent_session(
 
 WORKER_WITH_FATAL_HANDLER = textwrap.dedent("""
     import sys
-    from workers.config import Config
-    from workers.messages import Transcript
-    from workers.runtime import Worker, run_worker
+    from workers.runtime.config import Config
+    from workers.runtime.messages import Transcript
+    from workers.runtime.worker import Worker, run_worker
 
     class Fragile(Worker):
         name = "fragile"
@@ -156,7 +156,7 @@ def test_watchdog_turns_a_dead_bus_thread_into_a_non_zero_exit(
     try:
         status = Collector()
         watcher = Bus(config, "watcher", persistent=False)
-        from workers.messages import Status
+        from workers.runtime.messages import Status
         watcher.subscribe(watcher.topics.status("fragile"), Status, status)
         watcher.start()
         assert wait_for(lambda: any(s.state == "online" for s in status.items), 15), "worker never came online"

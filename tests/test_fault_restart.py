@@ -22,8 +22,8 @@ from tests.helpers import MosquittoBroker, wait_for
 from tests.test_bus import Collector
 from tests.test_fault_duplicate import ENV
 from tests.test_transcript_worker import Room, running, session_records
-from workers.config import Config
-from workers.messages import Status, Transcript, now_ms
+from workers.runtime.config import Config
+from workers.runtime.messages import Status, Transcript, now_ms
 
 SPOKEN = ("Celia one egg", "Watson two eggs", "Celia three eggs", "Watson four eggs", "Celia five eggs")
 
@@ -31,7 +31,7 @@ SPOKEN = ("Celia one egg", "Watson two eggs", "Celia three eggs", "Watson four e
 def _worker(config: Config, eo_url: str, broker_url: str) -> subprocess.Popen[str]:
     env = config.core.environment_uuid
     return subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "transcript", "--set", f'environment_uuid="{env}"',
+        [sys.executable, "-m", "humaine_env", "transcript", "--set", f'environment_uuid="{env}"',
          "--set", f'broker.url="{broker_url}"', "--set", 'broker.mode="external"',
          "--set", f'data_dir="{config.core.data_dir}"', "--set", f'eo.url="{eo_url}"'],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, stdin=subprocess.DEVNULL,

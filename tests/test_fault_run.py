@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from humaine_env.cli import commands
+from humaine_env.supervisor import ShownReply, describe_reply
 from tests.helpers import MosquittoBroker, free_port, wait_for
 from tests.test_suite_cli import CLI, suite_config
-from workers.bus import Bus
-from workers.cli import COMMANDS
-from workers.config import Config
-from workers.messages import AgentMessageSeen
-from workers.runtime import EXIT_UNAVAILABLE
-from workers.supervisor import ShownReply, describe_reply
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import AgentMessageSeen
+from workers.runtime.worker import EXIT_UNAVAILABLE
 
 ONLY = "orchestrator,avatar,transcript"
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def _start_run(config: Path, cwd: Path) -> tuple[subprocess.Popen[str], dict[str
         if not line:
             break
         parts = line.split(None, 2)
-        if len(parts) == 3 and parts[0] in COMMANDS and parts[1].isdigit():
+        if len(parts) == 3 and parts[0] in commands() and parts[1].isdigit():
             table[parts[0]] = (int(parts[1]), parts[2].strip())
     return process, table
 

@@ -17,11 +17,11 @@ import numpy as np
 
 from tests.helpers import free_port, wait_for
 from tests.test_suite_cli import suite_config
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Gesture, OutgoingMessage, RoundState, Speaking, Status
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Gesture, OutgoingMessage, RoundState, Speaking, Status
 
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 LOOP_BOUND_S = 15.0
 """Generous bound against hangs; the measured figure is printed (a few hundred ms here)."""
 

@@ -20,7 +20,7 @@ from orchestrator_client import endpoints as ep
 from tests.helpers import wait_for
 from tests.test_avatar_http import HTTP_TIMEOUT, AvatarRunner
 from tests.test_avatar_speech import agent, ready
-from workers.messages import Speaking
+from workers.runtime.messages import Speaking
 
 VOICE = VoiceSettings("en-us+f3", 170)
 WORDS = "five eggs for three dollars"

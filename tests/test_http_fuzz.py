@@ -20,12 +20,12 @@ import httpx
 import pytest
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.demo_agents.runner import DemoAgents
-from orchestrator_client.demo_agents.settings import DemoAgentsSettings
 from orchestrator_client.http_edge import MAX_MAGNITUDE
 from orchestrator_client.serving import AppServer
-from orchestrator_client.standin.app import create_app as create_standin
-from orchestrator_client.standin.settings import StandinSettings
+from standins.demo_agents.runner import DemoAgents
+from standins.demo_agents.settings import DemoAgentsSettings
+from standins.eo.app import create_app as create_standin
+from standins.eo.settings import StandinSettings
 from tests.test_avatar_http import AvatarRunner, captured
 
 EXAMPLES = 100

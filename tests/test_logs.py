@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from workers.logs import NOTICE, QUIET_CONSOLE, console_level, line_level, relay_line, setup_logging
-from workers.messages import RoundState
-from workers.supervisor import RoundPrinter, describe_round
+from humaine_env.supervisor import RoundPrinter, describe_round
+from workers.runtime.logs import NOTICE, QUIET_CONSOLE, console_level, line_level, relay_line, setup_logging
+from workers.runtime.messages import RoundState
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def restore_logging() -> Iterator[None]:
 @pytest.mark.parametrize(
     ("line", "previous", "expected"),
     [
-        ("01:02:03 INFO    workers.bus: connected", 0, logging.INFO),
+        ("01:02:03 INFO    workers.runtime.bus: connected", 0, logging.INFO),
         ("01:02:03 NOTICE  workers.microphone.engines: loading", 0, NOTICE),
         ("01:02:03 ERROR   humaine.microphone: cannot run: x", 0, logging.ERROR),
         ("humaine-env camera: no camera at index 0", 0, logging.WARNING),
@@ -61,7 +61,7 @@ def test_console_is_quiet_and_the_file_keeps_everything(
     log = logging.getLogger("humaine.test")
     log.info("routine")
     log.log(NOTICE, "loading")
-    relay_line("run.mic", "01:02:03 INFO    workers.bus: connected", logging.INFO)
+    relay_line("run.mic", "01:02:03 INFO    workers.runtime.bus: connected", logging.INFO)
     relay_line("run.camera", "humaine-env camera: no camera", logging.WARNING)
     console = capsys.readouterr().err.splitlines()
     assert [ln.split(" ", 1)[1] for ln in console[:1]] == ["NOTICE  humaine.test: loading"]
@@ -69,7 +69,7 @@ def test_console_is_quiet_and_the_file_keeps_everything(
     written = path.read_text(encoding="utf-8").splitlines()
     assert len(written) == 4
     assert written[0].endswith("INFO    humaine.test: routine") and written[0][:4].isdigit()  # dated
-    assert written[2].endswith("01:02:03 INFO    workers.bus: connected") and written[2][:4].isdigit()
+    assert written[2].endswith("01:02:03 INFO    workers.runtime.bus: connected") and written[2][:4].isdigit()
     assert written[3].endswith("WARNING run.camera: humaine-env camera: no camera")
     for i in range(400):  # rotated, never larger than the bound (plus one line)
         log.warning("line %d %s", i, "x" * 80)

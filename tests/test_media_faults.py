@@ -17,10 +17,10 @@ from sessions.coverage import COMPLETE, check
 from sessions.format import AUDIO_FILE, EVENTS_FILE, FRAMES_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
 from sessions.generate import generate
 from tests.test_sessions_format import QUICK
-from workers.runtime import EXIT_UNAVAILABLE
+from workers.runtime.worker import EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def riff_header_only(path: Path) -> Path:

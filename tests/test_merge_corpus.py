@@ -12,9 +12,9 @@ import pytest
 from sessions import merge_check
 from tests.helpers import load_script
 from transcript.settings import TranscriptSettings
-from workers.config import Config
 from workers.microphone.engines import load_recognizer
 from workers.microphone.settings import MicrophoneSettings
+from workers.runtime.config import Config
 
 VOICE = "en-us"
 ONE_MESSAGE_BOUND = 0.6

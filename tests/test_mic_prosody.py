@@ -14,11 +14,11 @@ import pytest
 from hardware.audio import SAMPLE_RATE
 from hardware.audio_files import FileSource, write_wav
 from tests.helpers import load_script
-from workers.messages import Transcript
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.prosody import PitchTracker
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
+from workers.runtime.messages import Transcript
 
 LEVEL_PITCH_ST = -4.0
 """The threshold the merger would use (``merge_hold_level_pitch_st``)."""

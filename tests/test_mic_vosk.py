@@ -12,8 +12,6 @@ import pytest
 from hardware.audio import SAMPLE_RATE, AudioBlock
 from hardware.audio_files import load_audio
 from tests.test_mic_pocketsphinx import load_synth
-from workers.config import Config
-from workers.messages import Transcript, VadEvent
 from workers.microphone.engine_vosk import ENGLISH_MODEL, VoskRecognizer
 from workers.microphone.engines import load_recognizer, vosk_model_path
 from workers.microphone.evaluation import pocketsphinx_corpus, transcribe
@@ -21,6 +19,8 @@ from workers.microphone.recognizer import EngineUnavailable
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
 from workers.microphone.vad import Segmenter
+from workers.runtime.config import Config
+from workers.runtime.messages import Transcript, VadEvent
 
 
 def korean_model() -> Path:

@@ -148,8 +148,8 @@ def test_speculative_final_in_pauses_and_talked_over(tmp_path: Path) -> None:
     """The final starts ``speculate_ms`` into every pause; a pause the speaker talks over is retracted
     and the one final still holds both halves, as decoding without speculation does."""
     from hardware.audio_files import FileSource, load_audio, write_wav
-    from workers.messages import Transcript
     from workers.microphone.transcriber import Transcriber
+    from workers.runtime.messages import Transcript
 
     synth = load_synth()
     voice = synth.FESTIVAL_VOICES[2]  # type: ignore[attr-defined]

@@ -13,18 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError, list_input_devices
+from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError
 from hardware.audio_files import ReplaySource, load_audio, write_wav
+from hardware.audio_sources import list_input_devices
 from hardware.clock import VirtualClock
 from tests.helpers import wait_for
 from tests.test_mic_pocketsphinx import load_synth
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import MicrophoneControl, Speaking, Status, Transcript, VadEvent
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.evaluation import wer
 from workers.microphone.worker import MicrophoneWorker
-from workers.runtime import EXIT_UNAVAILABLE, run_worker
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import MicrophoneControl, Speaking, Status, Transcript, VadEvent
+from workers.runtime.worker import EXIT_UNAVAILABLE, run_worker
 
 T0 = 1_700_000_000_000
 GAP_S = 1.2

@@ -30,10 +30,10 @@ from orchestrator_client.http_edge import strict_dumps
 from tests.helpers import free_port, wait_for
 from tests.test_avatar_http import AvatarRunner
 from tests.test_suite_cli import suite_config
-from workers.bus import Bus
 from workers.camera.settings import CameraSettings
-from workers.config import Config
-from workers.messages import (
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import (
     Attention,
     EOVerdict,
     HeadPose,
@@ -45,9 +45,9 @@ from workers.messages import (
     Transcript,
     now_ms,
 )
-from workers.topics import Topics
+from workers.runtime.topics import Topics
 
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 UI_TIMEOUT_MS = 15_000
 OFFLINE_WITHIN_MS = 2_000
 TOKEN = f"console-{os.getpid()}"

@@ -33,7 +33,7 @@ from orchestrator_client.service_map import (
     load_app_settings,
     resolve_eo_url,
 )
-from workers.config import OrchestratorSettings
+from workers.runtime.config import OrchestratorSettings
 
 FAST = Timeouts(connect_s=0.3, read_s=0.4, write_s=0.4, pool_s=0.3, total_s=1.0)
 PERMITTED = {"status": "Acknowledged", "allResponses": [{"status": "Acknowledged"}]}

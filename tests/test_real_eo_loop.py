@@ -23,14 +23,14 @@ import numpy as np
 import pytest
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.standin import default_round
+from standins.eo import default_round
 from tests.helpers import MosquittoBroker, free_port, wait_for
 from tests.real_eo import RealEO
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import AgentMessageSeen, EOVerdict, Gesture, OutgoingMessage, RoundState, Speaking, Status
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import AgentMessageSeen, EOVerdict, Gesture, OutgoingMessage, RoundState, Speaking, Status
 
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 ROUND_ID = "r1"
 TTL_S = 2.0
 

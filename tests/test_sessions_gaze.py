@@ -11,7 +11,7 @@ from transcript.fusion.attention import AttentionHistory
 from transcript.fusion.names import NameMatcher
 from transcript.merging import Merger, Utterance
 from transcript.settings import TranscriptSettings
-from workers.messages import Transcript, Word
+from workers.runtime.messages import Transcript, Word
 
 AVATARS = ["Celia", "Watson"]
 MATCHER = NameMatcher.build(AVATARS)

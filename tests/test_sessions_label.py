@@ -13,8 +13,8 @@ import pytest
 from sessions.format import TRUTH_FILE, Session, SessionInfo, SessionWriter
 from sessions.label import draft
 from tests.camera_assets import ROOT
-from workers.messages import NOBODY
-from workers.topics import Topics
+from workers.runtime.messages import NOBODY
+from workers.runtime.topics import Topics
 
 START = 1_700_000_000_000
 
@@ -68,7 +68,7 @@ def test_the_draft_is_what_the_suite_heard_and_saw(session: Path) -> None:
 
 
 def _label(session: Path, *args: str, answers: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "workers.cli", "label", str(session), *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "humaine_env", "label", str(session), *args], cwd=ROOT,
                           input=answers, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -19,7 +19,7 @@ from sessions.format import CameraInfo, Session, SessionInfo, SessionWriter
 from sessions.generate import SessionSpec, generate
 from sessions.replay import HeldClock, replay
 from tests.helpers import PS_DOMAIN
-from workers.config import Config
+from workers.runtime.config import Config
 
 QUICK = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=5)
 START = 1_000_000

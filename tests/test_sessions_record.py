@@ -22,8 +22,8 @@ from sessions.record import Recorder, RecordError
 from sessions.replay import replay, replay_config
 from tests.helpers import PS_DOMAIN
 from transcript.worker import TranscriptWorker
-from workers.config import Config
-from workers.runtime import run_worker
+from workers.runtime.config import Config
+from workers.runtime.worker import run_worker
 
 QUICK = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=5)
 """The five-utterance session of test_sessions_format (cached): its media stand in for the
@@ -86,7 +86,7 @@ def test_recorded_session_replays_to_its_messages(config: Config, tmp_path: Path
 def test_record_cli_stops_on_sigterm_and_writes_session_json_last(config: Config, tmp_path: Path) -> None:
     source = Session(generate(QUICK))
     folder = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "workers.cli", "--set", f"broker.url={config.broker.url}", "--set", "broker.mode=external",
+    cmd = [sys.executable, "-m", "humaine_env", "--set", f"broker.url={config.broker.url}", "--set", "broker.mode=external",
            "--set", f"environment_uuid={config.core.environment_uuid}", "record", str(folder),
            "--audio-source", f"replay:{source.audio_path}", "--video-source", f"replay:{source.video_path}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -115,7 +115,7 @@ def test_record_missing_device_is_one_line(config: Config, tmp_path: Path) -> No
     with pytest.raises(RecordError, match="not found"):
         Recorder(config, tmp_path / "x", "wav:/nonexistent.wav", None).run(threading.Event())
     assert not (tmp_path / "x" / "session.json").exists()
-    cmd = [sys.executable, "-m", "workers.cli", "--set", f"broker.url={config.broker.url}",
+    cmd = [sys.executable, "-m", "humaine_env", "--set", f"broker.url={config.broker.url}",
            "--set", "broker.mode=external", "record", str(tmp_path / "y"), "--no-video",
            "--audio-source", "wav:/nonexistent.wav"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)

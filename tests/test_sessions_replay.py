@@ -20,7 +20,7 @@ from sessions.format import Session
 from sessions.generate import SessionSpec, generate
 from sessions.replay import replay
 from tests.helpers import PS_DOMAIN, free_port
-from workers.config import Config
+from workers.runtime.config import Config
 
 REPLAY = SessionSpec("replay", "f15", "en-us", 21, fps=10.0, lines=8)
 """Eight utterances (gaze to Celia and Watson, names overriding gaze), about 45 s."""
@@ -53,7 +53,7 @@ def test_replay_is_deterministic_and_accurate(session: Session, config: Config) 
 def test_eval_command_with_no_broker_running(session: Session, tmp_path: Path) -> None:
     """``humaine-env eval`` as a user runs it on a fresh machine: nothing listens on the
     configured broker address, so the embedded broker serves the replay; one JSON line."""
-    argv = [sys.executable, "-m", "workers.cli", "eval", str(session.path), "--log-level", "WARNING",
+    argv = [sys.executable, "-m", "humaine_env", "eval", str(session.path), "--log-level", "WARNING",
             "--set", f'broker.url="mqtt://127.0.0.1:{free_port()}"', "--set", f'data_dir="{tmp_path}"']
     result = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -14,15 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hardware.speaker import (
-    SoundCardSink,
-    Speaker,
-    SpeakerError,
-    VoiceSettings,
-    WavSink,
-    list_voices,
-    open_sink,
-)
+from hardware.speaker import SoundCardSink, Speaker, SpeakerError, VoiceSettings, WavSink, list_voices
+from hardware.speaker_sinks import open_sink
 
 CELIA = VoiceSettings("en-us+f3", rate=170)
 WATSON = VoiceSettings("en-us+m3", rate=165)

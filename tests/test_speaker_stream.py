@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hardware.speaker import Speaker, SpeakerError, VoiceSettings, WavSink, open_sink
+from hardware.speaker import Speaker, SpeakerError, VoiceSettings, WavSink
+from hardware.speaker_sinks import open_sink
 from hardware.speaker_stream import STREAM_LATENCY_S, STREAMS_KEPT, StreamSink, TeeSink, stream_sink, wav_header
 
 

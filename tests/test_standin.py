@@ -16,9 +16,9 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client.models import confirm_accept_answer, ms_to_iso
 from orchestrator_client.recorder import Behavior, RecordingServer
 from orchestrator_client.rules import R1_RATIONALE, R2_RATIONALE, R3_RATIONALE, R4_RATIONALE
-from orchestrator_client.standin import StandinServer, StandinSettings, default_round
-from orchestrator_client.standin.engine import SERVICE_FAILED
-from orchestrator_client.standin.round_setup import UNIT_COSTS
+from standins.eo import StandinServer, StandinSettings, default_round
+from standins.eo.engine import SERVICE_FAILED
+from standins.eo.round_setup import UNIT_COSTS
 
 OBSERVED = json.loads((Path(__file__).parent / "fixtures" / "eo-observed-traffic.json").read_text())
 ENV = "abcdefg"

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def spawn(*args: str) -> subprocess.Popen[str]:
     # No broker answers at this address: the services must run without one.
     dead_broker = f'broker.url="mqtt://127.0.0.1:{free_port()}"'
-    argv = [sys.executable, "-m", "workers.cli", "--set", dead_broker, "--set", 'broker.mode="external"', *args]
+    argv = [sys.executable, "-m", "humaine_env", "--set", dead_broker, "--set", 'broker.mode="external"', *args]
     return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -20,17 +20,17 @@ from pathlib import Path
 import httpx
 import pytest
 
+from humaine_env.cli import commands
+from humaine_env.supervisor import RunSettings, choose_workers, eo_configured
 from tests.helpers import MosquittoBroker, free_port, wait_for
-from workers.broker import EmbeddedBroker, broker_answers, ensure_broker, parse_broker_url
-from workers.bus import Bus
-from workers.cli import COMMANDS
-from workers.config import BrokerSettings, Config
-from workers.messages import VadEvent, now_ms
-from workers.runtime import EXIT_UNAVAILABLE
-from workers.supervisor import RunSettings, choose_workers, eo_configured
+from workers.runtime.broker import EmbeddedBroker, broker_answers, ensure_broker, parse_broker_url
+from workers.runtime.bus import Bus
+from workers.runtime.config import BrokerSettings, Config
+from workers.runtime.messages import VadEvent, now_ms
+from workers.runtime.worker import EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def test_auto_mode_uses_a_running_broker(mosquitto: MosquittoBroker) -> None:
@@ -40,7 +40,7 @@ def test_auto_mode_uses_a_running_broker(mosquitto: MosquittoBroker) -> None:
 
 
 def test_auto_mode_starts_the_embedded_broker(make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="workers.broker")
+    caplog.set_level(logging.INFO, logger="workers.runtime.broker")
     url = f"mqtt://127.0.0.1:{free_port()}"
     address, embedded = ensure_broker(BrokerSettings(url=url, mode="auto"))
     assert embedded is not None
@@ -72,7 +72,7 @@ def test_embedded_broker_reports_its_internal_failures_in_one_line(caplog: pytes
         assert loop is not None
         context = {"message": "Unhandled exception in client_connected_cb",
                    "exception": RuntimeError("dictionary changed size during iteration")}
-        with caplog.at_level(logging.WARNING, logger="workers.broker"):
+        with caplog.at_level(logging.WARNING, logger="workers.runtime.broker"):
             loop.call_soon_threadsafe(loop.call_exception_handler, context)
             assert wait_for(lambda: any("embedded MQTT broker" in r.message for r in caplog.records), 5)
     finally:
@@ -100,7 +100,7 @@ def test_every_command_has_help(command: str) -> None:
     result = subprocess.run([*CLI, command, "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "--config" in result.stdout
-    assert COMMANDS[command].summary.split(":")[0] in result.stdout
+    assert commands()[command].summary.split(":")[0] in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -142,7 +142,7 @@ def test_run_starts_stand_ins_only_without_an_eo(eo: dict[str, str], expected: l
 
 SIGNAL_TO_ANOTHER_THREAD = """
 import signal, threading, time
-from workers.runtime import install_stop_signals, wait_for_stop
+from workers.runtime.worker import install_stop_signals, wait_for_stop
 stop = threading.Event()
 install_stop_signals(stop.set)
 def poke():
@@ -154,7 +154,7 @@ wait_for_stop(stop)
 
 SIGNAL_WHILE_THE_EVENT_LOCK_IS_HELD = """
 import os, signal, sys, threading
-from workers.runtime import install_stop_signals
+from workers.runtime.worker import install_stop_signals
 stop = threading.Event()
 install_stop_signals(stop.set)
 with stop._cond:  # the main thread holds the event's lock, as inside Event.wait or an earlier handler's Event.set
@@ -226,7 +226,7 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         assert f"MQTT broker mqtt://127.0.0.1:{port} (started here: mosquitto, persistent)" in output, output
         assert "stand-in EO at http://127.0.0.1:" in output
         assert "display page http://127.0.0.1:" in output
-        table = {ln.split()[0]: ln.split(None, 2)[2].strip() for ln in lines if ln.split() and ln.split()[0] in COMMANDS}
+        table = {ln.split()[0]: ln.split(None, 2)[2].strip() for ln in lines if ln.split() and ln.split()[0] in commands()}
         assert set(table) == {"orchestrator", "demo-agents", "avatar", "transcript", "mic", "camera"}, output
         for worker in ("orchestrator", "demo-agents", "avatar", "transcript"):
             assert table[worker].startswith("online"), output
@@ -252,7 +252,7 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         logged = log_file.read_text(encoding="utf-8")
         for child in ("avatar", "transcript", "orchestrator", "demo-agents"):
             assert f"connected to MQTT broker mqtt://127.0.0.1:{port} as {child}" in logged, logged[-3000:]
-        assert "workers.runtime: received SIG" in logged  # the children's INFO lines reached the file
+        assert "workers.runtime.worker: received SIG" in logged  # the children's INFO lines reached the file
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

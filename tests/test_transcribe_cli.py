@@ -16,7 +16,7 @@ import numpy as np
 from hardware.audio_files import load_audio, resample
 from tests.test_mic_pocketsphinx import load_synth
 
-CLI = [sys.executable, "-m", "workers.cli"]
+CLI = [sys.executable, "-m", "humaine_env"]
 KEYS = {"file", "start_ms", "end_ms", "text", "confidence", "engine", "words"}
 
 

@@ -12,7 +12,7 @@ from transcript.merging import Merger
 from transcript.outgoing import build_message
 from transcript.rounds import RoundTracker
 from transcript.settings import DEFAULT_GREETINGS, TranscriptSettings
-from workers.messages import RoundState, Transcript, VadEvent
+from workers.runtime.messages import RoundState, Transcript, VadEvent
 
 AVATARS = ["Celia", "Watson"]
 MATCHER = NameMatcher.build(AVATARS, {"Celia": ["cecilia"]}, DEFAULT_GREETINGS)

@@ -21,9 +21,9 @@ from orchestrator_client.recorder import Behavior, RecordingServer, free_port
 from tests.helpers import wait_for
 from transcript.session_log import read_session_log
 from transcript.worker import TranscriptWorker
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import Attention, EOVerdict, OutgoingMessage, RoundState, Stage, Transcript, VadEvent, now_ms
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Attention, EOVerdict, OutgoingMessage, RoundState, Stage, Transcript, VadEvent, now_ms
 
 PLATFORM_KEYS = {"speaker", "addressee", "text", "role", "environmentUUID", "timestamp", "roundId"}
 ROOT = Path(__file__).resolve().parent.parent
@@ -328,7 +328,7 @@ def test_session_log_complete_after_kill_9(mosquitto: Any, make_config: Callable
             room.round("r1", "round")
             env_id = config.core.environment_uuid
             command = [
-                sys.executable, "-m", "workers.cli", "transcript",
+                sys.executable, "-m", "humaine_env", "transcript",
                 "--set", f"environment_uuid={env_id}", "--set", f"broker.url={mosquitto.url}",
                 "--set", "broker.mode=external", "--eo-url", eo.url, "--session-dir", str(sessions),
             ]
@@ -364,7 +364,7 @@ def test_session_log_complete_after_kill_9(mosquitto: Any, make_config: Callable
 
 def test_cli_misconfiguration_is_one_readable_line() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "transcript", "--delivery", "agents"],
+        [sys.executable, "-m", "humaine_env", "transcript", "--delivery", "agents"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 2

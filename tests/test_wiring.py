@@ -11,7 +11,7 @@ from orchestrator_client.recorder import RecordingServer
 from tests.real_eo import RealEO, eo_tree
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "workers.cli", "check-wiring"]
+CLI = [sys.executable, "-m", "humaine_env", "check-wiring"]
 
 
 def check(*args: str) -> subprocess.CompletedProcess[str]:

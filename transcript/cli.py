@@ -52,7 +52,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def main(args: argparse.Namespace, config: Any) -> int:
     from orchestrator_client.service_map import ServiceMapError
     from transcript.worker import TranscriptWorker
-    from workers.runtime import EXIT_CONFIG, run_worker
+    from workers.runtime.worker import EXIT_CONFIG, run_worker
 
     try:
         worker = TranscriptWorker(config.with_overrides(_overrides(args)), worker_id=args.worker_id)

@@ -7,7 +7,7 @@ from typing import Any
 from orchestrator_client.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts, combine, fan_out
 from orchestrator_client.service_map import ServiceMapError, agent_urls, load_app_settings, resolve_eo_url
 from transcript.settings import TranscriptSettings
-from workers.config import OrchestratorSettings
+from workers.runtime.config import OrchestratorSettings
 
 TOTAL_TIMEOUT_MARGIN_S = 0.5
 """Slack of one attempt's overall bound over its connect + read timeouts."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from transcript.completeness import Completeness
 from transcript.settings import TranscriptSettings
-from workers.messages import Stage, Stages, Transcript, VadEvent
+from workers.runtime.messages import Stage, Stages, Transcript, VadEvent
 
 
 @dataclass

@@ -8,7 +8,7 @@ from orchestrator_client.models import BUYER, HUMAN, HumanUtterance
 from transcript.fusion.addressee import AddresseeDecision
 from transcript.fusion.attention import NOBODY
 from transcript.merging import Utterance
-from workers.messages import now_ms
+from workers.runtime.messages import now_ms
 
 GAZE_NOBODY_KEY: Final = "nobody"
 """Key of the "looking at no avatar" share in ``gazeShare`` (``""`` reads badly as a key)."""

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workers.messages import RoundState
+from workers.runtime.messages import RoundState
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from workers.messages import now_ms
+from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from transcript.completeness import DEFAULT_HOLD_WORDS, GIVING_VERBS
-from workers.config import Section
+from workers.runtime.config import Section
 
 DEFAULT_GREETINGS = ("hey", "hi", "hello", "ok", "okay", "so", "um", "uh", "well", "excuse", "me", "yo", "and")
 

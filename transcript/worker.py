@@ -38,10 +38,10 @@ from transcript.outgoing import build_message
 from transcript.rounds import RoundTracker
 from transcript.session_log import SessionLog
 from transcript.settings import TranscriptSettings
-from workers.bus import Bus
-from workers.config import Config, OrchestratorSettings
-from workers.logs import RateLimitedLog
-from workers.messages import (
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config, OrchestratorSettings
+from workers.runtime.logs import RateLimitedLog
+from workers.runtime.messages import (
     Attention,
     EOVerdict,
     HeadPose,
@@ -54,7 +54,7 @@ from workers.messages import (
     new_id,
     now_ms,
 )
-from workers.runtime import Worker
+from workers.runtime.worker import Worker
 
 IDLE_POLL_S = 0.1
 """How often the loop looks at the stop flag when nothing happens."""
@@ -81,7 +81,7 @@ class _Job:
     deadline: float
     """``time.monotonic()`` after which it is no longer sent (the TTL)."""
     stages: Stages
-    """Stage timestamps (:class:`~workers.messages.Stage`), completed as it is delivered."""
+    """Stage timestamps (:class:`~workers.runtime.messages.Stage`), completed as it is delivered."""
 
 
 class TranscriptWorker(Worker):

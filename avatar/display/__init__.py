@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator_client.http_edge import strict_dumps
-from workers.logs import RateLimitedLog
+from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 _drops = RateLimitedLog(log)

@@ -27,7 +27,7 @@ from avatar.operator.views import (
     view,
 )
 from orchestrator_client.models import HUMAN
-from workers.messages import (
+from workers.runtime.messages import (
     Attention,
     EOVerdict,
     HeadPose,
@@ -38,8 +38,8 @@ from workers.messages import (
     Transcript,
     now_ms,
 )
-from workers.runtime import HEALTH_INTERVAL_S
-from workers.topics import Topic, Topics
+from workers.runtime.topics import Topic, Topics
+from workers.runtime.worker import HEALTH_INTERVAL_S
 
 UTTERANCES_KEPT: Final = 20
 ALERTS_KEPT: Final = 50
@@ -57,7 +57,7 @@ refreshes and it is reported silent (hung, or cut off from the broker without it
 
 
 class Subscriber(Protocol):
-    """The part of :class:`workers.bus.Bus` the feed needs."""
+    """The part of :class:`workers.runtime.bus.Bus` the feed needs."""
 
     topics: Topics
 

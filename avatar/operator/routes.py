@@ -27,8 +27,8 @@ from avatar.operator.feed import OperatorFeed, Subscriber
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from orchestrator_client.wiring import eo_probe_url
 from workers.camera.settings import CameraSettings
-from workers.config import Config, OrchestratorSettings
-from workers.messages import now_ms
+from workers.runtime.config import Config, OrchestratorSettings
+from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 

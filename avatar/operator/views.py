@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
-from workers.messages import NOBODY, HeadPose, OutgoingMessage, Speaking, Stage, Stages, Status, new_id, now_ms
+from workers.runtime.messages import NOBODY, HeadPose, OutgoingMessage, Speaking, Stage, Stages, Status, new_id, now_ms
 
 AlertKind = Literal["worker_offline", "worker_error", "worker_silent", "blocked", "undelivered", "maybe_delivered"]
 AlertLevel = Literal["error", "warning"]

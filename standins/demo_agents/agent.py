@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator_client.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts
-from orchestrator_client.demo_agents.parsing import ParsedOffer, parse_offer
-from orchestrator_client.demo_agents.strategy import Reply, Seller
 from orchestrator_client.models import HUMAN, SELLER, ms_to_iso
-from orchestrator_client.standin.round_setup import CURRENCY, unit_costs
+from standins.demo_agents.parsing import ParsedOffer, parse_offer
+from standins.demo_agents.strategy import Reply, Seller
+from standins.eo.round_setup import CURRENCY, unit_costs
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.demo_agents.agent import SellerAgent
 from orchestrator_client.http_edge import BodyDocs, BodyRefused, edge_app, json_body
 from orchestrator_client.models import EndRound, Message, Rejection, SetUtility, StartRound, acknowledgement
+from standins.demo_agents.agent import SellerAgent
 
 
 async def _object(request: Request) -> dict[str, Any]:

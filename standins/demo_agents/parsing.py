@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from orchestrator_client.standin.round_setup import GOODS
+from standins.eo.round_setup import GOODS
 
 GOOD_WORDS: Final[dict[str, str]] = {
     **{good: good for good in GOODS},

@@ -17,8 +17,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from orchestrator_client.eo_rules import UNADDRESSED_WAIT_MS
-from orchestrator_client.standin.settings import DEFAULT_AGENT_PORTS
-from workers.config import Section
+from standins.eo.settings import DEFAULT_AGENT_PORTS
+from workers.runtime.config import Section
 
 R2_MARGIN_S = 0.2
 """Waiting a little past the addressee's window keeps a follower clear of R2 despite latency."""

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from avatar.gestures import VOCABULARY
-from orchestrator_client.demo_agents.parsing import ParsedOffer
-from orchestrator_client.standin.round_setup import CURRENCY, UNITS
+from standins.demo_agents.parsing import ParsedOffer
+from standins.eo.round_setup import CURRENCY, UNITS
 
 DEFAULT_UNIT_COST: Final = 0.5
 """For a good the round's utility does not price."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-from orchestrator_client.demo_agents.runner import DemoAgents
-from orchestrator_client.demo_agents.settings import DemoAgentsSettings
 from orchestrator_client.service_map import resolve_eo_url
-from workers.config import Config, OrchestratorSettings
-from workers.runtime import Worker, wait_for_stop
+from standins.demo_agents.runner import DemoAgents
+from standins.demo_agents.settings import DemoAgentsSettings
+from workers.runtime.config import Config, OrchestratorSettings
+from workers.runtime.worker import Worker, wait_for_stop
 
 
 class DemoAgentsWorker(Worker):

@@ -2,7 +2,7 @@
 
 Python API (what ``humaine-env orchestrator`` and the suite's ``run`` use)::
 
-    from orchestrator_client.standin import StandinServer, StandinSettings, default_round, start_round_sync
+    from standins.eo import StandinServer, StandinSettings, default_round, start_round_sync
 
     server = StandinServer(StandinSettings(port=14010)).start()
     start_round_sync(server.url, default_round({"Celia": 14007, "Watson": 14008}, 7040, (5, 600, 30)))
@@ -12,12 +12,12 @@ Python API (what ``humaine-env orchestrator`` and the suite's ``run`` use)::
 Import cost: FastAPI and uvicorn (no MQTT, no models).
 """
 
-from orchestrator_client.standin.app import create_app
-from orchestrator_client.standin.auto import RoundStartError, start_round_sync, wait_for_services
-from orchestrator_client.standin.engine import StandinError, StandinOrchestrator
-from orchestrator_client.standin.round_setup import default_round
-from orchestrator_client.standin.server import AppServer, ServerError, StandinServer
-from orchestrator_client.standin.settings import StandinSettings
+from standins.eo.app import create_app
+from standins.eo.auto import RoundStartError, start_round_sync, wait_for_services
+from standins.eo.engine import StandinError, StandinOrchestrator
+from standins.eo.round_setup import default_round
+from standins.eo.server import AppServer, ServerError, StandinServer
+from standins.eo.settings import StandinSettings
 
 __all__ = [
     "AppServer",

@@ -19,8 +19,8 @@ from fastapi.responses import JSONResponse
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyDocs, EdgeJSONResponse, edge_app, json_body
 from orchestrator_client.models import InitializeRound, Message, StartRound, acknowledgement
-from orchestrator_client.standin.engine import StandinError, StandinOrchestrator
-from orchestrator_client.standin.settings import StandinSettings
+from standins.eo.engine import StandinError, StandinOrchestrator
+from standins.eo.settings import StandinSettings
 
 log = logging.getLogger(__name__)
 

@@ -50,8 +50,8 @@ from orchestrator_client.models import (
     parse_message,
 )
 from orchestrator_client.rules import R3_NO_HUMAN_RATIONALE, Proposal, TurnQueue, Verdict
-from orchestrator_client.standin.rounds import Ledger, Round, Service, SetupError, round_key
-from orchestrator_client.standin.settings import StandinSettings
+from standins.eo.rounds import Ledger, Round, Service, SetupError, round_key
+from standins.eo.settings import StandinSettings
 
 log = logging.getLogger(__name__)
 

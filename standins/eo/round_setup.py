@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from orchestrator_client.models import Budget, Durations, InitializeRound, NegotiatorInfo, RoundId
-from orchestrator_client.standin.settings import (
+from standins.eo.settings import (
     DEFAULT_AGENT_PORTS,
     DEFAULT_HUMAN_BUDGET,
     DEFAULT_HUMAN_PORT,

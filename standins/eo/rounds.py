@@ -1,7 +1,7 @@
 """One round of the stand-in EO: who takes part, its phase, its message queue and its deals.
 
 Kept free of HTTP so the bookkeeping (what is sold, to whom, what it cost the seller) can be
-read on its own; :mod:`orchestrator_client.standin.engine` drives it.
+read on its own; :mod:`standins.eo.engine` drives it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Literal
 from orchestrator_client.eo_rules import Queued, Totals
 from orchestrator_client.models import Bid, Durations, InitializeRound, NegotiatorInfo, RoundId
 from orchestrator_client.rules import TurnQueue
-from orchestrator_client.standin.round_setup import unit_costs
+from standins.eo.round_setup import unit_costs
 
 Phase = Literal["initialized", "warmup", "round", "post", "ended"]
 """``warmup``/``round``/``post``/``ended`` are the room's own phase names (``RoundState``)."""

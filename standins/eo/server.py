@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from orchestrator_client.serving import AppServer, ServerError
-from orchestrator_client.standin.app import create_app
-from orchestrator_client.standin.settings import StandinSettings
+from standins.eo.app import create_app
+from standins.eo.settings import StandinSettings
 
 __all__ = ["AppServer", "ServerError", "StandinServer"]
 

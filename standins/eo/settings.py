@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 
 from orchestrator_client.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
 from orchestrator_client.rules import RuleSettings
-from workers.config import Section
+from workers.runtime.config import Section
 
 DEFAULT_AGENT_PORTS: Final[dict[str, int]] = {"Celia": 14007, "Watson": 14008}
 """The ports the platform's sample sellers use; the demo sellers listen there too."""

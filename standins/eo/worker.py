@@ -6,12 +6,12 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-from orchestrator_client.standin.auto import RoundStartError, service_urls, start_round_sync, wait_for_services
-from orchestrator_client.standin.round_setup import auto_round
-from orchestrator_client.standin.server import StandinServer
-from orchestrator_client.standin.settings import StandinSettings
-from workers.config import Config
-from workers.runtime import Worker, wait_for_stop
+from standins.eo.auto import RoundStartError, service_urls, start_round_sync, wait_for_services
+from standins.eo.round_setup import auto_round
+from standins.eo.server import StandinServer
+from standins.eo.settings import StandinSettings
+from workers.runtime.config import Config
+from workers.runtime.worker import Worker, wait_for_stop
 
 
 class StandinWorker(Worker):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from workers.camera.settings import Target
-from workers.messages import NOBODY
+from workers.runtime.messages import NOBODY
 
 MIN_FRAMES = 2
 """Frames a new candidate needs besides the dwell time."""

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from workers.camera.settings import SOURCE_HELP
-from workers.config import DEFAULT_CONFIG_FILE, Config
+from workers.runtime.config import DEFAULT_CONFIG_FILE, Config
 
 DEFAULT_SECONDS = 3.0
 SETTLE_S = 1.0

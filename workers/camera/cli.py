@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from workers.camera.settings import SOURCE_HELP
-from workers.config import Config
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from workers.camera.preview import Preview
     from workers.camera.settings import CameraSettings
     from workers.camera.worker import CameraWorker
-    from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
+    from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
     overrides: dict[str, object] = {}
     if args.source:

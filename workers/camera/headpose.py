@@ -15,7 +15,7 @@ Two estimators share one reference face (:mod:`workers.camera.face_reference`):
   60-degree field of view, yaw/pitch MAE 4.6/4.9 against 2.4/3.1 for the rigid fit. It is
   kept for comparison only.
 
-Convention (the one documented on :class:`workers.messages.HeadPose`), for an unmirrored camera
+Convention (the one documented on :class:`workers.runtime.messages.HeadPose`), for an unmirrored camera
 facing the person: yaw > 0 when the person turns to their own left (nose towards image right),
 pitch > 0 when they look up, roll > 0 when the head tilts towards their own left shoulder
 (clockwise in the image). The rotation is decomposed as ``R = Rz(roll) . Ry . Rx`` with roll

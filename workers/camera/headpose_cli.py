@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 if TYPE_CHECKING:
     from hardware.video import Frame
@@ -49,7 +49,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from workers.camera.preview import Preview
     from workers.camera.scanner import FaceScanner
     from workers.camera.settings import CameraSettings
-    from workers.runtime import EXIT_CONFIG
+    from workers.runtime.worker import EXIT_CONFIG
 
     if args.repeat < 1:
         print("humaine-env headpose: --repeat must be at least 1", file=sys.stderr)

@@ -14,7 +14,7 @@ from hardware.video import DEFAULT_FPS
 from workers.camera.facemesh import MESH_POINTS, DetectedFace
 from workers.camera.headpose import rotation_from_angles
 from workers.camera.pipeline import FrameResult
-from workers.messages import NOBODY
+from workers.runtime.messages import NOBODY
 
 log = logging.getLogger(__name__)
 

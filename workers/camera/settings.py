@@ -1,7 +1,7 @@
 """The ``[camera]`` configuration section.
 
 Targets are where each avatar is seen from the buyer's seat, as head yaw/pitch in degrees
-(the convention of :class:`workers.messages.HeadPose`); ``humaine-env calibrate`` measures
+(the convention of :class:`workers.runtime.messages.HeadPose`); ``humaine-env calibrate`` measures
 and writes them. Example (Celia to the buyer's left: yaw > 0)::
 
     [camera]
@@ -20,8 +20,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from workers.config import Section
-from workers.topics import check_segment
+from workers.runtime.config import Section
+from workers.runtime.topics import check_segment
 
 SOURCE_HELP = "webcam[:INDEX], video:PATH, images:DIR or replay:PATH (default: [camera] source)"
 

@@ -19,15 +19,15 @@ from typing import Any, ClassVar
 
 from hardware.clock import Clock
 from hardware.video import VideoSource, VideoSourceError, WebcamSource, frames, open_source
-from workers.bus import Bus
 from workers.camera import WORKER_ID
 from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.preview import Preview
 from workers.camera.settings import CameraSettings
-from workers.config import Config
-from workers.logs import NOTICE
-from workers.messages import NOBODY, Attention, HeadPose
-from workers.runtime import Worker, WorkerUnavailable
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.logs import NOTICE
+from workers.runtime.messages import NOBODY, Attention, HeadPose
+from workers.runtime.worker import Worker, WorkerUnavailable
 
 
 class CameraWorker(Worker):

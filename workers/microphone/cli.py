@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workers.config import Config
 from workers.microphone.settings import ENGINE_CHOICES
+from workers.runtime.config import Config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -20,12 +20,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from hardware.clock import Clock, VirtualClock
-    from workers.config import ConfigError
     from workers.microphone.engines import load_recognizer
     from workers.microphone.recognizer import EngineUnavailable
     from workers.microphone.settings import MicrophoneSettings
     from workers.microphone.worker import MicrophoneWorker
-    from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
+    from workers.runtime.config import ConfigError
+    from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
     overrides: dict[str, object] = {}
     for flag, key in (("source", "source"), ("engine", "engine"), ("vosk_model", "vosk_model")):

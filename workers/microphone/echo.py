@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from workers.messages import Speaking
+from workers.runtime.messages import Speaking
 
 HISTORY_MS = 120_000
 """Closed speaking intervals older than this (relative to the newest event) are forgotten."""

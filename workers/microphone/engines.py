@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from workers.logs import NOTICE
 from workers.microphone.domain import AVATARS, DOMAIN_WORDS, GOODS_COUNTABLE, INGREDIENTS, UNITS, corpus_sentences, corpus_vocabulary
 from workers.microphone.engine_vosk import ENGLISH_MODEL
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
+from workers.runtime.logs import NOTICE
 
 log = logging.getLogger(__name__)
 

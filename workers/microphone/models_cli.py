@@ -18,7 +18,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from workers.config import Config
+from workers.runtime.config import Config
 
 TIMEOUT_S = 30
 

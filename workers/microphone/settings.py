@@ -6,8 +6,8 @@ from typing import ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator
 
-from workers.config import Section
 from workers.microphone.engine_whisper import CONTEXT_PAD_S
+from workers.runtime.config import Section
 
 EngineChoice = Literal["auto", "whisper", "vosk", "pocketsphinx"]
 ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workers.config import Config
 from workers.microphone.settings import ENGINE_CHOICES
+from workers.runtime.config import Config
 
 if TYPE_CHECKING:
     from hardware.audio import SourceKind
-    from workers.messages import Transcript
     from workers.microphone.transcriber import Transcriber
+    from workers.runtime.messages import Transcript
 
 EXIT_FILE_FAILED = 1
 """At least one file could not be read (the others were transcribed)."""
@@ -65,12 +65,12 @@ def transcribe_file(path: Path, transcriber_factory: Callable[[SourceKind, list[
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from hardware.audio import AudioSourceError
-    from workers.config import ConfigError
     from workers.microphone.engines import load_recognizer
     from workers.microphone.recognizer import EngineUnavailable
     from workers.microphone.settings import MicrophoneSettings
     from workers.microphone.transcriber import Transcriber
-    from workers.runtime import EXIT_CONFIG, EXIT_UNAVAILABLE
+    from workers.runtime.config import ConfigError
+    from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE
 
     overrides: dict[str, object] = {"microphone.whisper_interims": False}  # nobody reads interims here
     if args.engine:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hardware.audio import AudioBlock, SourceKind
-from workers.messages import BargeIn, Transcript, VadEvent, Word
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
@@ -22,6 +21,7 @@ from workers.microphone.prosody import PitchTracker
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
 from workers.microphone.settings import SPECULATE_MS
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
+from workers.runtime.messages import BargeIn, Transcript, VadEvent, Word
 
 if TYPE_CHECKING:
     from workers.microphone.settings import MicrophoneSettings

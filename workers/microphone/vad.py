@@ -18,7 +18,7 @@ import numpy as np
 import webrtcvad
 
 from hardware.audio import SAMPLE_RATE, AudioBlock
-from workers.messages import new_id
+from workers.runtime.messages import new_id
 
 START_WINDOW_MS = 200
 """Window over which the start decision is made."""

@@ -12,26 +12,19 @@ import sys
 import threading
 from typing import Any, ClassVar, TextIO
 
-from hardware.audio import (
-    AudioSource,
-    AudioSourceError,
-    NoInputDeviceError,
-    UnreadableMediaError,
-    is_device,
-    open_source,
-    resilient_blocks,
-)
+from hardware.audio import AudioSource, AudioSourceError, NoInputDeviceError, UnreadableMediaError, is_device, resilient_blocks
+from hardware.audio_sources import open_source
 from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
-from workers.bus import Bus
-from workers.config import Config
-from workers.messages import MicrophoneControl, Speaking, Transcript, VadEvent, new_id
 from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
-from workers.runtime import Worker, WorkerUnavailable
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import MicrophoneControl, Speaking, Transcript, VadEvent, new_id
+from workers.runtime.worker import Worker, WorkerUnavailable
 
 TYPED_ENGINE = "typed"
 

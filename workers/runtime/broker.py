@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from workers.config import BrokerSettings, Config, ConfigError
+from workers.runtime.config import BrokerSettings, Config, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class EmbeddedBroker:
                 "default": {"type": "tcp", "bind": f"{self.address.host}:{self.address.port}"}
             },
             "plugins": (
-                {"workers.broker_auth.PasswordAuth": {"username": self.username, "password": self.password}}
+                {"workers.runtime.broker_auth.PasswordAuth": {"username": self.username, "password": self.password}}
                 if self.username
                 else {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}}
             ),
@@ -183,7 +183,7 @@ def mosquitto_binary() -> str | None:
 class MosquittoServer:
     """mosquitto on 127.0.0.1, persisting every change under ``directory``: a ``kill -9`` of
     the broker loses no session and no queued QoS 1 message. It ends with this process (see
-    :mod:`workers.parent`): start and check it from the main thread, since the kernel's
+    :mod:`workers.runtime.parent`): start and check it from the main thread, since the kernel's
     parent-death signal follows the thread that started the process."""
 
     persistent = True
@@ -200,7 +200,7 @@ class MosquittoServer:
     def start(self, fresh: bool = True) -> BrokerAddress:
         """Start mosquitto; ``fresh`` forgets what an earlier run left in its store (the
         sessions of workers that are gone, messages for a round long over)."""
-        from workers.parent import die_with_parent_preexec
+        from workers.runtime.parent import die_with_parent_preexec
 
         self.directory.mkdir(parents=True, exist_ok=True)
         if fresh:

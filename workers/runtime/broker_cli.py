@@ -11,9 +11,9 @@ import logging
 import sys
 import threading
 
-from workers.broker import NOT_PERSISTENT, EmbeddedBroker, broker_answers, parse_broker_url
-from workers.config import Config
-from workers.runtime import EXIT_UNAVAILABLE, install_stop_signals, wait_for_stop
+from workers.runtime.broker import NOT_PERSISTENT, EmbeddedBroker, broker_answers, parse_broker_url
+from workers.runtime.config import Config
+from workers.runtime.worker import EXIT_UNAVAILABLE, install_stop_signals, wait_for_stop
 
 log = logging.getLogger(__name__)
 

@@ -40,14 +40,14 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from pydantic import ValidationError
 
-from workers import __version__
-from workers.broker import BrokerAddress, parse_broker_url
-from workers.config import Config
-from workers.logs import RateLimitedLog
-from workers.messages import Envelope, Status, now_ms
-from workers.strict_json import StrictJSONError
-from workers.strict_json import loads as strict_loads
-from workers.topics import Topic, Topics
+from workers.runtime import __version__
+from workers.runtime.broker import BrokerAddress, parse_broker_url
+from workers.runtime.config import Config
+from workers.runtime.logs import RateLimitedLog
+from workers.runtime.messages import Envelope, Status, now_ms
+from workers.runtime.strict_json import StrictJSONError
+from workers.runtime.strict_json import loads as strict_loads
+from workers.runtime.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
 
@@ -347,7 +347,7 @@ class Bus:
 
         The broker lets one connection hold a client id and silently drops the older one, so
         two instances knock each other off for ever. The newest instance keeps the id: an older
-        one stops reconnecting (the worker then exits, see :mod:`workers.runtime`); the newer
+        one stops reconnecting (the worker then exits, see :mod:`workers.runtime.worker`); the newer
         one republishes its status over the older one's (and over its last will)."""
         if status.pid == os.getpid() and status.host == socket.gethostname():
             return

@@ -19,6 +19,7 @@ flags to its children in :data:`SET_ENV_VAR`, not on their command lines.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import json
 import os
@@ -30,7 +31,8 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from workers.topics import check_segment
+from workers.runtime.registry import SECTIONS_GROUP, registered
+from workers.runtime.topics import check_segment
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,24 +48,28 @@ DEFAULT_CONFIG_FILE = "humaine-env.toml"
 DEFAULT_AVATARS = ("Celia", "Watson")
 
 
-SECTION_MODELS: dict[str, str] = {
-    "": "workers.config:CoreSettings",
-    "broker": "workers.config:BrokerSettings",
-    "eo": "workers.config:OrchestratorSettings",
-    "run": "workers.supervisor:RunSettings",
-    "camera": "workers.camera.settings:CameraSettings",
-    "microphone": "workers.microphone.settings:MicrophoneSettings",
-    "transcript": "transcript.settings:TranscriptSettings",
-    "avatar": "avatar.settings:AvatarSettings",
-    "standin": "orchestrator_client.standin.settings:StandinSettings",
-    "demo_agents": "orchestrator_client.demo_agents.settings:DemoAgentsSettings",
-    "replay": "sessions.settings:ReplaySettings",
+CORE_SECTIONS: dict[str, str] = {
+    "": "workers.runtime.config:CoreSettings",
+    "broker": "workers.runtime.config:BrokerSettings",
+    "eo": "workers.runtime.config:OrchestratorSettings",
 }
-"""Every section of the file (``""``: the top-level keys) and the model that reads it, as
-``module:Class`` so that a command imports only the models it uses. The file is checked
-against these names (a misspelled section fails like a misspelled key), and ``humaine-env
-config`` imports them all to show the effective values or write a sample file
-(``tests/test_config_cli.py`` checks each model's own ``section_name`` against its key)."""
+"""The runtime's own sections (``""``: the top-level keys). Every other section is registered by
+the package that reads it (:data:`~workers.runtime.registry.SECTIONS_GROUP`)."""
+
+
+@functools.cache
+def section_targets() -> dict[str, str]:
+    """Every section of the file and its model as ``module:Class``, the runtime's first, then the
+    registered ones in their declared order. The file is checked against these names (a
+    misspelled section fails like a misspelled key), a command imports only the models it uses,
+    and ``humaine-env config`` imports them all to show the effective values or write a sample
+    file (``tests/test_config_cli.py`` checks each model's own ``section_name`` against its key)."""
+    targets = dict(CORE_SECTIONS)
+    for entry in registered(SECTIONS_GROUP):
+        targets.setdefault(entry.name, entry.value)
+    return targets
+
+
 LOG_LEVELS = ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL")
 """NOTICE (between INFO and WARNING): the progress lines a quiet console still shows."""
 
@@ -73,7 +79,7 @@ class ConfigError(Exception):
 
 
 _DEFINED: dict[str, type[Section]] = {}
-"""Section models by name, as they are defined (a model outside :data:`SECTION_MODELS` is
+"""Section models by name, as they are defined (a model outside :func:`section_targets` is
 known once imported)."""
 
 
@@ -93,13 +99,13 @@ class Section(BaseModel):
 
 def known_sections() -> set[str]:
     """Names of every section a file may have."""
-    return {name for name in (*SECTION_MODELS, *_DEFINED) if name}
+    return {name for name in (*section_targets(), *_DEFINED) if name}
 
 
 def section_models() -> list[type[Section]]:
-    """Every model of :data:`SECTION_MODELS`, in its order (imports them all)."""
+    """Every model of :func:`section_targets`, in its order (imports them all)."""
     models = []
-    for target in SECTION_MODELS.values():
+    for target in section_targets().values():
         module, _, name = target.partition(":")
         models.append(getattr(importlib.import_module(module), name))
     return models
@@ -109,9 +115,10 @@ def section_model(name: str) -> type[Section]:
     """The model of section ``name`` (``""``: the top-level keys)."""
     if name in _DEFINED:
         return _DEFINED[name]
-    if name not in SECTION_MODELS:
+    targets = section_targets()
+    if name not in targets:
         raise ConfigError(_unknown("section", name, known_sections()))
-    module, _, attr = SECTION_MODELS[name].partition(":")
+    module, _, attr = targets[name].partition(":")
     return typing.cast(type[Section], getattr(importlib.import_module(module), attr))
 
 

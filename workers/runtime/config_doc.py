@@ -2,7 +2,7 @@
 a commented sample file (``humaine-env config init``), the effective values with their origins
 (``config show``) and the key list of ``COMMAND --help``.
 
-Each key's comment is its field's docstring (see :class:`~workers.config.Section`); values are
+Each key's comment is its field's docstring (see :class:`~workers.runtime.config.Section`); values are
 written as TOML, nested models as inline tables, unset optional keys as a comment."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from workers.config import ENV_PREFIX, Config, Section, is_secret, section_models
+from workers.runtime.config import ENV_PREFIX, Config, Section, is_secret, section_models
 
 MASK = "********"
 """What ``config show`` prints for a secret that is set."""

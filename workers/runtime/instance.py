@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from workers.bus import Bus
-from workers.messages import Status, new_id
-from workers.strict_json import StrictJSONError
-from workers.strict_json import loads as strict_loads
+from workers.runtime.bus import Bus
+from workers.runtime.messages import Status, new_id
+from workers.runtime.strict_json import StrictJSONError
+from workers.runtime.strict_json import loads as strict_loads
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from workers.bus import Bus
-from workers.config import Config
-from workers.instance import DuplicateInstance, check_single_instance
-from workers.topics import Topics
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.instance import DuplicateInstance, check_single_instance
+from workers.runtime.topics import Topics
 
 STOP_DEADLINE_S = 2.0
 """A worker must be gone this long after SIGINT/SIGTERM."""
@@ -96,7 +96,7 @@ class Worker:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         """Connect the bus, unless another instance of this worker runs (raises
-        :class:`~workers.instance.DuplicateInstance`). Subscribe in the constructor: the
+        :class:`~workers.runtime.instance.DuplicateInstance`). Subscribe in the constructor: the
         persistent session delivers what the broker queued for this worker as soon as it connects."""
         check_single_instance(self.bus, self.config.broker.takeover)
         self.bus.start()

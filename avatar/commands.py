@@ -1,0 +1,9 @@
+"""The Avatar Controller's commands: the service, and the check that the EO calls it."""
+
+from workers.runtime.registry import Command
+
+COMMANDS = (
+    Command("avatar", "avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)", section="avatar"),
+    Command("check-wiring", "avatar.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)",
+            section="eo"),
+)
