@@ -115,14 +115,55 @@ def conversation_sample() -> Path:
     return CONVERSATION
 
 
+PLATFORM = ROOT / ".cache" / "platform"
+"""Where the platform's real Node.js services are cached, one folder each."""
+PLATFORM_SOURCE = ROOT.parent / "shared" / "platform"
+"""Local copies of the platform's trees at their commits, when the machine has them."""
+LOOPBACK_PRELOAD = ROOT / "scripts" / "loopback-preload.js"
+
+
+def platform_service(name: str, repository: str, commit: str, entry: str, tree: Path, source: Path) -> Path:
+    """One of the platform's Node.js services (github.com/humaine-anac/<name>) at ``commit``, with
+    its ``node_modules``, in ``tree``: copied from ``source`` (a local copy of the tree, when it
+    holds ``entry``) or cloned, then ``npm ci`` once. A marker file holding the commit says the
+    tree is whole, so an interrupted install is redone rather than trusted."""
+    ready = tree / ".installed"
+    if ready.is_file() and ready.read_text().strip() == commit:
+        return tree
+    import shutil
+    import subprocess
+
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        raise RuntimeError(f"Node.js and npm are needed for the real {name} (Debian: apt-get install -y nodejs npm)")
+    staging = tree.with_name(tree.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    if (source / entry).is_file():
+        shutil.copytree(source, staging, ignore=shutil.ignore_patterns("node_modules", ".git"))
+    else:
+        subprocess.run(["git", "clone", "--quiet", repository, str(staging)], check=True)
+        subprocess.run(["git", "-C", str(staging), "checkout", "--quiet", commit], check=True)
+    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+    try:
+        subprocess.run([npm, "ci", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
+    except subprocess.CalledProcessError:
+        # an old lock file (lockfileVersion 1, the EO's) is read by npm install when ci will not take it
+        subprocess.run([npm, "install", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
+    shutil.rmtree(tree, ignore_errors=True)
+    staging.replace(tree)
+    ready.write_text(commit + "\n")
+    log.info("the platform's %s (%s) in %s", name, commit[:10], tree)
+    return tree
+
+
 EO_COMMIT = "20a32e2abb4f7a7524def3be246e0b8af2d0aeca"
 """The platform EO's commit this suite is tested against (``../shared/platform/README.md``)."""
 EO_REPOSITORY = "https://github.com/humaine-anac/environment-orchestrator"
-EO_SOURCE = ROOT.parent / "shared" / "platform" / "environment-orchestrator"
+EO_SOURCE = PLATFORM_SOURCE / "environment-orchestrator"
 """A local copy of the EO's tree at :data:`EO_COMMIT`, when the machine has one."""
-EO_TREE = ROOT / ".cache" / "platform" / "environment-orchestrator"
+EO_TREE = PLATFORM / "environment-orchestrator"
 EO_READY = EO_TREE / ".installed"
-LOOPBACK_PRELOAD = ROOT / "scripts" / "loopback-preload.js"
 
 
 @fetcher
@@ -130,33 +171,24 @@ def environment_orchestrator() -> Path:
     """The real HUMAINE Environment Orchestrator (Node.js) with its ``node_modules``, for the
     tests that run it and for a venue's dry run: copied from :data:`EO_SOURCE` (or cloned at
     :data:`EO_COMMIT` where there is none), then ``npm ci`` once (about 40 s, 76 MB)."""
-    if EO_READY.is_file() and EO_READY.read_text().strip() == EO_COMMIT:
-        return EO_TREE
-    import shutil
-    import subprocess
+    return platform_service("environment-orchestrator", EO_REPOSITORY, EO_COMMIT, "environment-orchestrator.js", EO_TREE, EO_SOURCE)
 
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        raise RuntimeError("Node.js and npm are needed for the real EO (Debian: apt-get install -y nodejs npm)")
-    staging = EO_TREE.with_name(EO_TREE.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.parent.mkdir(parents=True, exist_ok=True)
-    if (EO_SOURCE / "environment-orchestrator.js").is_file():
-        shutil.copytree(EO_SOURCE, staging, ignore=shutil.ignore_patterns("node_modules", ".git"))
-    else:
-        subprocess.run(["git", "clone", "--quiet", EO_REPOSITORY, str(staging)], check=True)
-        subprocess.run(["git", "-C", str(staging), "checkout", "--quiet", EO_COMMIT], check=True)
-    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
-    try:
-        subprocess.run([npm, "ci", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
-    except subprocess.CalledProcessError:
-        # the EO's lock file is old (lockfileVersion 1); npm install reads it when ci will not
-        subprocess.run([npm, "install", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
-    shutil.rmtree(EO_TREE, ignore_errors=True)
-    staging.replace(EO_TREE)
-    EO_READY.write_text(EO_COMMIT + "\n")
-    log.info("the platform EO (%s) in %s", EO_COMMIT[:10], EO_TREE)
-    return EO_TREE
+
+UTILITY_GENERATOR_COMMIT = "408d2aa3986f07f44c6bbd473fe8c0513653e449"
+"""The platform utility generator's commit this suite is tested against (``../shared/platform/README.md``)."""
+UTILITY_GENERATOR_REPOSITORY = "https://github.com/humaine-anac/utility-generator"
+UTILITY_GENERATOR_SOURCE = PLATFORM_SOURCE / "utility-generator"
+"""A local copy of the utility generator's tree at :data:`UTILITY_GENERATOR_COMMIT`, when the machine has one."""
+UTILITY_GENERATOR_TREE = PLATFORM / "utility-generator"
+
+
+@fetcher
+def utility_generator() -> Path:
+    """The real HUMAINE utility generator (Node.js) with its ``node_modules``: the buyer's
+    utility, allocation check and rating that ``orchestrator_client.buyer_utility`` ports are
+    tested against it (``tests/test_buyer_utility.py``). Fetched as the EO is."""
+    return platform_service("utility-generator", UTILITY_GENERATOR_REPOSITORY, UTILITY_GENERATOR_COMMIT, "utility-generator.js",
+                            UTILITY_GENERATOR_TREE, UTILITY_GENERATOR_SOURCE)
 
 
 @fetcher
