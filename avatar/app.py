@@ -85,12 +85,13 @@ class Ack(BaseModel):
     status: str
 
 
-class OperatorDecision(BaseModel):
-    """A display page's answer to a confirm request."""
+class PageDecision(BaseModel):
+    """A page's answer to a confirm request: the buyer page's, or the display's (operator)."""
 
     type: Literal["confirm"]
     id: str
     accept: bool
+    by: Literal["buyer", "operator"] = "operator"
 
 
 def _refusal(reason: str, errors: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -248,11 +249,11 @@ def _add_display(app: FastAPI, controller: AvatarController) -> None:
     async def display_feed(websocket: WebSocket) -> None:
         def decide(raw: str) -> None:
             try:
-                decision = OperatorDecision.model_validate_json(raw)
+                decision = PageDecision.model_validate_json(raw)
             except ValueError:
                 log.debug("display sent something we do not understand: %.80s", raw)
                 return
-            controller.operator_decision(decision.id, decision.accept)
+            controller.decide(decision.id, decision.accept, decision.by)
 
         await serve_hub(websocket, controller.hub, decide)
 

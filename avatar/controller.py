@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from avatar import gestures, visemes
+from avatar.buyer.book import BuyerBook
 from avatar.display import AUDIO_PATH, DisplayHub
 from avatar.round_state import RoundTracker
 from avatar.settings import AvatarSettings
@@ -42,6 +43,8 @@ from workers.runtime.messages import (
     AgentMessageSeen,
     Attention,
     BargeIn,
+    ConfirmAnswer,
+    ConfirmPending,
     Envelope,
     EOVerdict,
     Gesture,
@@ -102,6 +105,7 @@ class AvatarController:
         self.speaker = speaker
         self.source = source
         self.hub = DisplayHub(self.avatars, settings.confirm_accept)
+        self.buyer = BuyerBook(self.hub)
         self.rounds = RoundTracker(source)
         self.limits = settings.ssml_limits()
         self.queue = SpeechQueue(
@@ -109,7 +113,8 @@ class AvatarController:
         )
         self.history: collections.deque[Spoken] = collections.deque(maxlen=HISTORY_KEPT)
         self._history_cond = threading.Condition()
-        self._confirms: dict[str, asyncio.Future[bool]] = {}
+        self._confirms: dict[str, asyncio.Future[tuple[bool, str]]] = {}
+        self._confirm_loop: asyncio.AbstractEventLoop | None = None
         self.counters: collections.Counter[str] = collections.Counter()
         self._speaking: str | None = None
         """The message id being spoken right now (speech-queue thread sets and clears it)."""
@@ -130,6 +135,8 @@ class AvatarController:
         self.bus.subscribe(self.topics.round_state(), RoundState, self._on_retained_round)
         self.bus.subscribe(self.topics.barge_in(), BargeIn, self._on_barge_in)
         self.bus.subscribe(self.topics.status(CAMERA_WORKER), Status, self._on_camera_status)
+        self.bus.subscribe(self.topics.confirm_answer(), ConfirmAnswer, self._on_confirm_answer)
+        self._publish_pending(None)  # a confirmation a previous run left waiting is gone with it
 
     def stop(self) -> None:
         self.speaker.cancel()
@@ -187,6 +194,7 @@ class AvatarController:
                 self._gesture(message.speaker, name, message_id)
             self.hub.emit({**event, "verdict": "gesture_only"})
             return "gesture_only"
+        self.buyer.offer(message.speaker, body.get("bid"), text.plain)
         request = SpeechRequest(message.speaker, text, message_id, wanted.names, stages={Stage.RECEIVED: received})
         verdict: Verdict = self.queue.submit(request)
         self.hub.emit({**event, "verdict": verdict})
@@ -308,9 +316,12 @@ class AvatarController:
             kept["round"] = view
 
         self.hub.emit({"type": "round", **view, "now": now_ms()}, update)
+        if state.round_id is not None:
+            self.buyer.round(state.round_id)
 
     def round_metadata(self, body: RoundMetadata) -> None:
         self._publish_round(self.rounds.metadata(body))
+        self.buyer.set_budget(body.roundId, float(body.humanBudget.value))
 
     def start_round(self, body: StartRound) -> None:
         self._publish_round(self.rounds.start(body))
@@ -322,10 +333,13 @@ class AvatarController:
         self._publish_round(self.rounds.totals(body))
         event = {"type": "totals", "roundId": body.roundId, "totals": body.body()["roundTotals"]}
         self.hub.emit(event, lambda s: s.__setitem__("totals", event))
+        self.buyer.totals(body.roundId, event["totals"])
 
     def set_utility(self, body: SetUtility) -> None:
+        """The buyer's utility function: the buyer page shows what each good is worth."""
         log.info("utility for %s (round %s): %s", body.name, body.roundId, ", ".join(body.utility))
         self.hub.emit({"type": "utility", "name": body.name, "roundId": body.roundId, "goods": list(body.utility)})
+        self.buyer.set_utility(body.roundId, body.utility)
 
     def receive_log(self, entry: LogEntry) -> None:
         """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own
@@ -367,38 +381,43 @@ class AvatarController:
 
     # -- /confirmAccept --------------------------------------------------------------------------
     async def confirm_accept(self, body: ConfirmAccept | None) -> dict[str, Any]:
-        """The EO's yes at once (``auto``), or the operator's decision (``operator``). A body
-        that could not be read (``None``) gets the answer an unattended deal gets, never an
-        error: the EO exits on anything but one of its two answers."""
+        """The EO's yes at once (``auto``, ``competition-ui``), or the answer of the person
+        ``confirm_accept`` names (``buyer``: the buyer page or the buyer's voice; ``operator``: the
+        display page). A body that could not be read (``None``) gets the answer an unattended
+        deal gets, never an error: the EO exits on anything but one of its two answers."""
+        settings = self.settings
+        timeout_yes = settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
         if body is None:
-            accepted = self.settings.confirm_accept == "auto" or self.settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
-            return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
+            return confirm_accept_answer() if not settings.confirm_asks or timeout_yes else {"status": CONFIRM_REJECTED_STATUS}
         deal = {"speaker": body.speaker, "text": prepare(body.text).plain, "bid": body.bid.body()}
-        if self.settings.confirm_accept == "auto":
+        if not settings.confirm_asks:
             self._show_accept(deal, True)
             return confirm_accept_answer()
         if self.hub.client_count == 0:
-            accepted = self.settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
-            log.warning("no display page open to confirm %s's accept; answering %s at once",
-                        body.speaker, self.settings.confirm_timeout_answer)
-            self._show_accept(deal, accepted)
-            return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
-        loop = asyncio.get_running_loop()
+            log.warning("no page open to confirm %s's accept; answering %s at once", body.speaker, settings.confirm_timeout_answer)
+            self._show_accept(deal, timeout_yes)
+            return confirm_accept_answer() if timeout_yes else {"status": CONFIRM_REJECTED_STATUS}
+        loop = self._confirm_loop = asyncio.get_running_loop()
         confirm_id = new_id()
         future: asyncio.Future[bool] = loop.create_future()
         self._confirms[confirm_id] = future
-        request = {"id": confirm_id, **deal, "timeout_s": self.settings.confirm_timeout_s}
+        request = {"id": confirm_id, **deal, "asks": settings.confirm_accept, "timeout_s": settings.confirm_timeout_s,
+                   "deadline": now_ms() + int(settings.confirm_timeout_s * 1000),
+                   "timeout_answer": settings.confirm_timeout_answer, **self.buyer.deal_view(deal["bid"])}
         self.hub.emit({"type": "confirm_request", **request}, lambda s: s["confirms"].__setitem__(confirm_id, request))
+        self._publish_pending(request)
+        answered_by = "timeout"
         try:
-            accepted = await asyncio.wait_for(future, self.settings.confirm_timeout_s)
+            accepted, answered_by = await asyncio.wait_for(future, settings.confirm_timeout_s)
         except asyncio.TimeoutError:
-            accepted = self.settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
-            log.warning("no operator decision on %s's accept within %.0f s: %s", body.speaker,
-                        self.settings.confirm_timeout_s, self.settings.confirm_timeout_answer)
+            accepted = timeout_yes
+            log.warning("no answer to %s's accept within %.0f s: %s", body.speaker, settings.confirm_timeout_s,
+                        settings.confirm_timeout_answer)
         finally:
             self._confirms.pop(confirm_id, None)
+            self._publish_pending(None)
         self.hub.emit(
-            {"type": "confirm_done", "id": confirm_id, "accepted": accepted},
+            {"type": "confirm_done", "id": confirm_id, "accepted": accepted, "by": answered_by},
             lambda s: s["confirms"].pop(confirm_id, None),
         )
         self._show_accept(deal, accepted)
@@ -407,6 +426,8 @@ class AvatarController:
     def _show_accept(self, deal: dict[str, Any], accepted: bool) -> None:
         """An agent's accept on the display; a confirmed one is a deal of the round's summary."""
         event = {"type": "accept", **deal, "accepted": accepted, "at": now_ms()}
+        if accepted:
+            self.buyer.booked(deal["speaker"], deal["bid"])
 
         def update(state: dict[str, Any]) -> None:
             if accepted:
@@ -414,13 +435,30 @@ class AvatarController:
 
         self.hub.emit(event, update)
 
-    def operator_decision(self, confirm_id: str, accepted: bool) -> bool:
-        """The operator clicked on the display page (runs on the event loop)."""
+    def decide(self, confirm_id: str, accepted: bool, by: str) -> bool:
+        """A person answered confirmation ``confirm_id`` (on the event loop): the first answer
+        wins, a later one (another page, the voice) changes nothing."""
         future = self._confirms.get(confirm_id)
         if future is None or future.done():
             return False
-        future.set_result(accepted)
+        future.set_result((accepted, by))
         return True
+
+    def _publish_pending(self, request: dict[str, Any] | None) -> None:
+        """Tell the room which confirmation waits (the buyer may answer it by voice)."""
+        pending = ConfirmPending(source=self.source)
+        if request is not None:
+            pending = ConfirmPending(source=self.source, confirm_id=request["id"], seller=request["speaker"],
+                                     deadline=request["deadline"])
+        self.bus.publish(self.topics.confirm_pending(), pending)
+
+    def _on_confirm_answer(self, _topic: str, message: ConfirmAnswer) -> None:
+        """The buyer said yes or no to the pending confirmation (MQTT thread)."""
+        loop = self._confirm_loop
+        if loop is None or loop.is_closed():
+            return
+        log.info("the buyer answered %s by voice: %r", "yes" if message.accept else "no", message.text[:60])
+        loop.call_soon_threadsafe(self.decide, message.confirm_id, message.accept, "voice")
 
     # -- MQTT ---------------------------------------------------------------------------------
     def _on_retained_round(self, _topic: str, message: RoundState) -> None:

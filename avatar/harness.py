@@ -16,7 +16,16 @@ from typing import Any
 from avatar.worker import AvatarWorker
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import AgentMessageSeen, Envelope, EOVerdict, Gesture, RoundState, Speaking
+from workers.runtime.messages import (
+    AgentMessageSeen,
+    ConfirmPending,
+    Envelope,
+    EOVerdict,
+    Gesture,
+    OutgoingMessage,
+    RoundState,
+    Speaking,
+)
 
 
 @dataclass
@@ -32,7 +41,8 @@ def utterance(message: Speaking) -> bool:
 
 
 class Observer:
-    """Collects the controller's MQTT events (speaking, gestures, round state, messages)."""
+    """Collects the room's MQTT events (speaking, gestures, round state, messages, the transcript
+    worker's outcomes, pending confirmations)."""
 
     def __init__(self, config: Config, name: str = "observer") -> None:
         self.bus = Bus(config, name, persistent=False)
@@ -44,6 +54,8 @@ class Observer:
         self.bus.subscribe(self.topics.all_gestures(), Gesture, self._add)
         self.bus.subscribe(self.topics.agent_message(), AgentMessageSeen, self._add)
         self.bus.subscribe(self.topics.eo_verdict(), EOVerdict, self._add)
+        self.bus.subscribe(self.topics.outgoing_message(), OutgoingMessage, self._add)
+        self.bus.subscribe(self.topics.confirm_pending(), ConfirmPending, self._add)
 
     def _add(self, topic: str, message: Envelope) -> None:
         with self._cond:

@@ -8,7 +8,8 @@ Example (``humaine-env.toml``)::
     speaker = "auto"                 # sound card, or WAVs under data_dir/speech when there is none;
                                      # also "soundcard", "wav:recordings/", "wav-fast:DIR",
                                      # "browser" (the display page plays it); join with "+"
-    confirm_accept = "auto"          # or "operator": wait for a click on the display page
+    confirm_accept = "buyer"         # the buyer answers a seller's Accept on /buyer or by voice;
+                                     # "operator", "auto", "competition-ui"
 
     [avatar.voices.Celia]
     voice = "en-us+f3"
@@ -99,13 +100,18 @@ class AvatarSettings(Section):
     """SSML ``<prosody pitch>`` and ``range`` bounds, as factors of the voice's own."""
     max_volume: float = Field(DEFAULT_LIMITS.max_volume, ge=1, le=4)
     """SSML ``<prosody volume>`` bound, as a factor of the avatar's configured volume."""
-    confirm_accept: Literal["auto", "operator"] = "auto"
-    """``auto``: answer ``/confirmAccept`` at once with the EO's yes. ``operator``: show the
-    deal on the display page and wait for a click (the EO and the agent wait meanwhile)."""
+    confirm_accept: Literal["buyer", "operator", "auto", "competition-ui"] = "buyer"
+    """Who answers a seller's Accept (``/confirmAccept``; the EO books the deal only on a yes).
+    ``buyer``: the buyer, on the ``/buyer`` page (Accept / Decline) or by voice ("yes", "deal" /
+    "no"); the display shows the question large. ``operator``: a click on the display page.
+    ``auto``: yes at once, without asking anyone. ``competition-ui``: yes at once, because the
+    platform's competition-ui is registered beside this service and asks the buyer (the EO books
+    an Accept only when every human-side service says yes)."""
     confirm_timeout_s: float = Field(15.0, gt=0)
-    """With ``confirm_accept = "operator"``: how long a deal waits for the click."""
+    """With ``buyer`` or ``operator``: how long a deal waits for its answer (the EO and the
+    seller wait meanwhile: the EO has no timeout of its own)."""
     confirm_timeout_answer: Literal["acknowledged", "rejected"] = "acknowledged"
-    """What an unanswered operator confirmation becomes."""
+    """What an unanswered confirmation becomes (the page says so)."""
     display: bool = True
     """Serve the display page at ``/``."""
 
@@ -121,6 +127,11 @@ class AvatarSettings(Section):
     def _keep_defaults(cls, value: dict[str, AvatarVoice]) -> dict[str, AvatarVoice]:
         """Configuring Watson alone must not turn Celia into espeak's default (male) voice."""
         return {**_default_voices(), **value}
+
+    @property
+    def confirm_asks(self) -> bool:
+        """Whether a seller's Accept waits for a person here (``buyer`` or ``operator``)."""
+        return self.confirm_accept in ("buyer", "operator")
 
     def ssml_limits(self) -> SsmlLimits:
         return SsmlLimits(self.max_break_s, self.min_rate, self.max_rate, self.min_pitch, self.max_pitch, self.max_volume)

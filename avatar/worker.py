@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
+from avatar.app import DISPLAY_WS_PATH
+from avatar.buyer.routes import BUYER_PATH, mount_buyer_page
 from avatar.controller import AvatarController
 from avatar.operator import CONSOLE_PATH, mount_console
 from avatar.server import AvatarServer
@@ -39,6 +41,7 @@ class AvatarWorker(Worker):
         self.server = AvatarServer(self.controller, self.settings.host, self.settings.port)
         if self.settings.display:
             mount_console(self.server.app, config, self.bus, lambda: self.bus.connected)
+            mount_buyer_page(self.server.app, config, self.controller.buyer, self.controller.rounds, DISPLAY_WS_PATH)
 
     def serve(self) -> None:
         """Start the HTTP service, then say ``online`` (only now can the EO reach us)."""
@@ -49,6 +52,7 @@ class AvatarWorker(Worker):
         self.serve()
         if self.settings.display:
             self.log.info("operator console: %s%s", self.server.url, CONSOLE_PATH)
+            self.log.info("buyer's page: %s%s", self.server.url, BUYER_PATH)
         try:
             wait_for_stop(stop)
         finally:

@@ -21,6 +21,16 @@ VIEW_TOTALS: Final = "/viewTotals"
 RECEIVE_HUMAN_ALLOCATION: Final = "/receiveHumanAllocation"
 """The human's allocation of what was bought to cakes and pancakes (post-round)."""
 
+# -- the utility generator (the buyer's assistant calls these) ---------------------------------
+CHECK_ALLOCATION: Final = "/checkAllocation"
+"""``POST {"ingredients", "allocation": {"products"}}``: are the ingredients enough, with a
+``rationale`` of what each good needs and has."""
+CALCULATE_UTILITY: Final = "/calculateUtility"
+"""``POST CALCULATE_UTILITY/<role>`` (``buyer``): the value of a bundle under a utility."""
+GENERATE_UTILITY: Final = "/generateUtility"
+"""``GET GENERATE_UTILITY/<role>``: a utility function drawn from the role's distribution."""
+BUYER_ROLE: Final = "buyer"
+
 # -- agents and the human-side service (the EO calls these) --------------------------------------
 RECEIVE_MESSAGE: Final = "/receiveMessage"
 """A permitted message, forwarded by the EO (or sent directly in the original design)."""
@@ -52,6 +62,9 @@ CONFIRM_ACCEPT_STATUS: Final = "acknowledged"
 
 # -- service names in appSettings.json ``serviceMap`` ------------------------------------------
 EO_SERVICE: Final = "environment-orchestrator"
+UTILITY_GENERATOR_SERVICE: Final = "utility-generator"
+"""The EO calls it at the end of a round to rate every participant; the buyer's assistant
+calls it to check and rate the buyer's allocation."""
 HUMAN_SERVICE_NAMES: Final = ("competition-ui", "chat-ui")
 """The only human-side service names the current EO works with."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from orchestrator_client.endpoints import DEFAULT_EO_PORT
+from orchestrator_client.endpoints import DEFAULT_EO_PORT, UTILITY_GENERATOR_SERVICE
 from orchestrator_client.models import AppSettings, describe_error
 from workers.runtime.config import OrchestratorSettings
 
@@ -57,6 +57,20 @@ def resolve_eo_url(eo: OrchestratorSettings) -> str:
     if eo.app_settings:
         return service_url(load_app_settings(eo.app_settings), eo.service).rstrip("/")
     return DEFAULT_EO_URL
+
+
+def resolve_utility_generator_url(eo: OrchestratorSettings) -> str | None:
+    """``[eo] utility_generator_url`` if set; else the utility generator's entry of ``[eo]
+    app_settings`` when it has one; else None: no utility generator is known, and the buyer's
+    assistant rates allocations with the suite's own port of its rules
+    (:mod:`orchestrator_client.buyer_utility`)."""
+    if eo.utility_generator_url:
+        return eo.utility_generator_url.rstrip("/")
+    if eo.app_settings:
+        settings = load_app_settings(eo.app_settings)
+        if UTILITY_GENERATOR_SERVICE in settings.serviceMap:
+            return service_url(settings, UTILITY_GENERATOR_SERVICE).rstrip("/")
+    return None
 
 
 def agent_urls(settings: AppSettings, names: list[str]) -> dict[str, str]:

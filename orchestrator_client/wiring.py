@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import httpx
 
+from orchestrator_client import endpoints as ep
 from orchestrator_client.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES, VIEW_QUEUE
 from orchestrator_client.models import BUYER
 
@@ -25,7 +26,7 @@ DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
 """The shipped EO's ``responseTimeLimit``: how long the addressed agent may take to reply."""
 DEFAULT_EO_BUDGET: Final = 50.0
 """The shipped EO's ``humanBudget.value``."""
-UTILITY_GENERATOR: Final = "utility-generator"
+UTILITY_GENERATOR: Final = ep.UTILITY_GENERATOR_SERVICE
 DEFAULT_UTILITY_GENERATOR_PORT: Final = 7021
 PROBE_ROUND: Final = "humaine-env-check-wiring"
 """A round id no venue uses: ``GET /viewQueue/<it>`` proves the EO answers without touching a round."""

@@ -292,7 +292,7 @@ def test_operator_confirms_or_declines_on_the_display(start_avatar: Start) -> No
         # the operator does not answer: the configured answer after the timeout
         thread, out = post_in_background(local.url, ep.CONFIRM_ACCEPT, captured("/confirmAccept"))
         request = next_of_type(ws, "confirm_request")
-        assert next_of_type(ws, "confirm_done") == {"type": "confirm_done", "id": request["id"], "accepted": True}
+        assert next_of_type(ws, "confirm_done") == {"type": "confirm_done", "id": request["id"], "accepted": True, "by": "timeout"}
         thread.join(HTTP_TIMEOUT)
         assert out["response"].json() == {"status": "acknowledged"}
     # no display page open at all: nobody could confirm, so the configured answer at once

@@ -254,7 +254,7 @@ def test_lipsync_timeline_matches_the_audio_and_the_page_follows_it(
 
 # -- round end --------------------------------------------------------------------------------------
 def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browser: Any, artifacts_dir: Path) -> None:
-    local, observer = start_avatar()
+    local, observer = start_avatar(**{"avatar.confirm_accept": "auto"})  # deals booked at once: the summary is the point
     page = open_page(browser, local.url, FULL_HD)
     expect(page.locator("#attention")).to_have_text("no camera")
     with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:

@@ -29,6 +29,7 @@ from hardware.clock import Clock, RealClock
 from orchestrator_client.client import Blocked, Delivered, Failed, Outcome, Undelivered
 from orchestrator_client.models import HUMAN
 from orchestrator_client.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
+from transcript.confirm_answer import spoken_answer
 from transcript.delivery import Delivery
 from transcript.fusion.addressee import GazePolicy, decide
 from transcript.fusion.attention import AttentionHistory
@@ -43,6 +44,8 @@ from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (
     Attention,
+    ConfirmAnswer,
+    ConfirmPending,
     EOVerdict,
     HeadPose,
     OutgoingMessage,
@@ -71,7 +74,9 @@ VERDICT_WAIT_S = 1.0
 """How long a blocked message waits for the EO's rationale (it comes over the Avatar Controller)."""
 VERDICTS_KEPT = 256
 
-OutcomeName = Literal["delivered", "blocked", "maybe_delivered", "failed", "undelivered"]
+OutcomeName = Literal["delivered", "blocked", "maybe_delivered", "failed", "undelivered", "answered"]
+"""``answered``: the buyer's spoken yes or no to a pending confirmation, given to the Avatar
+Controller instead of the EO (:mod:`transcript.confirm_answer`)."""
 
 
 @dataclass
@@ -116,7 +121,7 @@ class TranscriptWorker(Worker):
             self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error)
         self.counts: dict[str, int] = {
             "finals": 0, "echo_dropped": 0, "too_old": 0, "messages": 0,
-            "delivered": 0, "blocked": 0, "maybe_delivered": 0, "failed": 0, "undelivered": 0,
+            "delivered": 0, "blocked": 0, "maybe_delivered": 0, "failed": 0, "undelivered": 0, "answered": 0,
         }
         self._drops = RateLimitedLog(self.log)
         self._verdicts: dict[tuple[object, object], EOVerdict] = {}
@@ -130,6 +135,7 @@ class TranscriptWorker(Worker):
         """What arrived before the loop ran (handed to it when it starts)."""
         self._stopping = False
         self._held: list[Utterance] = []
+        self._pending_confirm: ConfirmPending | None = None
         """Complete utterances waiting for the first round state (a restarted worker gets its
         queued finals before the retained round state)."""
         self._lock = threading.Lock()
@@ -141,6 +147,7 @@ class TranscriptWorker(Worker):
         self.bus.subscribe(topics.headpose(), HeadPose, self._on_headpose)
         self.bus.subscribe(topics.eo_verdict(), EOVerdict, self._on_verdict)
         self.bus.subscribe(topics.round_state(), RoundState, self._on_round)
+        self.bus.subscribe(topics.confirm_pending(), ConfirmPending, self._on_confirm_pending)
 
     def _disk_error(self, detail: str) -> None:
         """The session log cannot be written: an ``error`` status says so (it is published on
@@ -211,6 +218,26 @@ class TranscriptWorker(Worker):
             finally:
                 self._verdict_waiters.pop(key, None)
         return verdict.rationale or "blocked by the EO (no rationale given)"
+
+    def _on_confirm_pending(self, _topic: str, message: ConfirmPending) -> None:
+        """The seller's Accept waiting for the buyer's yes or no (or none: ``confirm_id`` None)."""
+        self._pending_confirm = message if message.confirm_id else None
+
+    def _answers_confirmation(self, job: _Job) -> bool:
+        """When a confirmation waits and this utterance is a plain yes or no, give it to the
+        Avatar Controller as the answer (and record it so), instead of relaying it to the EO."""
+        pending = self._pending_confirm
+        if pending is None or pending.confirm_id is None or (pending.deadline is not None and now_ms() > pending.deadline):
+            return False
+        text = str(job.body.get("text", ""))
+        accept = spoken_answer(text, self.avatars)
+        if accept is None:
+            return False
+        self._pending_confirm = None
+        self.bus.publish(self.topics.confirm_answer(),
+                         ConfirmAnswer(source=self.worker_id, confirm_id=pending.confirm_id, accept=accept, text=text))
+        self._record(job, "answered", f"{'accepted' if accept else 'declined'} {pending.seller or 'the seller'}'s deal")
+        return True
 
     def _on_round(self, _topic: str, message: RoundState) -> None:
         self.rounds.update(message)
@@ -314,6 +341,8 @@ class TranscriptWorker(Worker):
         self.counts["messages"] += 1
         self._log("message", message_id=job.message_id, message=body, addressee_detail=decision.detail,
                   held_because=utterance.held_because)
+        if self._answers_confirmation(job):
+            return
         if not check.active:
             self._record(job, "undelivered", f"not relayed: {check.reason}")
             return
@@ -395,6 +424,8 @@ class TranscriptWorker(Worker):
             self.counts[outcome] += 1
         if outcome == "delivered":
             self.log.debug("message %s delivered", job.message_id)
+        elif outcome == "answered":
+            self.log.info("the buyer's %r %s", job.body.get("text", "")[:60], reason)
         else:
             self.log.warning("message %r %s: %s", job.body.get("text", "")[:60], outcome, reason)
         self._log("outcome", message_id=job.message_id, outcome=outcome, reason=reason, stages=job.stages, **extra)

@@ -227,6 +227,10 @@ class OrchestratorSettings(Section):
     """Path of a HUMAINE ``appSettings.json``; its ``serviceMap`` entry ``service`` names the EO."""
     service: str = "environment-orchestrator"
     """The ``serviceMap`` entry of ``app_settings`` that names the EO."""
+    utility_generator_url: str = ""
+    """The platform's utility generator, e.g. ``http://localhost:7021``: the buyer's page has it
+    check and rate the buyer's allocation. Empty: the ``utility-generator`` entry of
+    ``app_settings`` when there is one, else the suite's own port of its rules."""
     verify_round: bool = True
     """Ask the EO whether it runs the round (``GET /viewQueue/{roundId}``) before relaying a
     message: the current EO exits on a ``/relayMessage`` for a round it does not know (after

@@ -188,7 +188,7 @@ class OutgoingMessage(Envelope):
 
     type: Literal["humaine_message"] = "humaine_message"
     message: dict[str, object]
-    outcome: Literal["delivered", "blocked", "maybe_delivered", "failed", "undelivered"]
+    outcome: Literal["delivered", "blocked", "maybe_delivered", "failed", "undelivered", "answered"]
     """``maybe_delivered``: sent, but not answered before its deadline (or the EO failed
     mid-answer): the EO may have acted on it."""
     reason: str = ""
@@ -241,6 +241,27 @@ class EOVerdict(Envelope):
     permitted: bool
     rationale: str | None = None
     message: dict[str, object]
+
+
+class ConfirmPending(Envelope):
+    """Retained: the seller's Accept that waits for the buyer's yes or no (``confirm_id``
+    ``None``: nothing waits). The Rich Transcript worker takes the buyer's next "yes" or "no"
+    as the answer instead of sending it to the EO."""
+
+    type: Literal["confirm_pending"] = "confirm_pending"
+    confirm_id: str | None = None
+    seller: str | None = None
+    deadline: int | None = None
+    """When the configured answer is given instead, ms since the epoch."""
+
+
+class ConfirmAnswer(Envelope):
+    """The buyer answered a pending confirmation by voice (``text``: what they said)."""
+
+    type: Literal["confirm_answer"] = "confirm_answer"
+    confirm_id: str
+    accept: bool
+    text: str = ""
 
 
 RoundPhase = Literal["idle", "warmup", "round", "post", "ended"]

@@ -135,6 +135,14 @@ class Topics:
         """``EOVerdict``: the EO's verdicts on proposed messages, relayed by the Avatar Controller."""
         return Topic(f"{self.base}/eo/verdict", QOS_EVENT)
 
+    def confirm_pending(self) -> Topic:
+        """Retained ``ConfirmPending``: the seller's Accept waiting for the buyer's answer."""
+        return Topic(f"{self.base}/confirm/pending", QOS_EVENT, True)
+
+    def confirm_answer(self) -> Topic:
+        """``ConfirmAnswer``: the buyer's spoken yes or no to the pending confirmation."""
+        return Topic(f"{self.base}/confirm/answer", QOS_EVENT)
+
     def round_state(self) -> Topic:
         """Retained state of the current round (id, phase, deadlines) from the Avatar Controller."""
         return Topic(f"{self.base}/round/state", QOS_EVENT, True)

@@ -382,24 +382,30 @@
   }
   window.addEventListener("resize", fitLog);
 
-  // -- operator confirmations -----------------------------------------------------------------
+  // -- confirmations: the operator answers here; in "buyer" mode the question is shown large and the
+  // buyer answers on the buyer page or by voice
   function showConfirm(req) {
     if (document.getElementById("confirm-" + req.id)) return;
     const box = document.createElement("div");
     box.className = "confirm";
     box.id = "confirm-" + req.id;
+    box.dataset.asks = req.asks || "operator";
     const bid = req.bid || {};
-    const price = bid.price ? " for " + bid.price.value + " " + bid.price.unit : "";
+    const price = bid.price ? " for $" + Number(bid.price.value).toFixed(2) : "";
     const p = document.createElement("p");
-    p.textContent = req.speaker + " accepts: " + goods(bid.quantity) + price + ". Confirm the deal?";
+    const buyerAnswers = req.asks === "buyer";
+    p.textContent = req.speaker + " accepts: " + goods(bid.quantity) + price + "." +
+      (buyerAnswers ? " Buyer: deal? Say “yes” or “no”." : " Confirm the deal?");
     box.appendChild(p);
-    for (const [label, accept] of [["Confirm", true], ["Decline", false]]) {
-      const button = document.createElement("button");
-      button.textContent = label;
-      button.className = accept ? "confirm-accept" : "confirm-decline";
-      button.dataset.id = req.id;
-      button.onclick = () => send({ type: "confirm", id: req.id, accept: accept });
-      box.appendChild(button);
+    if (!buyerAnswers) {
+      for (const [label, accept] of [["Confirm", true], ["Decline", false]]) {
+        const button = document.createElement("button");
+        button.textContent = label;
+        button.className = accept ? "confirm-accept" : "confirm-decline";
+        button.dataset.id = req.id;
+        button.onclick = () => send({ type: "confirm", id: req.id, accept: accept, by: "operator" });
+        box.appendChild(button);
+      }
     }
     el("confirms").appendChild(box);
   }

@@ -1,0 +1,288 @@
+// The buyer's page: the display hub's feed (snapshot, then live events) rendered for a person
+// holding a tablet or phone. No dependencies: a venue may have no internet.
+"use strict";
+(function () {
+  const body = document.body;
+  const FEED = body.dataset.feed, CHECK = body.dataset.check, SAVE = body.dataset.save;
+  const PHASES = { idle: "Waiting for a round", warmup: "Warm-up", round: "Negotiation", post: "Post-round: save your allocation", ended: "Round over" };
+  const RECONNECT_MS = 1000;
+  const token = new URLSearchParams(location.search).get("token");
+  const el = (id) => document.getElementById(id);
+  const money = (v) => (v === null || v === undefined || isNaN(v) ? "-" : "$" + Number(v).toFixed(2));
+  const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", not "2 flours"
+  const plural = (n, word) => n + " " + word + (n === 1 || /s$/.test(word) || UNCOUNTED.has(word) ? "" : "s");
+  const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => plural(n, g)).join(", ") || "nothing";
+
+  let clockOffset = 0;
+  let round = null;
+  let buyer = null;
+  let confirmMode = "buyer";
+  let confirms = {};
+  let editing = null;   // the allocation being edited: {cake: [{good, quantity}|null, ...], pancake: [...]}
+  let edited = false;
+  let socket = null;
+
+  function send(obj) { if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(obj)); }
+
+  // -- phase and budget ----------------------------------------------------------------------
+  function renderRound() {
+    const phase = round ? round.phase : "idle";
+    body.dataset.phase = phase;
+    el("phase").textContent = PHASES[phase] || phase;
+    el("round-id").textContent = round && round.round_id !== null && round.round_id !== undefined ? "round " + round.round_id : "";
+    el("allocation-panel").hidden = !(phase === "post" && buyer && buyer.plan);
+  }
+  function tick() {
+    if (!round || !round.phase_deadline) { el("timer").textContent = ""; return; }
+    const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
+    el("timer").textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+  }
+  setInterval(() => { tick(); tickConfirm(); }, 250);
+
+  // -- the book --------------------------------------------------------------------------------
+  function renderBuyer() {
+    const b = buyer || {};
+    el("left").textContent = money(b.left);
+    el("of-budget").textContent = b.budget !== null && b.budget !== undefined ? "of " + money(b.budget) : "";
+    const values = el("values");
+    values.textContent = "";
+    const utility = b.utility;
+    el("values-empty").hidden = !!utility;
+    if (b.utility_problem) { el("values-empty").hidden = false; el("values-empty").textContent = "Your values could not be read: " + b.utility_problem; }
+    if (utility) {
+      for (const line of utility.lines) {
+        const li = document.createElement("li");
+        li.textContent = line;
+        if (/ each$/.test(line)) li.className = "value-main";
+        values.appendChild(li);
+      }
+    }
+    const offers = el("offers");
+    offers.textContent = "";
+    el("offers-empty").hidden = (b.offers || []).length > 0;
+    for (const offer of b.offers || []) {
+      const li = document.createElement("li");
+      li.dataset.seller = offer.seller;
+      li.innerHTML = '<span class="offer-seller"></span>: <span class="offer-goods"></span><span class="offer-price"></span>';
+      li.querySelector(".offer-seller").textContent = offer.seller;
+      li.querySelector(".offer-goods").textContent = goodsText(offer.goods);
+      li.querySelector(".offer-price").textContent = money(offer.price);
+      offers.appendChild(li);
+    }
+    const have = b.have || {};
+    el("have-empty").hidden = Object.keys(have).length > 0;
+    el("have").textContent = Object.keys(have).length ? goodsText(have) + " for " + money(b.spent) : "";
+    if (b.plan) {
+      el("plan").textContent = planText(b.plan.products) + " — worth " + money(b.plan.value);
+      const more = b.plan.needed_for_one_more || {};
+      el("needed").textContent = Object.entries(more).map(([product, goods]) =>
+        "One more " + product + " needs " + goodsText(goods) + ".").join(" ");
+      if (!edited) editing = fromProducts(b.plan.products);
+    } else {
+      el("plan").textContent = utility ? "-" : "Your values are not known yet.";
+      el("needed").textContent = "";
+    }
+    renderEditor();
+    renderSummary();
+    renderRound();
+  }
+
+  function planText(products) {
+    const parts = [];
+    for (const [product, block] of Object.entries(products || {})) {
+      if (!block.quantity) continue;
+      const extras = (block.supplement || []).map((s) => Object.entries(s)[0]).filter(Boolean)
+        .map(([good, s]) => s.quantity + " " + (s.unit || "") + " " + good);
+      parts.push(plural(block.quantity, product) + (extras.length ? " (with " + extras.join(", ") + ")" : ""));
+    }
+    return parts.join(" and ") || "nothing to bake yet";
+  }
+
+  function renderSummary() {
+    const b = buyer || {};
+    const human = b.human_totals;
+    el("summary-panel").hidden = !(human || b.saved);
+    const lines = [];
+    if (b.saved) lines.push("Saved: " + planText(b.saved.products) + (b.saved.value !== null ? ", worth " + money(b.saved.value) : "") + ".");
+    if (human) {
+      const utility = human.utility && typeof human.utility === "object" ? human.utility.value : human.utility;
+      lines.push("The round scored you " + (utility === null || utility === undefined ? "nothing yet" : money(utility)) +
+        (human.cost !== undefined && human.cost !== null ? " (you paid " + money(human.cost) + ")" : "") + ".");
+    }
+    el("summary").textContent = lines.join(" ");
+  }
+
+  // -- the allocation editor ------------------------------------------------------------------
+  function fromProducts(products) {
+    const out = {};
+    for (const [product, block] of Object.entries(products || {})) {
+      const units = [];
+      for (let i = 0; i < (block.quantity || 0); i++) {
+        const s = (block.supplement || [])[i] || {};
+        const first = Object.entries(s)[0];
+        units.push(first ? { good: first[0], unit: first[1].unit, quantity: first[1].quantity } : null);
+      }
+      out[product] = units;
+    }
+    return out;
+  }
+  function toProducts() {
+    const products = {};
+    for (const [product, units] of Object.entries(editing || {})) {
+      products[product] = { unit: "each", quantity: units.length,
+        supplement: units.map((u) => (u && u.quantity > 0 ? { [u.good]: { unit: u.unit, quantity: u.quantity } } : {})) };
+    }
+    return products;
+  }
+  function supplementsOf(product) {
+    const lines = ((buyer && buyer.utility && buyer.utility.values && buyer.utility.values[product]) || {}).supplements || {};
+    return lines;
+  }
+  function renderEditor() {
+    const box = el("editor");
+    box.textContent = "";
+    if (!editing) return;
+    for (const [product, units] of Object.entries(editing)) {
+      const group = document.createElement("div");
+      group.className = "product-box";
+      box.appendChild(group);
+      const row = document.createElement("div");
+      row.className = "count-row";
+      row.dataset.product = product;
+      const minus = document.createElement("button"); minus.type = "button"; minus.textContent = "−"; minus.setAttribute("aria-label", "one " + product + " fewer");
+      const plus = document.createElement("button"); plus.type = "button"; plus.textContent = "+"; plus.setAttribute("aria-label", "one " + product + " more");
+      const count = document.createElement("span"); count.className = "count"; count.textContent = String(units.length);
+      const name = document.createElement("span"); name.textContent = product + (units.length === 1 ? "" : "s");
+      minus.onclick = () => { if (units.length) { units.pop(); edited = true; renderEditor(); } };
+      plus.onclick = () => { units.push(null); edited = true; renderEditor(); };
+      row.append(minus, count, plus, name);
+      group.appendChild(row);
+      const supplements = supplementsOf(product);
+      units.forEach((u, i) => {
+        const unitRow = document.createElement("div");
+        unitRow.className = "unit-row";
+        const label = document.createElement("span"); label.textContent = product + " " + (i + 1) + ":";
+        const select = document.createElement("select");
+        select.innerHTML = '<option value="">no extra</option>';
+        for (const [good, s] of Object.entries(supplements)) {
+          const o = document.createElement("option"); o.value = good; o.textContent = good + " (" + s.unit + ")"; select.appendChild(o);
+        }
+        select.value = u ? u.good : "";
+        const amount = document.createElement("input");
+        amount.type = "number"; amount.min = "0"; amount.step = "1"; amount.inputMode = "numeric";
+        amount.value = u ? String(u.quantity) : "";
+        amount.hidden = !u;
+        select.onchange = () => {
+          const good = select.value;
+          units[i] = good ? { good, unit: supplements[good].unit, quantity: supplements[good].max_quantity || 1 } : null;
+          edited = true; renderEditor();
+        };
+        amount.onchange = () => { if (units[i]) { units[i].quantity = Math.max(0, Math.round(Number(amount.value) || 0)); edited = true; } };
+        unitRow.append(label, select, amount);
+        group.appendChild(unitRow);
+      });
+    }
+  }
+  let noticeTimer = null;
+  function notice(text) {
+    const box = el("notice");
+    box.textContent = text; box.hidden = !text;
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(() => { box.hidden = true; }, 8000);
+  }
+  function status(text, ok) { const s = el("allocation-status"); s.textContent = text; s.dataset.ok = ok === undefined ? "" : String(ok); }
+  async function post(path, payload) {
+    const response = await fetch(path + (token ? "?token=" + encodeURIComponent(token) : ""), {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload), credentials: "same-origin" });
+    let answer = {};
+    try { answer = await response.json(); } catch (e) { answer = { ok: false, reason: "HTTP " + response.status }; }
+    return answer;
+  }
+  el("use-best").onclick = () => { edited = false; if (buyer && buyer.plan) editing = fromProducts(buyer.plan.products); renderEditor(); status(""); };
+  el("check").onclick = async () => {
+    status("checking…");
+    const a = await post(CHECK, { products: toProducts() });
+    if (a.sufficient) status("Fine: worth " + money(a.value) + ".", true);
+    else status(a.reason || ("Not enough: " + Object.entries(a.shortfall || {}).map(([g, n]) => n + " more " + g).join(", ")), false);
+  };
+  el("save").onclick = async () => {
+    el("save").disabled = true;
+    status("saving…");
+    try {
+      const a = await post(SAVE, { products: toProducts() });
+      status(a.saved ? "Saved: worth " + money(a.value) + ". You may change it and save again until the post-round ends." : (a.reason || "not saved"), !!a.saved);
+    } finally { el("save").disabled = false; }
+  };
+
+  // -- confirmations ---------------------------------------------------------------------------
+  function currentConfirm() { return Object.values(confirms)[0] || null; }
+  function renderConfirm() {
+    const req = currentConfirm();
+    el("confirm").hidden = !req;
+    if (!req) return;
+    el("confirm").dataset.id = req.id;
+    el("confirm-title").textContent = req.speaker + " accepts: deal?";
+    el("confirm-deal").textContent = goodsText(req.goods) + " for " + money(req.price);
+    el("confirm-budget").textContent = req.budget_after !== null && req.budget_after !== undefined ? "Budget after: " + money(req.budget_after) : "";
+    el("confirm-said").textContent = req.text ? "“" + req.text + "”" : "";
+    const mine = req.asks === "buyer";
+    el("confirm-accept").hidden = !mine;
+    el("confirm-decline").hidden = !mine;
+    tickConfirm();
+  }
+  function tickConfirm() {
+    const req = currentConfirm();
+    if (!req) return;
+    const left = Math.max(0, Math.round((req.deadline - (Date.now() + clockOffset)) / 1000));
+    const answer = req.timeout_answer === "acknowledged" ? "accepted" : "declined";
+    el("confirm-timeout").textContent = req.asks === "buyer"
+      ? "Tap, or say “yes” or “no”. Without an answer it is " + answer + " in " + left + " s."
+      : "The operator answers. Without an answer it is " + answer + " in " + left + " s.";
+  }
+  function answer(accept) {
+    const req = currentConfirm();
+    if (req) send({ type: "confirm", id: req.id, accept: accept, by: "buyer" });
+  }
+  el("confirm-accept").onclick = () => answer(true);
+  el("confirm-decline").onclick = () => answer(false);
+
+  // -- the feed --------------------------------------------------------------------------------
+  const handlers = {
+    snapshot(s) {
+      confirmMode = s.confirm_mode || confirmMode;
+      round = s.round; buyer = s.buyer || null; confirms = s.confirms || {};
+      renderBuyer(); renderConfirm(); tick();
+    },
+    round(v) {
+      if (v.now) clockOffset = v.now - Date.now();
+      const newRound = !round || round.round_id !== v.round_id;
+      round = v;
+      if (newRound) { edited = false; editing = null; status(""); }
+      renderRound(); tick();
+    },
+    buyer(v) { buyer = v; renderBuyer(); },
+    confirm_request(req) { confirms[req.id] = req; renderConfirm(); },
+    confirm_done(e) {
+      delete confirms[e.id]; renderConfirm();
+      notice(e.by === "timeout" ? "Time ran out: the deal was " + (e.accepted ? "accepted" : "declined") + " without your answer."
+        : "Deal " + (e.accepted ? "accepted" : "declined") + (e.by === "voice" ? " by voice." : "."));
+    },
+  };
+  function connect() {
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + FEED + (token ? "?token=" + encodeURIComponent(token) : "");
+    socket = new WebSocket(url);
+    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; };
+    socket.onmessage = (ev) => {
+      const event = JSON.parse(ev.data);
+      const handler = handlers[event.type];
+      if (handler) handler(event);
+      body.dataset.events = String(Number(body.dataset.events || 0) + 1);
+    };
+    socket.onclose = () => {
+      el("connection").dataset.state = "closed";
+      el("connection").textContent = "reconnecting…";
+      setTimeout(connect, RECONNECT_MS);
+    };
+  }
+  connect();
+})();
