@@ -8,6 +8,7 @@ of a download recipe.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -144,12 +145,15 @@ def platform_service(name: str, repository: str, commit: str, entry: str, tree: 
     else:
         subprocess.run(["git", "clone", "--quiet", repository, str(staging)], check=True)
         subprocess.run(["git", "-C", str(staging), "checkout", "--quiet", commit], check=True)
-    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+    # Only what the service runs on: the utility generator's development tools include husky 4,
+    # whose install step writes git hooks into the enclosing repository (this one).
+    quiet = ["--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"]
+    env = {**os.environ, "HUSKY_SKIP_INSTALL": "1", "HUSKY": "0"}
     try:
-        subprocess.run([npm, "ci", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([npm, "ci", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL, env=env)
     except subprocess.CalledProcessError:
         # an old lock file (lockfileVersion 1, the EO's) is read by npm install when ci will not take it
-        subprocess.run([npm, "install", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([npm, "install", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL, env=env)
     shutil.rmtree(tree, ignore_errors=True)
     staging.replace(tree)
     ready.write_text(commit + "\n")
