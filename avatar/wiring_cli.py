@@ -35,7 +35,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from avatar.settings import AvatarSettings
     from orchestrator_client.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
     from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
-    from orchestrator_client.wiring import Check, check_app_settings, check_eo_reachable, eo_app_settings
+    from orchestrator_client.wiring import Check, check_app_settings, check_eo_reachable, check_utility_generator, eo_app_settings
     from workers.runtime.config import OrchestratorSettings
     from workers.runtime.worker import EXIT_CONFIG
 
@@ -50,19 +50,32 @@ def main(args: argparse.Namespace, config: Config) -> int:
     settings_path = args.write or args.eo_settings or eo.app_settings
     if args.write:
         port = args.eo_port or urlparse(eo_url).port or DEFAULT_EO_PORT
-        data = eo_app_settings(avatar.host, avatar.port, environment_uuid=uuid, eo_port=port)
+        generator = urlparse(eo.utility_generator_url).port if eo.utility_generator_url else None
+        data = eo_app_settings(avatar.host, avatar.port, environment_uuid=uuid, eo_port=port,
+                               **({"utility_generator_port": generator} if generator else {}))
         Path(args.write).write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote {args.write}: human-side service {HUMAN_SERVICE_NAMES[0]} at {avatar.host}:{avatar.port}")
     checks = [check_eo_reachable(eo_url)]
     if settings_path:
-        checks += check_app_settings(settings_path, environment_uuid=uuid, avatar_host=avatar.host, avatar_port=avatar.port)
+        checks += check_app_settings(settings_path, environment_uuid=uuid, avatar_host=avatar.host, avatar_port=avatar.port,
+                                     confirm_accept=avatar.confirm_accept)
         checks += _human_services_answer(settings_path)
+        checks += check_utility_generator(_read_json(settings_path), eo.utility_generator_url or None)
     else:
         checks.append(Check("EO appSettings.json", False, "not given: pass --eo-settings PATH (the EO's own file) "
                                                           "or set [eo] app_settings"))
     for check in checks:
         print(check.line())
     return 0 if all(c.ok for c in checks) else 1
+
+
+def _read_json(path: str) -> dict:
+    """The file's JSON object, or an empty one (its own check says what is wrong with it)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _human_services_answer(path: str) -> list:

@@ -81,6 +81,30 @@ class Check:
         return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.detail}"
 
 
+def check_utility_generator(app_settings: dict[str, Any], configured: str | None, timeout_s: float = 2.0) -> list[Check]:
+    """The utility generator: the EO's ``serviceMap`` must name one (the EO calls it to score the
+    round), and the one the buyer page uses (``[eo] utility_generator_url``, else that entry)
+    should answer; without one the page rates allocations with the suite's port of its rules."""
+    service_map = app_settings.get("serviceMap") if isinstance(app_settings.get("serviceMap"), dict) else {}
+    entry = service_map.get(UTILITY_GENERATOR)
+    checks = []
+    if not isinstance(entry, dict):
+        checks.append(Check(f"{UTILITY_GENERATOR} serviceMap", False, f"no serviceMap entry {UTILITY_GENERATOR!r}: the EO "
+                                                                      "cannot score the round (it fails at the end of the post-round)"))
+    url = configured or (f"{entry.get('protocol', 'http')}://{entry.get('host')}:{entry.get('port')}" if isinstance(entry, dict) else None)
+    if url is None:
+        return checks
+    probe = f"{url.rstrip('/')}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}"
+    try:
+        answer = httpx.get(probe, timeout=timeout_s)
+        ok = answer.status_code == 200
+        checks.append(Check(f"{UTILITY_GENERATOR} answers", ok, probe + ("" if ok else f": HTTP {answer.status_code}")))
+    except httpx.HTTPError as exc:
+        checks.append(Check(f"{UTILITY_GENERATOR} answers", False, f"{probe}: {exc or type(exc).__name__}; the buyer page "
+                                                                   "rates allocations with the suite's port of its rules meanwhile"))
+    return checks
+
+
 def eo_probe_url(eo_url: str) -> str:
     """The address that proves the EO answers: any HTTP status counts (an unknown round gives
     500 and the EO goes on); only a refused or silent connection means it is not there."""
@@ -103,10 +127,14 @@ def check_app_settings(
     environment_uuid: str,
     avatar_host: str,
     avatar_port: int,
+    confirm_accept: str | None = None,
 ) -> list[Check]:
     """The EO's ``appSettings.json`` registers this room: a human-side service of an accepted
     name, ``type: human``, ``role: buyer``, whose ``serviceMap`` entry points at the Avatar
-    Controller, and the room's ``environmentUUID``."""
+    Controller, and the room's ``environmentUUID``. Two set-ups are recognised: the Avatar
+    Controller alone (it asks the buyer), or beside the platform's competition-ui (registered
+    as ``chat-ui``, say), which asks the buyer - then ``confirm_accept`` must be
+    ``competition-ui`` (the EO books an Accept only when every human-side service says yes)."""
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -139,6 +167,11 @@ def check_app_settings(
         return checks
     service_map = data.get("serviceMap") if isinstance(data.get("serviceMap"), dict) else {}
     wanted_hosts = {avatar_host, "localhost", "127.0.0.1"} if avatar_host in ("127.0.0.1", "localhost") else {avatar_host}
+    def points_back(name: str) -> bool:
+        entry = service_map.get(name)
+        return isinstance(entry, dict) and str(entry.get("host")) in wanted_hosts and str(entry.get("port")) == str(avatar_port)
+
+    ours = [str(i.get("name")) for i in humans if points_back(str(i.get("name")))]
     for info in humans:
         name = str(info.get("name"))
         role = info.get("role")
@@ -148,14 +181,25 @@ def check_app_settings(
             checks.append(Check(f"{name} serviceMap", False, f"no serviceMap entry {name!r}; the EO cannot call it"))
             continue
         host, port = entry.get("host"), entry.get("port")
-        points_back = str(host) in wanted_hosts and str(port) == str(avatar_port)
+        beside = bool(ours) and name not in ours
         checks.append(
             Check(
                 f"{name} serviceMap",
-                points_back,
+                points_back(name) or beside,
                 f"{host}:{port}"
-                + ("" if points_back else f"; the Avatar Controller is at {avatar_host}:{avatar_port}")
+                + ("" if points_back(name) or beside else f"; the Avatar Controller is at {avatar_host}:{avatar_port}")
+                + (" (another human-side service beside the Avatar Controller: it asks the buyer)" if beside else "")
                 + ("" if name in HUMAN_SERVICE_NAMES else f" (the current EO calls it, but only {name} names are read)"),
             )
         )
+    if ours and confirm_accept is not None:
+        others = [str(i.get("name")) for i in humans if str(i.get("name")) not in ours]
+        wanted = "competition-ui" if others else None
+        fine = confirm_accept == "competition-ui" if others else confirm_accept != "competition-ui"
+        detail = f"[avatar] confirm_accept = {confirm_accept!r}"
+        if not fine and wanted:
+            detail += f"; {', '.join(others)} asks the buyer: set it to 'competition-ui' (the EO books a deal only when both say yes)"
+        elif not fine:
+            detail += "; no other human-side service asks the buyer: use 'buyer' (the /buyer page and the voice)"
+        checks.append(Check("who confirms deals", fine, detail))
     return checks

@@ -201,6 +201,7 @@ class BuyerBook:
                 "plan": None,
                 "saved": self.saved,
                 "human_totals": self.human_totals,
+                "recipe": bu.RECIPE,
             }
         if utility is not None:
             view["utility"] = {"values": _values(utility), "lines": bu.describe(utility), "currency": utility.currency_unit}

@@ -34,8 +34,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from orchestrator_client import buyer_utility, eo_rules
 from orchestrator_client import endpoints as ep
-from orchestrator_client import eo_rules
 from orchestrator_client.client import RELAY_PERMITTED_KEY, Blocked, Delivered, Failed, HttpPoster, Outcome, RetryPolicy, Timeouts
 from orchestrator_client.models import (
     HUMAN,
@@ -285,10 +285,27 @@ class StandinOrchestrator:
     def _round_totals(self, rnd: Round) -> dict[str, Any]:
         if rnd.eo_totals is None:
             return rnd.ledger.totals(rnd.agents)
-        # the EO asks its utility generator; a seller's utility here is its margin
+        # the EO asks its utility generator; a seller's utility here is its margin, the buyer's
+        # the utility generator's rating of the saved allocation (its buyer rules, ported)
         ledger = rnd.ledger.totals(rnd.agents)
         utilities = {name: entry.get("utility") for name, entry in ledger.items() if name in rnd.agents}
+        utilities[HUMAN] = self._human_utility(rnd)
         return rnd.eo_totals.summary(list(rnd.agents), utilities)
+
+    def _human_utility(self, rnd: Round) -> dict[str, Any] | None:
+        """What the utility generator would answer the EO for the buyer: the value of the saved
+        allocation (none saved: of nothing, as the EO's ``products: {}``)."""
+        assert rnd.eo_totals is not None
+        human = rnd.eo_totals.by_name.get(HUMAN)
+        if human is None:
+            return None
+        function = rnd.human.utility
+        try:
+            value = buyer_utility.utility_value(buyer_utility.parse_utility(function), human.get("allocation") or {})
+        except ValueError as exc:
+            log.warning("round %s: the buyer's allocation cannot be rated (%s)", rnd.round_id, exc)
+            return None
+        return {"currencyUnit": function.get("currencyUnit", rnd.ledger.currency), "value": value}
 
     # -- messages ------------------------------------------------------------------------------
     async def relay(self, body: Any) -> dict[str, Any]:

@@ -69,6 +69,8 @@
       li.querySelector(".offer-price").textContent = money(offer.price);
       offers.appendChild(li);
     }
+    el("recipe").textContent = Object.entries(b.recipe || {}).map(([product, goods]) =>
+      product[0].toUpperCase() + product.slice(1) + " = " + goodsText(goods)).join(" · ");
     const have = b.have || {};
     el("have-empty").hidden = Object.keys(have).length > 0;
     el("have").textContent = Object.keys(have).length ? goodsText(have) + " for " + money(b.spent) : "";
