@@ -17,7 +17,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
              "soundcard, soundcard:DEVICE, wav:DIR (one WAV per utterance, paced like a sound card), wav-fast:DIR "
              "or browser (the display page plays the speech); several joined by + (browser+wav:DIR)",
     )
-    parser.add_argument("--confirm", choices=("auto", "operator"), help="how /confirmAccept is answered")
+    from avatar.settings import CONFIRM_MODES
+
+    parser.add_argument("--confirm", choices=CONFIRM_MODES,
+                        help="who answers a seller's Accept (/confirmAccept): the buyer (default, on /buyer or by voice), "
+                             "the operator, nobody (auto), or the platform's competition-ui beside this service")
     parser.add_argument("--list-voices", action="store_true", help="print the espeak-ng voices and exit")
 
 

@@ -20,6 +20,7 @@ Every key can also be set with ``HUMAINE_ENV_AVATAR_<KEY>`` or ``--set avatar.<k
 
 from __future__ import annotations
 
+import typing
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -33,6 +34,11 @@ from workers.runtime.config import Section
 DEFAULT_PORT = 7040
 """The port the competition UI used: the Avatar Controller takes its place in the EO's
 ``appSettings.json``."""
+
+
+ConfirmMode = Literal["buyer", "operator", "auto", "competition-ui"]
+CONFIRM_MODES: tuple[str, ...] = typing.get_args(ConfirmMode)
+"""Who answers a seller's Accept (see :attr:`AvatarSettings.confirm_accept`)."""
 
 
 class AvatarVoice(BaseModel):
@@ -100,7 +106,7 @@ class AvatarSettings(Section):
     """SSML ``<prosody pitch>`` and ``range`` bounds, as factors of the voice's own."""
     max_volume: float = Field(DEFAULT_LIMITS.max_volume, ge=1, le=4)
     """SSML ``<prosody volume>`` bound, as a factor of the avatar's configured volume."""
-    confirm_accept: Literal["buyer", "operator", "auto", "competition-ui"] = "buyer"
+    confirm_accept: ConfirmMode = "buyer"
     """Who answers a seller's Accept (``/confirmAccept``; the EO books the deal only on a yes).
     ``buyer``: the buyer, on the ``/buyer`` page (Accept / Decline) or by voice ("yes", "deal" /
     "no"); the display shows the question large. ``operator``: a click on the display page.

@@ -257,9 +257,11 @@ def _run_suite(
         print(f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers, "
               "a round starts automatically", flush=True)
     if "avatar" in names:
+        from avatar.buyer.routes import BUYER_PATH
         from avatar.operator import CONSOLE_PATH
 
         print(f"humaine-env: display page {display_url(config)}", flush=True)
+        print(f"humaine-env: buyer's page {display_url(config, BUYER_PATH)} (a tablet or phone in the buyer's hand)", flush=True)
         print(f"humaine-env: operator console {display_url(config, CONSOLE_PATH)}", flush=True)
     if not children:
         print("humaine-env: no workers are available in this installation yet", flush=True)
