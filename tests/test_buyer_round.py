@@ -133,6 +133,7 @@ def test_one_round_on_the_buyer_page_with_the_real_eo_and_utility_generator(
     url = room["avatar"].url + BUYER_PATH
     page = _open(browser, url, 1280, 800)
     second = _open(browser, url, 390, 844)  # two pages at once: both see it, the first answer wins
+    display = _open(browser, room["avatar"].url + "/", 1280, 720)  # the room's screen shows the question large
 
     body = default_round({"Celia": room["celia"].port, "Watson": room["watson"].port}, eo.human_port, DURATIONS,
                          round_id=ROUND_ID, name_human_service=False).body()
@@ -153,11 +154,15 @@ def test_one_round_on_the_buyer_page_with_the_real_eo_and_utility_generator(
     expect(page.locator("#confirm-deal")).to_have_text(re.compile(r"2 eggs.*2 flour.*1 milk.*1 sugar for \$1\.00"))
     expect(page.locator("#confirm-budget")).to_have_text("Budget after: $49.00")
     expect(second.locator("#confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
+    expect(display.locator("#confirms .confirm")).to_contain_text("Celia accepts", timeout=UI_TIMEOUT_MS)
+    expect(display.locator("#confirms .confirm")).to_contain_text("Buyer: deal? Say “yes” or “no”.")
+    expect(display.locator("#confirms button")).to_have_count(0)  # the buyer answers, not the room's screen
     page.screenshot(path=str(artifacts_dir / "buyer-page-1280x800-confirm.png"))
     page.get_by_role("button", name="Accept").click()
     assert reply.result(timeout=15).status_code == 200
     expect(page.locator("#confirm")).to_be_hidden(timeout=UI_TIMEOUT_MS)
     expect(second.locator("#confirm")).to_be_hidden(timeout=UI_TIMEOUT_MS)
+    expect(display.locator("#confirms .confirm")).to_have_count(0, timeout=UI_TIMEOUT_MS)
     assert wait_for(lambda: platform.totals().get("Human", {}).get("quantity") == CAKE, 10), platform.totals()
     expect(page.locator("#left")).to_have_text("$49.00", timeout=UI_TIMEOUT_MS)
     expect(second.locator("#left")).to_have_text("$49.00", timeout=UI_TIMEOUT_MS)
