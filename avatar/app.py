@@ -53,7 +53,7 @@ from workers.runtime.logs import OnceLog
 
 log = logging.getLogger(__name__)
 
-HEALTH_PATH = "/health"
+HEALTH_PATH = ep.HEALTH
 DISPLAY_PATH = "/"
 DISPLAY_STATIC_PATH = "/display"
 DISPLAY_WS_PATH = "/ws"

@@ -21,6 +21,18 @@ VIEW_TOTALS: Final = "/viewTotals"
 RECEIVE_HUMAN_ALLOCATION: Final = "/receiveHumanAllocation"
 """The human's allocation of what was bought to cakes and pancakes (post-round)."""
 
+# -- the suite's own services (the Avatar Controller, the stand-in EO, the demo sellers) ---------
+HEALTH: Final = "/health"
+"""``GET``: ``{"status": "ok", ...}`` from each of our HTTP services (open without a token)."""
+
+# -- the stand-in EO's own (a laptop's rounds; the platform EO's are driven by the platform) -------
+NEXT_ROUND: Final = "/nextRound"
+"""``POST {"durations": {"warmUp", "round", "post"}}``: the stand-in starts the next round of the
+day (the operator console's Next round). Its ``END_ROUND`` ends the current phase now."""
+STANDIN_MARK: Final = "standin"
+"""The key of the stand-in's ``/health`` answer that says it is the stand-in (the console offers
+round controls only then)."""
+
 # -- the utility generator (the buyer's assistant calls these) ---------------------------------
 CHECK_ALLOCATION: Final = "/checkAllocation"
 """``POST {"ingredients", "allocation": {"products"}}``: are the ingredients enough, with a

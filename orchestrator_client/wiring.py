@@ -19,7 +19,7 @@ from typing import Any, Final
 import httpx
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES, VIEW_QUEUE
+from orchestrator_client.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES
 from orchestrator_client.models import BUYER
 
 DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
@@ -106,9 +106,11 @@ def check_utility_generator(app_settings: dict[str, Any], configured: str | None
 
 
 def eo_probe_url(eo_url: str) -> str:
-    """The address that proves the EO answers: any HTTP status counts (an unknown round gives
-    500 and the EO goes on); only a refused or silent connection means it is not there."""
-    return f"{eo_url.rstrip('/')}{VIEW_QUEUE}/{PROBE_ROUND}"
+    """The address that proves the EO answers: ``/health``, which the stand-in EO answers (saying
+    it is the stand-in) and the platform EO does not serve, so any HTTP status counts and only a
+    refused or silent connection means it is not there. Not a round's queue: the platform EO
+    prints a stack trace for an unknown round, and the operator console probes every few seconds."""
+    return f"{eo_url.rstrip('/')}{ep.HEALTH}"
 
 
 def check_eo_reachable(eo_url: str, timeout_s: float = 2.0) -> Check:

@@ -23,7 +23,7 @@ from playwright.sync_api import Page, expect
 from websockets.sync.client import connect as ws_connect
 
 from avatar.operator import CONSOLE_PATH
-from avatar.operator.feed import ALERTS_KEPT, SILENT_AFTER_MS, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
+from avatar.operator.feed import ALERTS_KEPT, MISSED_REFRESHES, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import strict_dumps
@@ -46,6 +46,7 @@ from workers.runtime.messages import (
     now_ms,
 )
 from workers.runtime.topics import Topics
+from workers.runtime.worker import HEALTH_INTERVAL_S
 
 CLI = [sys.executable, "-m", "humaine_env"]
 UI_TIMEOUT_MS = 15_000
@@ -65,8 +66,9 @@ class _Subscriptions:
         self.names.append(topic.name)
 
 
-def _status(state: str, detail: str = "", worker: str = "microphone") -> Status:
-    return Status(source=worker, state=state, worker=worker, version="1", host="booth", pid=42, started_at=1, detail=detail)
+def _status(state: str, detail: str = "", worker: str = "microphone", refresh_s: float | None = HEALTH_INTERVAL_S) -> Status:
+    return Status(source=worker, state=state, worker=worker, version="1", host="booth", pid=42, started_at=1, detail=detail,
+                  refresh_s=refresh_s)
 
 
 def _outgoing(text: str, outcome: str, stages: dict[str, int], reason: str = "", ids: tuple[str, ...] = ("u1",)) -> OutgoingMessage:
@@ -121,13 +123,16 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
                      ("maybe_delivered", "warning")]
     assert "R0: wait for a reply" in feed.alerts()[2].text and "Watson" in feed.alerts()[3].text
 
-    # a worker that stops refreshing its status is reported silent, once, until it is heard again
+    # a worker that stops refreshing its status is reported silent, once, until it is heard again;
+    # a client that never refreshes (the supervisor, a tool) never is
     feed.on_status("", _status("online", worker="camera"))
-    later = now_ms() + SILENT_AFTER_MS + 1000
+    feed.on_status("", _status("online", worker="supervisor-4242", refresh_s=None))
+    later = now_ms() + int(MISSED_REFRESHES * HEALTH_INTERVAL_S * 1000) + 1000
     feed.check_silent(later)
     feed.check_silent(later + 1000)
     assert [a.kind for a in feed.alerts()][-1:] == ["worker_silent"] and len(feed.alerts()) == 8
     assert feed.view()["workers"]["camera"]["silent"] is True and feed.view()["workers"]["microphone"]["silent"] is False
+    assert feed.view()["workers"]["supervisor-4242"]["silent"] is False
     feed.on_status("", _status("online", worker="camera"))
     assert feed.view()["workers"]["camera"]["silent"] is False
 

@@ -27,6 +27,7 @@ from avatar.operator.views import (
     view,
 )
 from orchestrator_client.models import HUMAN
+from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.runtime.messages import (
     Attention,
     EOVerdict,
@@ -39,7 +40,6 @@ from workers.runtime.messages import (
     now_ms,
 )
 from workers.runtime.topics import Topic, Topics
-from workers.runtime.worker import HEALTH_INTERVAL_S
 
 UTTERANCES_KEPT: Final = 20
 ALERTS_KEPT: Final = 50
@@ -51,9 +51,10 @@ AVATARS_KEPT: Final = 16
 """Avatars whose speaking state is followed (a room has two)."""
 WORKERS_KEPT: Final = 64
 """Statuses kept; beyond, the one heard of least recently is forgotten (bus clients come and go)."""
-SILENT_AFTER_MS: Final = int(3 * HEALTH_INTERVAL_S * 1000)
-"""A worker that is not offline refreshes its status every ``HEALTH_INTERVAL_S``: three missed
-refreshes and it is reported silent (hung, or cut off from the broker without its last will)."""
+MISSED_REFRESHES: Final = 3
+"""A worker that is not offline refreshes its status every ``refresh_s`` it states: this many
+missed refreshes and it is reported silent (hung, or cut off from the broker without its last
+will). A client that states none (the supervisor, a tool) is never reported silent."""
 
 
 class Subscriber(Protocol):
@@ -84,7 +85,8 @@ class OperatorFeed:
         self.topics = bus.topics
         self.hub = FeedHub(self.view)
         self._lock = threading.Lock()
-        self._camera = {"targets": targets, "tolerance_deg": tolerance_deg, "hysteresis_deg": hysteresis_deg}
+        self._camera = {"targets": targets, "tolerance_deg": tolerance_deg, "hysteresis_deg": hysteresis_deg,
+                        "worker": CAMERA_WORKER}
         self._workers: dict[str, WorkerView] = {}
         self._round: dict[str, Any] | None = None
         self._attention: dict[str, Any] | None = None
@@ -209,7 +211,8 @@ class OperatorFeed:
     def check_silent(self, now: int) -> None:
         """Report each worker whose status stopped being refreshed, once until it is heard again."""
         with self._lock:
-            gone = [w for w in self._workers.values() if w.state != "offline" and not w.silent and now - w.seen > SILENT_AFTER_MS]
+            gone = [w for w in self._workers.values() if w.state != "offline" and not w.silent and w.refresh_s is not None
+                    and now - w.seen > MISSED_REFRESHES * w.refresh_s * 1000]
             for worker in gone:
                 worker.silent = True
             views = [view(w) for w in gone]

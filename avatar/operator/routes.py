@@ -18,23 +18,28 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from fastapi import FastAPI, WebSocket
-from fastapi.responses import HTMLResponse
+from fastapi import FastAPI, Request, WebSocket
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from avatar.display.socket import serve_hub
 from avatar.operator.feed import OperatorFeed, Subscriber
+from orchestrator_client import endpoints as ep
+from orchestrator_client.http_edge import BodyRefused, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from orchestrator_client.wiring import eo_probe_url
 from workers.camera.settings import CameraSettings
 from workers.runtime.config import Config, OrchestratorSettings
-from workers.runtime.messages import now_ms
+from workers.runtime.messages import MAX_PHASE_S, now_ms
 
 log = logging.getLogger(__name__)
 
 CONSOLE_PATH: Final = "/operator"
 CONSOLE_STATIC_PATH: Final = "/operator/static"
 CONSOLE_FEED_PATH: Final = "/operator/ws"
+NEXT_ROUND_PATH: Final = "/operator/round/next"
+END_ROUND_PATH: Final = "/operator/round/end"
+ROUND_CONTROL_TIMEOUT_S: Final = 10.0
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 PAGE_FILE: Final = "console.html"
 LINK_POLL_S: Final = 0.5
@@ -47,7 +52,10 @@ EO_PROBE_TIMEOUT_S: Final = 2.0
 def _page() -> str:
     """The console's HTML with the addresses of its files and feed filled in."""
     html = (STATIC_DIR / PAGE_FILE).read_text(encoding="utf-8")
-    return html.replace("{{static}}", CONSOLE_STATIC_PATH).replace("{{feed}}", CONSOLE_FEED_PATH)
+    for key, value in (("static", CONSOLE_STATIC_PATH), ("feed", CONSOLE_FEED_PATH), ("next", NEXT_ROUND_PATH),
+                       ("end", END_ROUND_PATH)):
+        html = html.replace("{{" + key + "}}", value)
+    return html
 
 
 async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool], eo_url: str | None) -> None:
@@ -62,10 +70,60 @@ async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool],
                 next_probe = time.monotonic() + EO_PROBE_INTERVAL_S
                 try:
                     answer = await http.get(eo_probe_url(eo_url))
-                    feed.set_link("eo", reachable=True, detail=f"answers (HTTP {answer.status_code})")
+                    feed.set_link("eo", reachable=True, detail=f"answers (HTTP {answer.status_code})", standin=_is_standin(answer))
                 except httpx.HTTPError as exc:
                     feed.set_link("eo", reachable=False, detail=str(exc) or type(exc).__name__)
             await asyncio.sleep(LINK_POLL_S)
+
+
+def _is_standin(answer: httpx.Response) -> bool:
+    """Whether the EO's health answer says it is the suite's stand-in (whose rounds the operator
+    drives from here); the platform's EO drives its own rounds."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return False
+    return answer.status_code == 200 and isinstance(body, dict) and body.get(ep.STANDIN_MARK) is True
+
+
+async def _round_control(eo_url: str | None, path: str, body: dict[str, Any]) -> JSONResponse:
+    """Ask the stand-in EO to start the next round or end the current phase; its answer, or why not."""
+    if eo_url is None:
+        return JSONResponse({"ok": False, "reason": "no EO is configured"}, status_code=409)
+    try:
+        async with httpx.AsyncClient(timeout=ROUND_CONTROL_TIMEOUT_S) as http:
+            health = await http.get(eo_probe_url(eo_url))
+            if not _is_standin(health):
+                return JSONResponse({"ok": False, "reason": "the platform's EO drives the rounds: start them there"}, status_code=409)
+            answer = await http.post(eo_url.rstrip("/") + path, json=body)
+    except httpx.HTTPError as exc:
+        return JSONResponse({"ok": False, "reason": f"the EO did not answer: {exc or type(exc).__name__}"}, status_code=502)
+    try:
+        data = answer.json()
+    except ValueError:
+        data = {}
+    if answer.status_code != 200:
+        reason = next((data[k] for k in ("error", "reason", "msg", "message") if data.get(k)), None) if isinstance(data, dict) else None
+        return JSONResponse({"ok": False, "reason": str(reason or f"HTTP {answer.status_code}")}, status_code=409)
+    return JSONResponse({"ok": True, **(data if isinstance(data, dict) else {})})
+
+
+def _durations(data: Any) -> dict[str, float] | None:
+    """The console's durations (seconds), checked: each a number from 0 (the round: above 0) to a day."""
+    raw = data.get("durations") if isinstance(data, dict) else None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        return None
+    found: dict[str, float] = {}
+    for key in ("warmUp", "round", "post"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_PHASE_S:
+            return None
+        found[key] = float(value)
+    return None if found.get("round") == 0 else found
 
 
 def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connected: Callable[[], bool]) -> OperatorFeed:
@@ -110,5 +168,26 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
     @app.websocket(CONSOLE_FEED_PATH)
     async def console_feed(websocket: WebSocket) -> None:
         await serve_hub(websocket, feed.hub)  # the console sends nothing
+
+    @app.post(NEXT_ROUND_PATH, include_in_schema=False)
+    async def next_round(request: Request) -> JSONResponse:
+        """The operator's Next round (with the stand-in EO): the next round with these durations."""
+        try:
+            data = parse_body(await request.body())
+        except BodyRefused as exc:
+            return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
+        durations = _durations(data)
+        if durations is None:
+            return JSONResponse({"ok": False, "reason": "durations are seconds: warmUp, round (above 0), post"}, status_code=422)
+        answer = await _round_control(eo_url, ep.NEXT_ROUND, {"durations": durations} if durations else {})
+        log.info("the operator started the next round: %s", answer.body.decode()[:200])
+        return answer
+
+    @app.post(END_ROUND_PATH, include_in_schema=False)
+    async def end_round() -> JSONResponse:
+        """The operator's End round (with the stand-in EO): the current phase ends now."""
+        current = feed.view()["round"] or {}
+        body = {"roundId": current["round_id"]} if current.get("round_id") is not None else {}
+        return await _round_control(eo_url, ep.END_ROUND, body)
 
     return feed

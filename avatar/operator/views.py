@@ -41,6 +41,8 @@ class WorkerView(BaseModel):
     detail: str
     health: dict[str, object]
     ts: int
+    refresh_s: float | None = None
+    """How often it refreshes its status (``None``: never, so it cannot go silent)."""
     seen: int = Field(default_factory=now_ms)
     """When this status arrived here (this machine's clock: the worker's may differ)."""
     silent: bool = False
@@ -49,7 +51,7 @@ class WorkerView(BaseModel):
     @classmethod
     def of(cls, status: Status) -> WorkerView:
         return cls.model_validate(status.model_dump(include={"worker", "state", "host", "pid", "version", "started_at",
-                                                             "detail", "health", "ts"}))
+                                                             "detail", "health", "ts", "refresh_s"}))
 
 
 class PoseView(BaseModel):

@@ -51,7 +51,7 @@ def create_agent_app(agent: SellerAgent) -> FastAPI:
     route(ep.RECEIVE_MESSAGE, agent.receive_message, Message)
     route(ep.RECEIVE_REJECTION, agent.receive_rejection, Rejection)
 
-    @app.get("/health")
+    @app.get(ep.HEALTH)
     async def health() -> dict[str, Any]:
         return {"status": "ok", "name": agent.name, "roundId": agent.round_id, "sent": len(agent.sent)}
 

@@ -24,7 +24,7 @@ from standins.eo.settings import StandinSettings
 
 log = logging.getLogger(__name__)
 
-HEALTH_PATH = "/health"
+HEALTH_PATH = ep.HEALTH
 
 
 def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrchestrator | None = None) -> FastAPI:
@@ -46,7 +46,10 @@ def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrc
 
     @app.exception_handler(StandinError)
     async def refused(request: Request, exc: StandinError) -> JSONResponse:
-        log.warning("%s %s refused (%s): %s", request.method, request.url.path, exc.status_code, exc.message)
+        # a question about a round it does not know (the room's round check, a probe) is an
+        # answer, not a problem of the service: only refused writes are worth a warning
+        level = logging.DEBUG if request.method in ("GET", "HEAD") else logging.WARNING
+        log.log(level, "%s %s refused (%s): %s", request.method, request.url.path, exc.status_code, exc.message)
         return EdgeJSONResponse(exc.body(), status_code=exc.status_code)
 
     @app.post(ep.INITIALIZE_ROUND, openapi_extra=docs(InitializeRound))
@@ -82,6 +85,18 @@ def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrc
     @app.post(ep.RECEIVE_HUMAN_ALLOCATION)
     async def human_allocation(request: Request) -> dict[str, Any]:
         return engine.human_allocation(await json_body(request))
+
+    @app.post(ep.END_ROUND)
+    async def end_round(request: Request) -> dict[str, Any]:
+        """The operator's End round: the current phase ends now."""
+        rnd = engine.end_phase(await json_body(request))
+        return acknowledgement(roundId=rnd.round_id, phase=rnd.phase)
+
+    @app.post(ep.NEXT_ROUND)
+    async def next_round(request: Request) -> dict[str, Any]:
+        """The operator's Next round (a stand-in's own): the next round of the day starts."""
+        rnd = engine.next_round(await json_body(request))
+        return acknowledgement(roundId=rnd.round_id, durations=rnd.durations.body())
 
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:

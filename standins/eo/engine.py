@@ -50,6 +50,7 @@ from orchestrator_client.models import (
     parse_message,
 )
 from orchestrator_client.rules import R3_NO_HUMAN_RATIONALE, Proposal, TurnQueue, Verdict
+from standins.eo.round_setup import auto_round
 from standins.eo.rounds import Ledger, Round, Service, SetupError, round_key
 from standins.eo.settings import StandinSettings
 
@@ -255,20 +256,20 @@ class StandinOrchestrator:
             self._note_failures(rnd, ep.SET_UTILITY, agents, list(outcomes))
 
             # each phase lasts its length from the moment everyone has been told it started
-            await asyncio.sleep(max(0.0, started + float(durations.warmUp) - loop.time()))
+            await self._phase(rnd, started + float(durations.warmUp) - loop.time())
             rnd.phase = "round"
             log.info("round %s: negotiation starts (%s s)", rnd.round_id, durations.round)
             start_body = {"roundId": rnd.round_id, "roundDuration": durations.round, "timestamp": ms_to_iso(_wall_ms())}
             await self._broadcast(rnd, ep.START_ROUND, start_body)
             round_started = loop.time()
 
-            await asyncio.sleep(max(0.0, round_started + float(durations.round) - loop.time()))
+            await self._phase(rnd, round_started + float(durations.round) - loop.time())
             rnd.phase = "post"
             log.info("round %s: negotiation over; post-round phase (%s s)", rnd.round_id, durations.post)
             await self._broadcast(rnd, ep.END_ROUND, {"roundId": rnd.round_id, "timestamp": ms_to_iso(_wall_ms())})
             post_started = loop.time()
 
-            await asyncio.sleep(max(0.0, post_started + float(durations.post) - loop.time()))
+            await self._phase(rnd, post_started + float(durations.post) - loop.time())
             rnd.phase = "ended"
             totals = {"roundId": rnd.round_id, "roundTotals": self._round_totals(rnd)}
             outcome = await self._post(rnd.human, ep.RECEIVE_ROUND_TOTALS, totals)
@@ -281,6 +282,56 @@ class StandinOrchestrator:
             log.exception("round %s failed in phase %s", rnd.round_id, rnd.phase)
         finally:
             rnd.phase = "ended"
+
+    @staticmethod
+    async def _phase(rnd: Round, seconds: float) -> None:
+        """Let the current phase run ``seconds``, or until the operator ends it (:meth:`end_phase`)."""
+        with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
+            await asyncio.wait_for(rnd.skip.wait(), max(0.0, seconds))
+        rnd.skip.clear()
+
+    # -- the operator's round controls (a stand-in's own; the platform EO's rounds are its own) --
+    def end_phase(self, body: Any) -> Round:
+        """``/endRound {"roundId"}``: end the current phase now. Ending the negotiation leads to
+        the post-round phase (the buyer still saves an allocation), ending that to the totals."""
+        if not isinstance(body, dict) or "roundId" not in body:
+            running = [r for r in self.rounds.values() if r.phase in ("warmup", "round", "post")]
+            if not running:
+                raise StandinError(409, "no round is running")
+            rnd = running[-1]
+        else:
+            rnd = self._round(body["roundId"])
+        if rnd.phase not in ("warmup", "round", "post"):
+            raise StandinError(409, f"round {rnd.round_id!r} is not running (phase {rnd.phase})", roundId=rnd.round_id)
+        log.info("round %s: the operator ends the %s phase", rnd.round_id, rnd.phase)
+        rnd.skip.set()
+        return rnd
+
+    def next_round(self, body: Any) -> Round:
+        """``/nextRound``: initialize and start the next round of the day from ``[standin]``
+        (sellers, the human-side service, budget), with the durations the body gives
+        (``{"durations": {"warmUp", "round", "post"}}``, seconds) and a new round id."""
+        running = [r.round_id for r in self.rounds.values() if r.phase in ("warmup", "round", "post")]
+        if running:
+            raise StandinError(409, f"round {running[-1]!r} is still running: end it first")
+        durations = body.get("durations") if isinstance(body, dict) else None
+        settings = self.settings
+        if isinstance(durations, dict):
+            try:
+                settings = settings.model_copy(update={
+                    "warm_up_s": float(durations.get("warmUp", settings.warm_up_s)),
+                    "round_s": float(durations.get("round", settings.round_s)),
+                    "post_s": float(durations.get("post", settings.post_s)),
+                })
+                StandinSettings.model_validate(settings.model_dump())
+            except (TypeError, ValueError) as exc:
+                raise StandinError(422, f"invalid durations: {exc}") from None
+        number = len(self.rounds) + 1
+        while round_key(f"r{number}") in self.rounds:
+            number += 1
+        setup = auto_round(settings.model_copy(update={"round_id": f"r{number}"}))
+        rnd = self.initialize(setup.body())
+        return self.start({"roundId": rnd.round_id})
 
     def _round_totals(self, rnd: Round) -> dict[str, Any]:
         if rnd.eo_totals is None:
@@ -526,4 +577,4 @@ class StandinOrchestrator:
         return rnd
 
     def summary(self) -> dict[str, Any]:
-        return {"status": "ok", "rounds": {key: r.phase for key, r in self.rounds.items()}}
+        return {"status": "ok", ep.STANDIN_MARK: True, "rounds": {key: r.phase for key, r in self.rounds.items()}}

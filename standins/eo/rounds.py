@@ -123,6 +123,8 @@ class Round:
     """``real_eo`` mode: the permitted messages, as the platform EO queues them."""
     eo_totals: Totals | None = None
     """``real_eo`` mode: the platform EO's running totals and the human's remaining budget."""
+    skip: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set to end the current phase now (the operator's End round)."""
 
     @property
     def key(self) -> str:

@@ -114,10 +114,14 @@ class Bus:
         health: Callable[[], dict[str, Any]] | None = None,
         address: BrokerAddress | None = None,
         ready: bool = True,
+        refresh_s: float | None = None,
     ) -> None:
         """``ready=False``: the retained status stays ``starting`` after connecting, until the
         owner says ``online`` (:meth:`set_status`) once it really serves, e.g. its HTTP port
-        listens; whoever waits for ``online`` can then use it at once."""
+        listens; whoever waits for ``online`` can then use it at once. ``refresh_s``: how often
+        the owner refreshes its status (:meth:`refresh_status`), said in every status so that
+        others can tell a silent worker from a client that never refreshes."""
+        self.refresh_s = refresh_s
         core = config.core
         self.settings = config.broker
         self.topics = Topics(core.environment_uuid)
@@ -244,6 +248,7 @@ class Bus:
             started_at=self._started_at,
             detail=detail,
             health=health,
+            refresh_s=self.refresh_s,
         )
 
     def set_status(self, state: str, detail: str = "") -> None:

@@ -84,6 +84,10 @@ class Status(Envelope):
     started_at: int
     detail: str = ""
     health: dict[str, object] = Field(default_factory=dict)
+    refresh_s: float | None = Field(None, gt=0, le=3600)
+    """How often the sender publishes this status again while it runs (a worker: its health
+    interval). ``None``: never (the supervisor, a tool, a test's observer), so its silence says
+    nothing about whether it is alive."""
 
 
 # -- camera ------------------------------------------------------------------------------------

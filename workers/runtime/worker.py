@@ -65,7 +65,7 @@ class Worker:
         self.config = config
         self.worker_id = worker_id or self.name
         self.log = logging.getLogger(f"humaine.{self.worker_id}")
-        self.bus = bus or Bus(config, self.worker_id, health=self.health, ready=not self.serves_http)
+        self.bus = bus or Bus(config, self.worker_id, health=self.health, ready=not self.serves_http, refresh_s=HEALTH_INTERVAL_S)
         self.topics: Topics = self.bus.topics
         self.stop_event = threading.Event()
         self.exit_code = 0

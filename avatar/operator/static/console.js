@@ -42,6 +42,7 @@
   }
   function setWorker(w) {
     workers[w.worker] = w;
+    if (w.worker === camera.worker) setAttention(attention);
     let row = el("worker-" + w.worker);
     if (!row) {
       row = node("tr");
@@ -70,7 +71,32 @@
   }
 
   // -- links, round ----------------------------------------------------------------------------
+  function setDriver(link) {
+    if (link.name !== "eo") return;
+    const form = el("round-controls");
+    const driver = link.reachable === false || link.standin === undefined ? "unknown" : link.standin ? "standin" : "platform";
+    form.dataset.driver = driver;
+    el("round-driver").textContent = driver === "standin" ? "rounds: yours (stand-in EO)"
+      : driver === "platform" ? "rounds: driven by the platform's EO" : "rounds: EO not reached";
+  }
+  async function roundControl(path, payload) {
+    const status = el("round-control-status");
+    status.textContent = "…"; status.dataset.ok = "";
+    let answer = {};
+    try {
+      const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(payload || {}), credentials: "same-origin" });
+      answer = await response.json();
+    } catch (e) { answer = { ok: false, reason: String(e) }; }
+    status.dataset.ok = String(!!answer.ok);
+    status.textContent = answer.ok ? (answer.roundId !== undefined ? "round " + answer.roundId : "done") : (answer.reason || "refused");
+  }
+  el("next-round").onclick = () => roundControl(document.body.dataset.next, { durations: {
+    warmUp: Number(el("d-warmup").value), round: Number(el("d-round").value), post: Number(el("d-post").value) } });
+  el("end-round").onclick = () => roundControl(document.body.dataset.end, {});
+
   function setLink(link) {
+    setDriver(link);
     const badge = el("link-" + link.name);
     if (!badge) return;
     const ok = link.name === "broker" ? link.connected : link.reachable;
@@ -135,9 +161,14 @@
     el("pose-trail").setAttribute("points", trail.map((q) => px(q.yaw).toFixed(1) + "," + py(q.pitch).toFixed(1)).join(" "));
     el("pose-readout").textContent = "yaw " + p.yaw.toFixed(1) + "°  pitch " + p.pitch.toFixed(1) + "°  confidence " + p.confidence.toFixed(2);
   }
+  let attention = null;
   function setAttention(a) {
+    attention = a;
     const target = a ? a.target : "";
-    el("attention").textContent = target || "nobody";
+    const cam = workers[camera.worker];
+    const cameraUp = cam && cam.state === "online" && !cam.silent;
+    el("attention").textContent = cameraUp ? target || "nobody" : "no camera";
+    el("attention").dataset.camera = cameraUp ? "online" : "none";
     el("attention").dataset.target = target || "";
     for (const g of el("pose-targets").children) g.classList.toggle("attended", g.id === "target-" + target);
   }
