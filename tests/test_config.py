@@ -131,3 +131,23 @@ def test_flags_inherited_by_environment_come_before_the_process_own() -> None:
     assert Config.load(None, environ=again).broker.keepalive_s == 60
     with pytest.raises(ConfigError, match="HUMAINE_ENV_SET"):
         Config.load(None, environ={"HUMAINE_ENV_SET": "{not json"})
+
+
+def test_every_configuration_path_says_did_you_mean(tmp_path: Path) -> None:
+    """A misspelled key in the file or a flag, and a misspelled variable, fail alike: one line
+    naming the closest real name (a variable was ignored without a word)."""
+    from avatar.settings import AvatarSettings
+
+    path = tmp_path / "room.toml"
+    path.write_text("[avatar]\nprot = 7041\n")
+    with pytest.raises(ConfigError) as error:
+        Config.load(path, environ={}).section(AvatarSettings)
+    assert str(error.value) == "invalid configuration: avatar.prot: unknown key 'prot'; did you mean 'port'?"
+    with pytest.raises(ConfigError, match="did you mean 'port'"):
+        Config.load(None, environ={}, overrides=["avatar.prot=7041"]).section(AvatarSettings)
+    with pytest.raises(ConfigError) as error:
+        Config.load(None, environ={"HUMAINE_ENV_BROKER_ULR": "mqtt://x"})
+    assert str(error.value) == "environment: unknown variable 'HUMAINE_ENV_BROKER_ULR'; did you mean 'HUMAINE_ENV_BROKER_URL'?"
+    # the real names, and the suite's own variables, pass
+    fine = {"HUMAINE_ENV_BROKER_URL": "mqtt://127.0.0.1:1", "HUMAINE_ENV_AVATAR_TOKEN_FILE": str(path), "HUMAINE_ENV_SET": "[]"}
+    assert Config.load(None, environ=fine).broker.url == "mqtt://127.0.0.1:1"

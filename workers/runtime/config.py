@@ -319,6 +319,33 @@ def _check_sections(data: Mapping[str, Any], overrides: Mapping[str, Any], path:
             raise ConfigError(f"--set {key}: {_unknown('top-level key', key, core)}")
 
 
+def _known_environment_names() -> set[str]:
+    """Every ``HUMAINE_ENV_...`` variable a key can be set with (``..._FILE`` too), and the
+    suite's own (:data:`CONFIG_ENV_VAR`, :data:`SET_ENV_VAR`, the parent's pid)."""
+    from workers.runtime.parent import PARENT_ENV
+
+    names = {CONFIG_ENV_VAR, SET_ENV_VAR, PARENT_ENV}
+    for model in [*section_models(), *_DEFINED.values()]:
+        for field_name in model.model_fields:
+            for key in environment_names(model, field_name):
+                names |= {key, key + FILE_SUFFIX}
+    return names
+
+
+def _check_environment(environ: Mapping[str, str]) -> None:
+    """A misspelled ``HUMAINE_ENV_...`` variable fails as a misspelled key does (it would
+    otherwise be ignored without a word: ``HUMAINE_ENV_BROKER_ULR``)."""
+    from workers.runtime.parent import PARENT_ENV
+
+    ours = [name for name in environ if name.startswith(ENV_PREFIX) and name not in (CONFIG_ENV_VAR, SET_ENV_VAR, PARENT_ENV)]
+    if not ours:
+        return  # the usual case, and every child of ``run``: no section model needs importing
+    known = _known_environment_names()
+    for name in sorted(ours):
+        if name not in known:
+            raise ConfigError(f"environment: {_unknown('variable', name, known)}")
+
+
 class Config:
     """The merged configuration of one process."""
 
@@ -373,6 +400,7 @@ class Config:
                     raise ConfigError(f"--set expects section.key=value, got {item!r}")
                 flat[key.strip()] = parse_flag_value(value.strip())
         _check_sections(data, flat, file_path)
+        _check_environment(env)
         return cls(data, env, flat, file_path)
 
     def origins(self, model: type[Section]) -> dict[str, str]:
@@ -422,11 +450,13 @@ class Config:
         try:
             built = model.model_validate(values)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in ((name,) if name else ()) + tuple(err['loc']))}: {err['msg']}"
-                for err in exc.errors()
-            )
-            raise ConfigError(f"invalid configuration: {problems}") from None
+            def problem(err: Any) -> str:
+                where = ".".join(str(p) for p in ((name,) if name else ()) + tuple(err["loc"]))
+                if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+                    return f"{where}: {_unknown('key', str(err['loc'][0]), model.model_fields)}"
+                return f"{where}: {err['msg']}"
+
+            raise ConfigError(f"invalid configuration: {'; '.join(problem(err) for err in exc.errors())}") from None
         self._cache[model] = built
         return built
 
