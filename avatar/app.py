@@ -57,6 +57,7 @@ HEALTH_PATH = ep.HEALTH
 DISPLAY_PATH = "/"
 DISPLAY_STATIC_PATH = "/display"
 DISPLAY_WS_PATH = "/ws"
+FAVICON_PATH = "/favicon.ico"
 DOCS_PATH = "/docs"
 STREAM_POLL_S = 0.01
 """How often a speech stream being served looks for new audio (the speaker writes every 20 ms)."""
@@ -241,6 +242,11 @@ def _add_display(app: FastAPI, controller: AvatarController) -> None:
     @app.get(DISPLAY_PATH, include_in_schema=False)
     async def display_page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html")
+
+    @app.get(FAVICON_PATH, include_in_schema=False)
+    async def favicon() -> FileResponse:
+        """The pages' icon (browsers ask for it whatever the page says)."""
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
 
     app.mount(DISPLAY_STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="display")
     _add_audio(app, controller)

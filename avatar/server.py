@@ -9,6 +9,7 @@ from avatar.app import DISPLAY_PATH, create_app
 from avatar.controller import AvatarController
 from orchestrator_client.serving import AppServer, ServerError
 from workers.runtime.logs import NOTICE
+from workers.runtime.parent import started_by_run
 
 __all__ = ["AvatarServer", "ServerError"]
 
@@ -32,7 +33,8 @@ class AvatarServer(AppServer):
         """Start the controller and the HTTP service; returns once requests are answered."""
         self.controller.start()
         super().start()
-        log.log(NOTICE, "display page: %s%s", self.url, DISPLAY_PATH)  # what a quiet console still says
+        # what a quiet console still says, unless ``run`` already printed it
+        log.log(logging.INFO if started_by_run() else NOTICE, "display page: %s%s", self.url, DISPLAY_PATH)
         return self
 
     def stop(self) -> None:

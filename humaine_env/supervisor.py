@@ -29,7 +29,7 @@ from workers.runtime.broker import StartedBroker, broker_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config, OrchestratorSettings, Section, check_level, inherited_flags_env, parse_flag_value
 from workers.runtime.logs import console_level, level_number, line_level, relay_line, setup_logging
-from workers.runtime.messages import AgentMessageSeen, OutgoingMessage, RoundState, Status
+from workers.runtime.messages import PHASE_NAMES, AgentMessageSeen, OutgoingMessage, RoundState, Status
 from workers.runtime.parent import PARENT_ENV
 from workers.runtime.ports import taken_port
 from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
@@ -342,7 +342,7 @@ def _print_reply(_topic: str, message: ShownReply) -> None:
         print(line, flush=True)
 
 
-ROUND_PHASES = {"warmup": "warm-up", "round": "negotiation", "post": "post-round", "ended": "ended", "idle": "no round"}
+ROUND_PHASES = PHASE_NAMES
 
 
 def describe_round(state: RoundState) -> str:

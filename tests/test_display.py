@@ -106,3 +106,31 @@ def test_display_shows_round_speech_gestures_and_the_buyer(
     page.screenshot(path=str(artifacts_dir / "avatar-display.png"), full_page=True)
     assert (artifacts_dir / "avatar-display.png").stat().st_size > 10_000
     assert json.loads(httpx.get(local.url + "/health", timeout=HTTP_TIMEOUT).text)["display_clients"] >= 1
+
+
+def test_a_display_left_open_across_a_restart_shows_the_new_controller_state(
+    start_avatar: AvatarRunner, page: Page, mosquitto: Any, make_config: Any, tmp_path: Path
+) -> None:
+    """The page reconnects to the restarted controller and takes its snapshot whole: the last
+    buyer's captions and words do not stay on the screen. Its icon is served too."""
+    from avatar.harness import LocalAvatar
+    from tests.helpers import free_port
+
+    port = free_port()
+    local, observer = start_avatar(**{"avatar.port": port})
+    page.goto(local.url + "/")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
+    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+        assert http.get("/favicon.ico").headers["content-type"].startswith("image/svg+xml")
+        assert http.post(ep.RECEIVE_MESSAGE, json=captured("/receiveMessage (from Human)")).status_code == 200
+        assert http.post(ep.RECEIVE_MESSAGE, json=captured("/receiveMessage (from agent)")).status_code == 200
+    expect(page.locator("#caption-Celia")).not_to_have_text("", timeout=UI_TIMEOUT_MS)
+    expect(page.locator("#last-human")).not_to_have_text("")
+    observer.wait(Speaking, 2, timeout=30, where=utterance)
+    local.stop()
+    expect(page.locator("#connection")).to_have_attribute("data-state", "closed", timeout=UI_TIMEOUT_MS)
+    config = make_config(mosquitto.url, **{"avatar.port": port, "avatar.speaker": f"wav:{tmp_path / 'wav2'}"})
+    with LocalAvatar(config):
+        expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#caption-Celia")).to_have_text("", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#last-human")).to_have_text("")

@@ -86,6 +86,6 @@ def test_round_lines_say_each_change_once(capsys: pytest.CaptureFixture[str]) ->
     printer("t", RoundState(source="avatar", round_id="r1", phase="round", phase_started=31_000, phase_deadline=631_000))
     printer("t", RoundState(source="avatar", round_id="r1", phase="ended"))
     assert capsys.readouterr().out.splitlines() == [
-        "round r1: warm-up (30 s)", "round r1: negotiation (600 s)", "round r1: ended",
+        "round r1: warm-up (30 s)", "round r1: negotiation (600 s)", "round r1: round over",
     ]
     assert describe_round(RoundState(source="avatar", round_id=7, phase="post")) == "round 7: post-round"

@@ -22,6 +22,7 @@ from typing import Any
 
 from orchestrator_client.http_edge import strict_dumps
 from workers.runtime.logs import RateLimitedLog
+from workers.runtime.messages import PHASE_NAMES
 
 log = logging.getLogger(__name__)
 _drops = RateLimitedLog(log)
@@ -53,6 +54,7 @@ class DisplayHub:
             "camera": None,
             "deals": [],
             "totals": None,
+            "phase_names": dict(PHASE_NAMES),
         }
         self.sent = 0
 

@@ -29,6 +29,7 @@ from avatar.operator.views import (
 from orchestrator_client.models import HUMAN
 from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.runtime.messages import (
+    PHASE_NAMES,
     Attention,
     EOVerdict,
     HeadPose,
@@ -110,6 +111,7 @@ class OperatorFeed:
         with self._lock:
             return {
                 "timeline": [{"stage": stage, "label": label, "reply": reply} for stage, label, reply in TIMELINE],
+                "phase_names": dict(PHASE_NAMES),
                 "camera": self._camera,
                 "links": {name: dict(link) for name, link in self._links.items()},
                 "workers": {name: view(w) for name, w in self._workers.items()},

@@ -269,6 +269,9 @@ class ConfirmAnswer(Envelope):
 
 
 RoundPhase = Literal["idle", "warmup", "round", "post", "ended"]
+PHASE_NAMES: dict[str, str] = {"idle": "waiting", "warmup": "warm-up", "round": "negotiation", "post": "post-round", "ended": "round over"}
+"""What every screen and the console call each phase (one name each: the pages get them with
+their first snapshot)."""
 MAX_PHASE_S = 24 * 3600.0
 """No phase of a negotiation round lasts longer: a longer one on the bus is refused."""
 MAX_ROUND_ID_CHARS = 128

@@ -23,14 +23,23 @@ PR_SET_PDEATHSIG = 1
 PARENT_POLL_S = 1.0
 
 log = logging.getLogger(__name__)
+_started_by_run = False
+
+
+def started_by_run() -> bool:
+    """Whether ``run`` started this process (it prints the suite's addresses itself: a child
+    saying them again only doubles the lines on the one console)."""
+    return _started_by_run
 
 
 def bind_to_parent() -> None:
     """When started by ``run`` (``PARENT_ENV`` set), get SIGTERM as soon as the parent dies;
     a stopping worker then stops as on Ctrl-C. Exits at once if the parent is already gone."""
+    global _started_by_run
     expected = os.environ.pop(PARENT_ENV, "")
     if not expected.isdigit():
         return
+    _started_by_run = True
     parent = int(expected)
     if not _ask_kernel():
         threading.Thread(target=_poll_parent, args=(parent,), name="parent-watch", daemon=True).start()

@@ -4,7 +4,9 @@
 (function () {
   const body = document.body;
   const FEED = body.dataset.feed, CHECK = body.dataset.check, SAVE = body.dataset.save;
-  const PHASES = { idle: "Waiting for a round", warmup: "Warm-up", round: "Negotiation", post: "Post-round: save your allocation", ended: "Round over" };
+  let PHASES = {};  // the phases' names, from the first snapshot
+  const PHASE_HINTS = { post: ": save your allocation" };
+  const capital = (text) => text ? text[0].toUpperCase() + text.slice(1) : text;
   const RECONNECT_MS = 1000;
   const token = new URLSearchParams(location.search).get("token");
   const el = (id) => document.getElementById(id);
@@ -28,7 +30,7 @@
   function renderRound() {
     const phase = round ? round.phase : "idle";
     body.dataset.phase = phase;
-    el("phase").textContent = PHASES[phase] || phase;
+    el("phase").textContent = capital(PHASES[phase] || phase) + (PHASE_HINTS[phase] || "");
     el("round-id").textContent = round && round.round_id !== null && round.round_id !== undefined ? "round " + round.round_id : "";
     el("allocation-panel").hidden = !(phase === "post" && buyer && buyer.plan);
   }
@@ -251,6 +253,7 @@
   // -- the feed --------------------------------------------------------------------------------
   const handlers = {
     snapshot(s) {
+      PHASES = s.phase_names || PHASES;
       confirmMode = s.confirm_mode || confirmMode;
       round = s.round; buyer = s.buyer || null; confirms = s.confirms || {};
       renderBuyer(); renderConfirm(); tick();

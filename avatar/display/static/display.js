@@ -12,7 +12,7 @@
   const AUDIO_MARGIN_MS = 80;       // browser audio starts this much inside the controller's latency, so
                                     // the speaking begin/end events bracket what is heard here
   const RECONNECT_MS = 1000;
-  const PHASES = { idle: "waiting", warmup: "warm-up", round: "negotiation", post: "allocation", ended: "ended" };
+  let PHASES = {};  // the phases' names, from the first snapshot
   // mouth opening (rx, ry in the figure's units) of each viseme name of avatar/visemes.py
   const VISEME_SHAPES = {
     rest: [13, 1.5], closed: [14, 0.6], fv: [12, 3], th: [12, 4], cons: [12, 4.5], ch: [9, 6],
@@ -415,8 +415,11 @@
 
   const handlers = {
     snapshot(s) {
+      PHASES = s.phase_names || PHASES;
       for (const name of s.avatars) avatar(name);
-      for (const [name, cap] of Object.entries(s.captions || {})) if (cap) setCaption(name, cap.text);
+      // every caption from the snapshot, an empty one too: a page that outlived a restart of the
+      // controller must not keep the previous buyer's captions
+      for (const name of s.avatars) setCaption(name, ((s.captions || {})[name] || {}).text || "");
       speakingNow = s.speaking ? s.speaking.avatar : null;
       for (const name of s.avatars) {
         const on = speakingNow === name;

@@ -4,7 +4,7 @@
   const RECONNECT_MS = 1000;
   const TRAIL = 45;
   const SVG = "http://www.w3.org/2000/svg";
-  const PHASES = { idle: "waiting", warmup: "warm-up", round: "negotiation", post: "allocation", ended: "ended" };
+  let PHASES = {};  // the phases' names, from the first snapshot
   const token = new URLSearchParams(location.search).get("token");
   const el = (id) => document.getElementById(id);
   let clockOffset = 0; // server ms - local ms
@@ -244,6 +244,7 @@
 
   const handlers = {
     snapshot(s) {
+      PHASES = s.phase_names || PHASES;
       clockOffset = s.now - Date.now();
       timeline = s.timeline || [];
       camera = s.camera || camera;
