@@ -42,6 +42,8 @@ BID_TYPES: Final = ("SellOffer", "BuyOffer", "Accept", "AcceptOffer", "Reject", 
 """Bid types seen in practice. Others are accepted (an agent must not be cut off because it
 invented a type), see :attr:`Bid.known_type`."""
 ACCEPT_BID_TYPES: Final = ("Accept", "AcceptOffer")
+OFFER_BID_TYPES: Final = ("SellOffer", "BuyOffer")
+"""Bids that put an offer on the table (an Accept takes one up instead)."""
 
 
 class PlatformModel(BaseModel):

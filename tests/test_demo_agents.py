@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client.client import RELAY_PERMITTED_KEY
 from orchestrator_client.models import confirm_accept_answer
 from orchestrator_client.recorder import Behavior, RecordingServer
+from standins.demo_agents.agent import SellerAgent
 from standins.demo_agents.parsing import parse_offer
 from standins.demo_agents.runner import DemoAgents
 from standins.demo_agents.settings import DemoAgentsSettings
@@ -135,6 +137,36 @@ def test_an_unaddressed_acceptance_is_taken_up_by_the_seller_who_offered() -> No
     # a seller with no offer on the table stays quiet; so does one whose rival already answered
     assert Seller("Watson").follow(parse_offer("I accept"), rival_price=None) is None
     assert seller.follow(parse_offer("I accept"), rival_price=3.0) is None
+
+
+def test_an_unaddressed_acceptance_takes_up_the_latest_offer_in_the_room_and_a_closed_deal_is_not_undercut() -> None:
+    """Celia offered, then Watson offered later: "I accept your offer" addressed to nobody is
+    Watson's to take up, not Celia's (unless it names her price); and once a seller has closed
+    a deal on a request, the other does not undercut it."""
+    seller = celia()
+    offer = seller.respond(parse_offer("I need 10 eggs"))
+    assert offer is not None
+    assert seller.follow(parse_offer("I accept your offer"), rival_price=None, ours_latest=False) is None
+    named = seller.follow(parse_offer(f"I accept your offer of ${offer.price}"), rival_price=None, ours_latest=False)
+    assert named is not None and named.bid_type == "Accept" and named.price == offer.price
+    request = parse_offer("Watson, 4 eggs for 2 dollars")
+    assert seller.follow(request, rival_price=2.0, rival_closed=True) is None
+    assert seller.follow(request, rival_price=9.0) is not None  # an open rival offer is still undercut
+
+
+def test_the_agent_knows_who_made_the_latest_offer_and_when_a_deal_closed() -> None:
+    async def scenario() -> None:
+        agent = SellerAgent(celia(), "http://127.0.0.1:9", ["Watson"])
+        rival = {"speaker": "Watson", "addressee": "Human", "text": "4 eggs for 2.5 USD", "role": "seller",
+                 "bid": {"type": "SellOffer", "quantity": {"egg": 4}, "price": {"unit": "USD", "value": 2.5}}}
+        agent.receive_message(rival)
+        assert agent.latest_offer_by == "Watson"
+        agent.receive_message({"speaker": "Human", "addressee": "Watson", "text": "Watson, 4 eggs for 2 dollars", "role": "buyer"})
+        agent.receive_message({**rival, "text": "You've got it! 4 eggs for 2 USD.", "bid": {**rival["bid"], "type": "Accept"}})
+        assert agent.latest_offer_by is None and agent.turn is not None and agent.turn.rival_closed
+        await agent.aclose()
+
+    asyncio.run(scenario())
 
 
 # -- the loop: buyer -> stand-in EO -> sellers -> stand-in EO -> human side ------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 from avatar.display import DisplayHub
 from orchestrator_client import buyer_utility as bu
-from orchestrator_client.models import HUMAN
+from orchestrator_client.models import HUMAN, OFFER_BID_TYPES
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import now_ms
 
@@ -26,8 +26,6 @@ _notes = RateLimitedLog(log)
 
 STATE_KEY = "buyer"
 """Where the display hub keeps the book's view, and the type of its events."""
-OFFER_TYPES = ("SellOffer", "BuyOffer")
-"""Bids that state what a seller currently offers (an Accept closes a deal instead)."""
 
 
 def _number(value: Any) -> float | None:
@@ -122,7 +120,7 @@ class BuyerBook:
     def offer(self, seller: str, bid: Mapping[str, Any] | None, text: str) -> None:
         """A permitted message of a seller: its bid, when it offers something, is that seller's
         current offer."""
-        if not bid or bid.get("type") not in OFFER_TYPES:
+        if not bid or bid.get("type") not in OFFER_BID_TYPES:
             return
         goods, price = _goods(bid), _price(bid)
         if not goods or price is None:

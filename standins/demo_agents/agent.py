@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator_client.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts
-from orchestrator_client.models import HUMAN, SELLER, ms_to_iso
+from orchestrator_client.models import ACCEPT_BID_TYPES, HUMAN, OFFER_BID_TYPES, SELLER, ms_to_iso
 from standins.demo_agents.parsing import ParsedOffer, parse_offer
 from standins.demo_agents.strategy import Reply, Seller
 from standins.eo.round_setup import CURRENCY, unit_costs
@@ -55,6 +55,8 @@ class Turn:
     spoken: bool = False
     rival_price: float | None = None
     rival_spoke: bool = False
+    rival_closed: bool = False
+    """The other seller accepted: this request is a deal already."""
     received: float = field(default_factory=time.monotonic)
     """When the buyer's message reached us (the EO's R2 window runs from about then)."""
 
@@ -80,6 +82,8 @@ class SellerAgent:
     turn: Turn | None = None
     sent: list[Sent] = field(default_factory=list)
     rejections: list[dict[str, Any]] = field(default_factory=list)
+    latest_offer_by: str | None = None
+    """Who made the room's latest offer (an acceptance addressed to nobody takes it up)."""
     _turns: int = 0
     _pending: asyncio.Task[None] | None = None
     _client: EOClient | None = None
@@ -121,6 +125,7 @@ class SellerAgent:
         self.round_id = body.get("roundId")
         self._cancel_pending()
         self.turn = None
+        self.latest_offer_by = None
         self.seller.reset()
 
     def end_round(self, _body: dict[str, Any]) -> None:
@@ -154,10 +159,17 @@ class SellerAgent:
             self._schedule(self.timing.follow_delay_s + self.follow_offset_s, turn, follow=True)
 
     def _on_rival(self, speaker: str, body: dict[str, Any]) -> None:
+        bid = body.get("bid") if isinstance(body.get("bid"), dict) else {}
+        kind = bid.get("type")
+        if kind in ACCEPT_BID_TYPES:
+            self.latest_offer_by = None  # the offers on the table were taken up
+        elif kind in OFFER_BID_TYPES:
+            self.latest_offer_by = speaker
         turn = self.turn
         if turn is None or turn.spoken:
             return
         turn.rival_spoke = True
+        turn.rival_closed = kind in ACCEPT_BID_TYPES
         turn.rival_price = parse_offer(str(body.get("text", ""))).price
         if turn.addressee == speaker:
             window_left = self.timing.unaddressed_wait_s - (time.monotonic() - turn.received)
@@ -169,12 +181,17 @@ class SellerAgent:
         if self.turn is not turn or turn.spoken:
             return
         if follow:
-            reply = self.seller.follow(turn.request, turn.rival_price)
+            reply = self.seller.follow(turn.request, turn.rival_price, ours_latest=self.latest_offer_by == self.name,
+                                       rival_closed=turn.rival_closed)
         else:
             reply = self.seller.respond(turn.request)
         if reply is None:
             return
         turn.spoken = True  # before any await: never twice per utterance
+        if reply.bid_type in ACCEPT_BID_TYPES:
+            self.latest_offer_by = None
+        elif reply.bid_type in OFFER_BID_TYPES:
+            self.latest_offer_by = self.name
         await self._send(turn, reply)
 
     def message_body(self, turn: Turn, reply: Reply) -> dict[str, Any]:

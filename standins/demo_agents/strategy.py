@@ -10,8 +10,9 @@ Deliberately simple - the sellers exist to make the room's loop alive, not to wi
 * "deal" after one of our offers accepts that offer; "I accept your offer of $1.35" accepts
   the offer we made at that price (and only one of ours); a question is never an acceptance;
 * "can you do better?" (or "too expensive") lowers our last offer, down to the floor;
-* following another seller (unaddressed), we speak only to undercut its price, or to take up
-  an acceptance addressed to nobody when the latest offer was ours.
+* following another seller (unaddressed), we speak only to undercut its price (never a deal it
+  has just closed), or to take up an acceptance addressed to nobody when the latest offer in the
+  room was ours (or it names our price).
 
 Gestures (the project's ``gesture`` extension) go on some replies: the first reply of a round
 waves, a deal nods and smiles, a concession thinks, an undercut points, a refusal shrugs.
@@ -185,12 +186,21 @@ class Seller:
             greeting or GESTURE_CONCESSION,
         )
 
-    def follow(self, request: ParsedOffer, rival_price: float | None) -> Reply | None:
+    def follow(self, request: ParsedOffer, rival_price: float | None, *, ours_latest: bool = True,
+               rival_closed: bool = False) -> Reply | None:
         """What to say after the buyer spoke to the other seller (or to nobody, and the other
-        seller may already have answered): undercut or stay quiet."""
+        seller may already have answered): undercut or stay quiet. ``ours_latest``: the room's
+        latest offer is ours (an acceptance addressed to nobody takes up the latest offer, or
+        the one it names by price); ``rival_closed``: the other seller has just closed a deal on
+        this request, and undercutting a deal already made is noise."""
+        if rival_closed:
+            return None
         if not request.has_goods:
+            if not request.accept or rival_price is not None:
+                return None
             # an acceptance addressed to nobody: taken up by whoever made the named (or latest) offer
-            return self.take_up(request) if request.accept and rival_price is None else None
+            named = request.price is not None and self.offer_at(request.price) is not None
+            return self.take_up(request) if named or ours_latest else None
         quantities = request.quantities
         floor = self.floor(quantities)
         if rival_price is None:
