@@ -218,12 +218,28 @@ def test_camera_lost_mid_session_reports_error_and_recovers(
     assert [a.target for a in attention.snapshot()] == [NOBODY, "Celia", NOBODY, "Celia", NOBODY]
 
 
-def test_cli_without_a_camera_is_one_line_and_unavailable(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_without_a_camera_is_one_line_an_error_status_and_unavailable(
+    capsys: pytest.CaptureFixture[str], mosquitto: MosquittoBroker
+) -> None:
+    """No webcam at start: one line, exit status 3, and the retained status says why (the
+    operator console lists the camera as offline with the reason, not as missing)."""
     from workers.runtime.worker import EXIT_UNAVAILABLE
 
     absent = max((int(c["index"]) for c in list_cameras()), default=-1) + 1  # type: ignore[call-overload]
-    code = cli_main(["camera", "--set", "broker.url=mqtt://127.0.0.1:9", "--source", f"webcam:{absent}"])
+    env = f"nocam{time.monotonic_ns()}"
+    code = cli_main(["camera", "--set", f"broker.url={mosquitto.url}", "--set", "broker.mode=external",
+                     "--set", f"environment_uuid={env}", "--source", f"webcam:{absent}"])
     assert code == EXIT_UNAVAILABLE
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"humaine-env camera: no camera at index {absent}")
-    assert len(err.splitlines()) == 1
+    assert f"cannot run: no camera at index {absent}" in err and len(err.splitlines()) == 1, err
+    seen: list[Status] = []
+    config = Config.load(None, environ={}, overrides=[f"broker.url={mosquitto.url}", "broker.mode=external",
+                                                      f"environment_uuid={env}"])
+    bus = Bus(config, "status-reader", persistent=False)
+    bus.subscribe(bus.topics.status("camera"), Status, lambda _t, m: seen.append(m))
+    bus.start()
+    try:
+        assert wait_for(lambda: bool(seen), 10)
+        assert seen[-1].state == "offline" and f"no camera at index {absent}" in seen[-1].detail
+    finally:
+        bus.stop()

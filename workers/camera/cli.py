@@ -21,14 +21,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     """Runs until stopped (or until a file source ends). A webcam that is missing at start is
-    one line and :data:`EXIT_UNAVAILABLE`, so ``humaine-env run`` goes on without gaze; a
-    camera lost later is an ``error`` status and retries inside the worker."""
+    one line, an ``error`` status, and :data:`EXIT_UNAVAILABLE` (the worker says so), so
+    ``humaine-env run`` goes on without gaze; a camera lost later is an ``error`` status and
+    retries inside the worker."""
     from hardware.clock import Clock, VirtualClock
-    from hardware.video import NoCameraError, open_source
     from workers.camera.preview import Preview
     from workers.camera.settings import CameraSettings
     from workers.camera.worker import CameraWorker
-    from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
+    from workers.runtime.worker import EXIT_CONFIG, run_worker
 
     overrides: dict[str, object] = {}
     if args.source:
@@ -37,13 +37,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         overrides["camera.mirrored"] = True
     if overrides:
         config = config.with_overrides(overrides)
-    settings = config.section(CameraSettings)
-    if settings.source.startswith("webcam"):
-        try:
-            open_source(settings.source, settings.width, settings.height, settings.fps).close()
-        except NoCameraError as exc:
-            print(f"humaine-env camera: {exc}", file=sys.stderr)
-            return EXIT_UNAVAILABLE
+    config.section(CameraSettings)  # a configuration error is one line before anything starts
     clock: Clock | None = VirtualClock(speed=args.speed) if args.speed else None
     preview = None
     if args.preview is not None:
@@ -52,4 +46,4 @@ def main(args: argparse.Namespace, config: Config) -> int:
         except RuntimeError as exc:
             print(f"humaine-env camera: {exc}", file=sys.stderr)
             return EXIT_CONFIG
-    return run_worker(CameraWorker(config, clock=clock, preview=preview))
+    return run_worker(CameraWorker(config, clock=clock, preview=preview, need_camera_at_start=True))

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hardware.clock import Clock
-from hardware.video import VideoSource, VideoSourceError, WebcamSource, frames, open_source
+from hardware.video import NoCameraError, VideoSource, VideoSourceError, WebcamSource, frames, open_source
 from workers.camera import WORKER_ID
 from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.preview import Preview
@@ -41,10 +41,15 @@ class CameraWorker(Worker):
         clock: Clock | None = None,
         preview: Preview | None = None,
         opener: Callable[..., VideoSource] = open_source,
+        need_camera_at_start: bool = False,
     ) -> None:
         """``opener`` builds the video source from the ``[camera]`` settings (``open_source``
-        signature); a recording that simulates a device can stand in for the webcam."""
+        signature); a recording that simulates a device can stand in for the webcam.
+        ``need_camera_at_start``: no webcam when the worker starts means it cannot run here
+        (:class:`WorkerUnavailable`: ``humaine-env camera`` under ``run`` goes on without gaze);
+        otherwise a missing webcam is an ``error`` status and retried, like one lost later."""
         super().__init__(config, worker_id, bus)
+        self.need_camera_at_start = need_camera_at_start
         self.settings = config.section(CameraSettings)
         self.clock = clock
         self.preview = preview
@@ -76,6 +81,16 @@ class CameraWorker(Worker):
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
+        if self.need_camera_at_start and self.settings.source.startswith("webcam"):
+            # no camera at start: this worker cannot run here (run goes on without gaze), and
+            # says so in its status too - not only on the console of a process about to exit
+            try:
+                self.opener(self.settings.source, self.settings.width, self.settings.height, self.settings.fps,
+                            clock=self.clock, stop=stop).close()
+            except NoCameraError as exc:
+                raise WorkerUnavailable(str(exc)) from None
+            except VideoSourceError:
+                pass  # a camera that is there but failed: retried below, with an error status meanwhile
         self.log.log(NOTICE, "loading the face models (MediaPipe FaceMesh and face detectors) ...")
         loading = time.monotonic()
         self.pipeline = CameraPipeline(self.settings)

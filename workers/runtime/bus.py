@@ -21,7 +21,20 @@ Why it is more than a thin wrapper:
   was queued for us the moment we connect, so a message matching no subscription is named in
   a (rate-limited) line, never dropped silently. Subscribe before :meth:`Bus.start`.
 * A broker that forgot our session (restarted without persistence) lost what it held for us:
-  one warning line says so when it answers a reconnect with no session.
+  one warning line says so each time it answers a reconnect with no session.
+* Such a broker has also forgotten every other client's subscriptions, so a QoS 1 message
+  published the moment we are back reaches nobody until its reader has subscribed again (seen:
+  9 of 12 typed finals lost, without a trace, because the microphone was back before the
+  transcript worker). A publisher can therefore hold its messages for one reader
+  (:meth:`Bus.hold_for_reader`): after a reconnect without a session they wait until the
+  reader's retained status says it is connected - it publishes that status after its
+  subscriptions, on the same connection, so they are in place - or, at most ``wait_s``, and
+  then go with one warning line. Messages the broker had not yet acknowledged are sent again
+  too (at least once; subscribers drop the copy by its envelope id).
+* A retained state has one owner: a payload on a subscribed topic that is not JSON or does not
+  fit its model is dropped, and the subscriber's ``on_invalid`` is told, so that the owner of a
+  retained topic can publish its state over the garbage (a retained non-JSON round state had
+  blocked every utterance until someone cleared it by hand).
 """
 
 from __future__ import annotations
@@ -31,7 +44,8 @@ import os
 import socket
 import ssl
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -73,11 +87,20 @@ _PAHO_LOG = logging.getLogger("paho")
 _PAHO_LOG.addFilter(_ReconnectNoise())
 
 
+InvalidHandler = Callable[[str, str], None]
+"""``on_invalid(concrete_topic, reason)``: a payload on a subscribed topic was dropped as invalid."""
+HELD_MAX = 10_000
+"""Messages a publisher holds for its reader (:meth:`Bus.hold_for_reader`); beyond it they go at once."""
+READER_WAIT_S = 10.0
+"""How long held messages wait for their reader after a reconnect that lost the broker's state."""
+
+
 @dataclass
 class _Subscription:
     topic: Topic
     model: type[Envelope]
     handler: Handler
+    on_invalid: InvalidHandler | None = None
     seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
     def first_time(self, message_id: str) -> bool:
@@ -87,6 +110,56 @@ class _Subscription:
         if len(self.seen) > SEEN_IDS_KEPT:
             self.seen.popitem(last=False)
         return True
+
+
+RESEND_WINDOW_S = 2.0
+"""After a reconnect that lost the broker's state, held messages published this long before the
+connection was lost are sent again (the broker may have acknowledged one and died before passing
+it on); those never acknowledged are sent again whatever their age."""
+
+
+@dataclass
+class _Sent:
+    topic: Topic
+    payload: bytes
+    info: mqtt.MQTTMessageInfo
+    at: float
+    """``time.monotonic()`` when it was handed to paho."""
+
+
+@dataclass
+class _ReaderGate:
+    """QoS 1 messages on :attr:`topics` are for :attr:`reader`: after a reconnect that lost the
+    broker's state they wait for it (see :meth:`Bus.hold_for_reader`)."""
+
+    reader: str
+    topics: frozenset[str]
+    wait_s: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Never held while paho holds one of its own (no paho callback takes it but the message's)."""
+    open: bool = True
+    held: list[tuple[Topic, bytes]] = field(default_factory=list)
+    sent: deque[_Sent] = field(default_factory=deque)
+    """Handed to paho recently or not yet acknowledged by the broker, oldest first."""
+    lost_at: float = 0.0
+    """``time.monotonic()`` when the connection was last lost."""
+    timer: threading.Timer | None = None
+
+    def publish(self, client: mqtt.Client, topic: Topic, payload: bytes) -> None:
+        """Hand one message to paho and remember it (hold :attr:`lock`)."""
+        now = time.monotonic()
+        info = client.publish(topic.name, payload, qos=topic.qos, retain=topic.retain)
+        self.sent.append(_Sent(topic, payload, info, now))
+        while self.sent and (len(self.sent) > HELD_MAX or (
+                self.sent[0].info.is_published() and now - self.sent[0].at > RESEND_WINDOW_S)):
+            self.sent.popleft()
+
+    def to_resend(self) -> list[tuple[Topic, bytes]]:
+        """What the broker may have lost with its state (hold :attr:`lock`)."""
+        since = self.lost_at - RESEND_WINDOW_S
+        again = [(m.topic, m.payload) for m in self.sent if not m.info.is_published() or m.at >= since]
+        self.sent.clear()
+        return again
 
 
 @dataclass
@@ -100,6 +173,10 @@ class BusStats:
     dropped_unhandled: int = 0
     connects: int = 0
     sessions_lost: int = 0
+    held_for_reader: int = 0
+    """Messages held after a reconnect until their reader was back (:meth:`Bus.hold_for_reader`)."""
+    sent_without_reader: int = 0
+    """Held messages published when the reader did not come back in time (each time said in a line)."""
 
 
 class Bus:
@@ -161,9 +238,11 @@ class Bus:
         self._lost_reason: str | None = None
         self.client.on_message = self._on_message
         self.client.on_subscribe = self._on_subscribe
+        self._gate: _ReaderGate | None = None
         self.taken_over: Status | None = None
         """The newer instance of this worker that took our client id over (we then stop)."""
-        self.subscribe(self._status_topic, Status, self._on_own_status)
+        # garbage on our own status topic is covered by our status at once
+        self.subscribe(self._status_topic, Status, self._on_own_status, on_invalid=lambda _t, _r: self.refresh_status())
 
     def new_client(self, client_id: str, clean_session: bool) -> mqtt.Client:
         """A paho client with this bus's credentials, TLS and logging (also for probes)."""
@@ -210,13 +289,13 @@ class Bus:
         thread = getattr(self.client, "_thread", None)
         return thread is not None and thread.is_alive()
 
-    def stop(self) -> None:
-        """Publish the retained ``offline`` status (unless another instance owns it now), then
-        disconnect cleanly."""
+    def stop(self, reason: str = "stopped") -> None:
+        """Publish the retained ``offline`` status with ``reason`` (unless another instance owns
+        it now), then disconnect cleanly."""
         if self._connected.is_set() and self.taken_over is None:
             info = self.client.publish(
                 self._status_topic.name,
-                self._status("offline", "stopped").model_dump_json(),
+                self._status("offline", reason).model_dump_json(),
                 qos=self._status_topic.qos,
                 retain=True,
             )
@@ -229,6 +308,15 @@ class Bus:
         self._loop_started = False
         self._connected.clear()
         self._ready.clear()
+        gate = self._gate
+        if gate is not None:
+            with gate.lock:
+                if gate.timer is not None:
+                    gate.timer.cancel()
+                held, gate.held = gate.held, []
+            if held:
+                log.warning("%d messages held for %s were not published: %s stopped before it came back",
+                            len(held), gate.reader, self.worker_id)
 
     # -- status ------------------------------------------------------------------------------
     def _status(self, state: str, detail: str = "") -> Status:
@@ -268,15 +356,38 @@ class Bus:
         self.publish_raw(topic, message.model_dump_json().encode())
 
     def publish_raw(self, topic: Topic, payload: bytes) -> None:
-        self.client.publish(topic.name, payload, qos=topic.qos, retain=topic.retain)
+        gate = self._gate
+        if gate is not None and topic.qos > 0 and topic.name in gate.topics:
+            with gate.lock:
+                if not gate.open and len(gate.held) < HELD_MAX:
+                    gate.held.append((topic, payload))
+                    self.stats.held_for_reader += 1
+                    return
+                gate.publish(self.client, topic, payload)
+        else:
+            self.client.publish(topic.name, payload, qos=topic.qos, retain=topic.retain)
         self.stats.published += 1
 
-    def subscribe(self, topic: Topic, model: type[E], handler: Callable[[str, E], None]) -> None:
-        """Call ``handler(concrete_topic, message)`` for every valid payload on ``topic``.
+    def hold_for_reader(self, topics: list[Topic], reader: str, wait_s: float = READER_WAIT_S) -> None:
+        """QoS 1 messages on ``topics`` are read by the worker ``reader`` (the microphone's finals
+        by the transcript worker). After a reconnect on which the broker had lost our session
+        (restarted without persistence: it lost every reader's subscriptions too), they are held
+        until ``reader``'s retained status - published after its subscriptions - says it is
+        connected again, or ``wait_s`` has passed (then they go, with one warning line). Those
+        the broker had not acknowledged before it went are sent again after it. Call before
+        :meth:`start`."""
+        self._gate = _ReaderGate(reader, frozenset(t.name for t in topics), wait_s)
+        self.subscribe(self.topics.status(reader), Status, self._on_reader_status)
 
-        The handler runs on the MQTT network thread: keep it short, hand work to a queue.
+    def subscribe(self, topic: Topic, model: type[E], handler: Callable[[str, E], None],
+                  on_invalid: InvalidHandler | None = None) -> None:
+        """Call ``handler(concrete_topic, message)`` for every valid payload on ``topic``, and
+        ``on_invalid(concrete_topic, reason)`` for every payload dropped as invalid (not JSON,
+        not the model): the owner of a retained topic publishes its state over the garbage.
+
+        Both run on the MQTT network thread: keep them short, hand work to a queue.
         """
-        sub = _Subscription(topic, model, handler)
+        sub = _Subscription(topic, model, handler, on_invalid)
         with self._lock:
             self._subscriptions.append(sub)
             if self._connected.is_set():
@@ -307,11 +418,11 @@ class Bus:
             log.info("%sreconnected to MQTT broker %s (session present: %s)", closed, self.address.url, flags.session_present)
             if self._persistent and not flags.session_present:
                 self.stats.sessions_lost += 1
-                self._drops.warning(
-                    ("session", self.address.url),
+                # every time: each loss is news (a broker restarting twice in a minute lost twice)
+                log.warning(
                     "the MQTT broker %s lost this client's session (restarted without persistence?): "
-                    "QoS 1 messages it held for %s are lost",
-                    self.address.url, self.worker_id,
+                    "QoS 1 messages it held for %s are lost (%d times so far)",
+                    self.address.url, self.worker_id, self.stats.sessions_lost,
                 )
         with self._lock:
             self._pending_subscriptions.clear()
@@ -320,6 +431,8 @@ class Bus:
                 self._subscribe_locked(name, qos)
             if not self._pending_subscriptions:
                 self._ready.set()
+        if self._gate is not None:
+            self._gate_on_connect(self._gate, self.stats.connects > 1 and not flags.session_present)
         state = "online" if self._state == "starting" and self._ready_on_connect else self._state
         self.set_status(state, self._detail)
 
@@ -333,10 +446,71 @@ class Bus:
             if not self._pending_subscriptions and self._connected.is_set():
                 self._ready.set()
 
+    # -- holding messages for their reader ------------------------------------------------------
+    def _gate_on_connect(self, gate: _ReaderGate, state_lost: bool) -> None:
+        """Open the gate at once unless the broker lost its state; then wait for the reader."""
+        with gate.lock:
+            if gate.timer is not None:
+                gate.timer.cancel()
+                gate.timer = None
+            if not state_lost:
+                gate.sent.clear()  # the broker kept them (or paho sends them again into our session)
+                held = -1
+            else:
+                # paho sends the unacknowledged ones again now, maybe before the reader is back
+                # (lost then): they go again once it is (its bus drops a copy by envelope id)
+                gate.held[:0] = gate.to_resend()
+                gate.open = False
+                gate.timer = threading.Timer(gate.wait_s, self._reader_late)
+                gate.timer.daemon = True
+                gate.timer.start()
+                held = len(gate.held)
+        if held >= 0:
+            log.info("the broker lost its state: %d messages wait until %s is back (at most %g s)", held, gate.reader, gate.wait_s)
+        else:
+            self._open_gate(gate, late=False)
+
+    def _on_reader_status(self, _topic: str, status: Status) -> None:
+        """The reader's status arrived on this connection: it has subscribed again."""
+        gate = self._gate
+        if gate is not None and status.state != "offline" and not gate.open and self._connected.is_set():
+            self._open_gate(gate, late=False)
+
+    def _reader_late(self) -> None:
+        gate = self._gate
+        if gate is not None and not gate.open and self._connected.is_set():
+            self._open_gate(gate, late=True)
+
+    def _open_gate(self, gate: _ReaderGate, late: bool) -> None:
+        """Publish what was held, in order, and let later messages through."""
+        with gate.lock:
+            if gate.timer is not None:
+                gate.timer.cancel()
+                gate.timer = None
+            gate.open = True
+            held, gate.held = gate.held, []
+            for topic, payload in held:
+                gate.publish(self.client, topic, payload)
+                self.stats.published += 1
+        if late and held:
+            self.stats.sent_without_reader += len(held)
+            log.warning(
+                "%s is not back on the MQTT broker %s %g s after the broker lost its state: %d held messages on %s "
+                "are published now, and are lost unless it subscribes again", gate.reader, self.address.url, gate.wait_s,
+                len(held), ", ".join(sorted({topic.name for topic, _ in held})),
+            )
+        elif held:
+            log.info("%s is back: %d held messages published", gate.reader, len(held))
+
     def _on_disconnect(self, _client: mqtt.Client, _userdata: Any, _flags: Any, reason: Any, _props: Any) -> None:
         was_connected = self._connected.is_set()
         self._connected.clear()
         self._ready.clear()
+        gate = self._gate
+        if gate is not None:
+            with gate.lock:
+                gate.open = False  # until the next connect says whether the broker kept its state
+                gate.lost_at = time.monotonic()
         if was_connected and reason.is_failure and self.taken_over is None:
             # said when the reconnection fails: a broker that answers again at once closed the
             # connection on purpose (another client took our id: see _on_own_status)
@@ -403,9 +577,21 @@ class Bus:
         except StrictJSONError as exc:
             self.stats.dropped_invalid += 1
             self._log_drop(msg.topic, "not JSON", _short(str(exc)))
+            for sub in matching:
+                self._invalid(sub, msg.topic, f"not JSON: {_short(str(exc))}")
             return
         for sub in matching:
             self._deliver(sub, msg, data)
+
+    def _invalid(self, sub: _Subscription, topic: str, reason: str) -> None:
+        """Tell the subscriber a payload was dropped as invalid (its failure costs a line)."""
+        if sub.on_invalid is None:
+            return
+        try:
+            sub.on_invalid(topic, reason)
+        except Exception as exc:
+            self.stats.handler_errors += 1
+            self._log_drop(topic, "invalid-payload handler failed", f"{type(exc).__name__}: {_short(str(exc))}")
 
     def _deliver(self, sub: _Subscription, msg: mqtt.MQTTMessage, data: Any) -> None:
         try:
@@ -414,10 +600,12 @@ class Bus:
             self.stats.dropped_invalid += 1
             reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'payload'}: {e['msg']}" for e in exc.errors()[:3])
             self._log_drop(msg.topic, f"invalid {sub.model.__name__}", _short(reason))
+            self._invalid(sub, msg.topic, f"invalid {sub.model.__name__}: {_short(reason)}")
             return
         except Exception as exc:  # e.g. RecursionError inside a validator
             self.stats.dropped_invalid += 1
             self._log_drop(msg.topic, f"invalid {sub.model.__name__}", f"{type(exc).__name__}: {_short(str(exc))}")
+            self._invalid(sub, msg.topic, f"invalid {sub.model.__name__}: {type(exc).__name__}")
             return
         if msg.qos > 0 and not sub.first_time(message.id):
             self.stats.dropped_duplicate += 1

@@ -107,8 +107,10 @@ class Worker:
         self.stop_event.set()
 
     def close(self) -> None:
+        """Stop; the retained ``offline`` status keeps why when the worker failed (a console
+        opened later still sees "cannot run: no camera ...", not only "stopped")."""
         self.stop_event.set()
-        self.bus.stop()
+        self.bus.stop(self.failure or "stopped")
 
     def fail(self, code: int, detail: str) -> None:
         """Stop with exit ``code`` after one error line (the supervisor restarts the worker
