@@ -351,7 +351,7 @@ def list_cameras(max_index: int = MAX_PROBED_CAMERAS) -> list[dict[str, object]]
 
 def _no_camera(index: int) -> NoCameraError:
     return NoCameraError(
-        f"no camera at index {index}; plug one in, pick another with --source webcam:N "
+        f"no camera at index {index}; plug one in, choose another with --set camera.source=webcam:N "
         f"(see `humaine-env devices`), or run without gaze"
     )
 

@@ -187,13 +187,14 @@ def owned_ports(config: Config, names: list[str]) -> list[tuple[str, str, int]]:
     ports: list[tuple[str, str, int]] = []
     if "avatar" in names:
         avatar = config.section(AvatarSettings)
-        ports.append(("avatar", avatar.host, avatar.port))
+        ports.append(("the Avatar Controller ([avatar] port)", avatar.host, avatar.port))
     if "orchestrator" in names:
         standin = config.section(StandinSettings)
-        ports.append(("orchestrator", standin.host, standin.port))
+        ports.append(("the stand-in EO ([standin] port)", standin.host, standin.port))
     if "demo-agents" in names:
         sellers = config.section(DemoAgentsSettings)
-        ports += [(f"demo-agents ({name})", sellers.host, port) for name, port in sellers.agents.items() if port]
+        ports += [(f"demo seller {name} ([demo_agents] agents.{name})", sellers.host, port)
+                  for name, port in sellers.agents.items() if port]
     return ports
 
 
@@ -225,17 +226,20 @@ def main(args: argparse.Namespace, config: Config) -> int:
         print(f"humaine-env run: {taken}", file=sys.stderr, flush=True)
         return EXIT_UNAVAILABLE
     with broker_for(config) as (config, started):
-        _run_suite(args, config, names, extra, with_stand_ins, started, children_level)
-    print("humaine-env: stopped", flush=True)
-    return 0
+        code = _run_suite(args, config, names, extra, with_stand_ins, started, children_level)
+    if code is None:
+        print("humaine-env: stopped", flush=True)
+        return 0
+    return code
 
 
 def _run_suite(
     args: argparse.Namespace, config: Config, names: list[str], extra: dict[str, str], with_stand_ins: bool,
     started: StartedBroker | None, children_level: str = "",
-) -> None:
+) -> int | None:
     """Start the children against the resolved broker, print the start-up lines and the
-    table, supervise until Ctrl-C, stop them all."""
+    table, supervise until Ctrl-C (None) or until no child is left running (its exit status,
+    said in one line: see :func:`_none_left`), stop them all."""
     broker_url = config.broker.url
     stop = threading.Event()
     install_stop_signals(stop.set)
@@ -277,6 +281,9 @@ def _run_suite(
             if started is not None:
                 started.check()
             _supervise(children)
+            ended = _none_left(children)
+            if ended is not None:
+                return ended
             if not bus.alive and not bus_lost:
                 bus_lost = True
                 log.error("run's own MQTT connection died: utterance and reply lines stop here (the workers go on)")
@@ -391,6 +398,21 @@ def _supervise(children: list[Child]) -> None:
             child.restarts += 1
             child.next_start = 0.0
             child.start()
+
+
+def _none_left(children: list[Child]) -> int | None:
+    """When every child has ended for good (none running, none to restart), ``run`` has nothing
+    left to supervise: it says so in one line on stderr and exits - with status 3 when a child
+    could not run here (another instance online, no device...), 2 for a configuration error, 0
+    when all were done. Seen: a second ``run`` of the same environment, whose every worker
+    refused as a duplicate, stayed up with no workers for ever."""
+    if not children or not all(c.finished for c in children):
+        return None
+    codes = {c.name: c.process.returncode if c.process is not None else 0 for c in children}
+    worst = EXIT_UNAVAILABLE if EXIT_UNAVAILABLE in codes.values() else EXIT_CONFIG if EXIT_CONFIG in codes.values() else 0
+    ended = ", ".join(f"{name}: {FINAL_EXITS.get(code, code)}" for name, code in codes.items())
+    print(f"humaine-env run: no worker is left running ({ended}); stopping", file=sys.stderr, flush=True)
+    return worst
 
 
 def _print_table(children: list[Child], statuses: dict[str, Status], stop: threading.Event) -> None:

@@ -27,6 +27,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    """The command, with MediaPipe's and OpenCV's native start-up lines kept off the console."""
+    from workers.runtime.native_chatter import native_chatter_filtered
+
+    with native_chatter_filtered():
+        return _main(args, config)
+
+
+def _main(args: argparse.Namespace, config: Config) -> int:
     from sessions.coverage import check
     from sessions.evaluate import evaluate
     from sessions.format import AUDIO_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
@@ -39,7 +47,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         for report in coverage:
             for line in report.problems:
                 print(f"humaine-env eval: {line}", file=sys.stderr)
-        unusable = [f"{c.session} (no readable {TRUTH_FILE})" for c in coverage if not c.usable(TRUTH_FILE)]
+        unusable = [f"{c.session} (no readable {TRUTH_FILE}: write one with `humaine-env label {c.session}`)"
+                    for c in coverage if not c.usable(TRUTH_FILE)]
         unusable += [f"{c.session} (no readable media)" for c in coverage
                      if not c.usable(AUDIO_FILE) and not c.usable(VIDEO_FILE)]
         if unusable:

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError
+from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError, NoInputDeviceError
 from hardware.audio_sources import open_source as open_audio
 from hardware.clock import Clock, RealClock
-from hardware.video import Frame, SourceStats, VideoSource, VideoSourceError, frames
+from hardware.video import Frame, NoCameraError, SourceStats, VideoSource, VideoSourceError, frames
 from hardware.video import open_source as open_video
 from sessions.format import SESSION_FILE, CameraInfo, SessionInfo, SessionWriter
 from workers.runtime.bus import Bus
@@ -47,6 +47,11 @@ AUDIO_GAP_TOLERANCE_MS = 60
 smaller differences are capture jitter and the samples are simply appended."""
 CONNECT_TIMEOUT_S = 5.0
 WORKER_STOP_S = 10.0
+
+
+class RecordUnavailable(Exception):
+    """A device the recording needs is not on this machine (no camera, no microphone):
+    recording cannot be done here, and waiting will not help (exit status 3)."""
 
 
 class RecordError(Exception):
@@ -228,6 +233,8 @@ class Recorder:
         except (VideoSourceError, AudioSourceError) as exc:
             if video is not None:
                 video.close()
+            if isinstance(exc, (NoCameraError, NoInputDeviceError)):
+                raise RecordUnavailable(str(exc)) from None
             raise RecordError(str(exc)) from None
         self.writer = SessionWriter(self.folder, self.info)
         self.audio.writer = self.writer

@@ -33,11 +33,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from sessions.record import Recorder, RecordError
+    from sessions.record import Recorder, RecordError, RecordUnavailable
     from workers.camera.settings import CameraSettings
     from workers.microphone.settings import MicrophoneSettings
     from workers.runtime.broker import broker_for
-    from workers.runtime.worker import install_stop_signals
+    from workers.runtime.worker import EXIT_UNAVAILABLE, install_stop_signals
 
     audio = None if args.no_audio else args.audio_source or config.section(MicrophoneSettings).source
     video = None if args.no_video else args.video_source or config.section(CameraSettings).source
@@ -54,6 +54,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
         with broker_for(config) if args.perceive else nullcontext((config, None)) as (config, _started):
             recorder = Recorder(config, args.folder, audio, video, perceive=args.perceive, linger_s=args.linger)
             folder = recorder.run(stop)
+    except RecordUnavailable as exc:
+        print(f"humaine-env record: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except RecordError as exc:
         print(f"humaine-env record: {exc}", file=sys.stderr)
         return 1

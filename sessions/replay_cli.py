@@ -23,6 +23,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    """The command, with MediaPipe's and OpenCV's native start-up lines kept off the console."""
+    from workers.runtime.native_chatter import native_chatter_filtered
+
+    with native_chatter_filtered():
+        return _main(args, config)
+
+
+def _main(args: argparse.Namespace, config: Config) -> int:
     from sessions.format import Session, SessionFormatError
     from sessions.replay import ReplayError, replay
     from workers.runtime.broker import broker_for

@@ -151,3 +151,18 @@ def test_replay_uses_the_recorder_port_setting(mosquitto: MosquittoBroker, tmp_p
         f"humaine-env replay: port {port} on 127.0.0.1 for the replay's stand-in EO ([replay] recorder_port; 0: any free port) "
         "is taken (another run, or another service?); stop it or choose another port"
     ], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", [["record", "{tmp}/rec"], ["calibrate", "--no-prompt"]])
+def test_no_camera_is_unavailable_with_a_hint_every_command_takes(command: list[str], tmp_path: Path) -> None:
+    """``record`` and ``calibrate`` without a camera: status 3 (cannot run here), and the hint
+    names a setting every command takes, not another command's flag."""
+    from hardware.video import list_cameras
+
+    absent = max((int(c["index"]) for c in list_cameras()), default=-1) + 1  # type: ignore[call-overload]
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command] + ["--set", f"camera.source=webcam:{absent}"]
+    done = cli(args, tmp_path)
+    assert done.returncode == EXIT_UNAVAILABLE, done.stderr[-2000:]
+    lines = problem_lines(done.stderr)
+    assert len(lines) == 1 and f"no camera at index {absent}" in lines[0], lines
+    assert "--set camera.source=webcam:N" in lines[0] and "--source" not in lines[0]

@@ -25,10 +25,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from hardware.video import VideoSourceError, frames, open_source
+    from hardware.video import NoCameraError, VideoSourceError, frames, open_source
     from workers.camera.calibration import AWAY, CalibrationError, derive, measure_phase, save, seat_of
     from workers.camera.pipeline import CameraPipeline
     from workers.camera.settings import CameraSettings
+    from workers.runtime.worker import EXIT_UNAVAILABLE
 
     if args.source:
         config = config.with_overrides({"camera.source": args.source})
@@ -39,7 +40,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         source = open_source(settings.source, settings.width, settings.height, settings.fps)
     except VideoSourceError as exc:
         print(f"humaine-env calibrate: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_UNAVAILABLE if isinstance(exc, NoCameraError) else 1
     pipeline = CameraPipeline(settings)
     phases = []
     try:

@@ -44,6 +44,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    """The command, with MediaPipe's and OpenCV's native start-up lines kept off the console."""
+    from workers.runtime.native_chatter import native_chatter_filtered
+
+    with native_chatter_filtered():
+        return _main(args, config)
+
+
+def _main(args: argparse.Namespace, config: Config) -> int:
     from workers.camera.facemesh import FaceMeshDetector
     from workers.camera.pipeline import CameraPipeline
     from workers.camera.preview import Preview
@@ -124,6 +132,8 @@ def _frames(path: Path, repeat: int, fps: float, preview: Preview | None) -> Ite
         preview.fps = preview.fps or fps
     index = 0
     for still in stills:
+        if not Path(still).is_file():
+            raise InputError(f"{still}: not found")
         image = cv2.imread(str(still), cv2.IMREAD_COLOR)
         if image is None:
             raise InputError(f"{still}: not an image OpenCV can read")
