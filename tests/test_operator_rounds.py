@@ -5,6 +5,8 @@ quiet while the console is open."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import signal
 import subprocess
@@ -12,11 +14,14 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import tomllib
 from playwright.sync_api import Page, expect
 
 from avatar.operator import CONSOLE_PATH
+from avatar.operator.day import DAY_DIR
+from avatar.operator.routes import DAY_CSV_PATH
 from tests.helpers import free_port, wait_for
 from tests.test_operator_console import CLI, UI_TIMEOUT_MS, _observer
 from tests.test_suite_cli import suite_config
@@ -66,6 +71,7 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
         expect(page.locator("#round-phase")).to_have_attribute("data-phase", "ended")
 
         # Next round, with the durations typed on the console: another round starts within 15 s
+        page.fill("#buyer-name", "Ada Lovelace")
         page.fill("#d-warmup", "1")
         page.fill("#d-round", "60")
         page.fill("#d-post", "2")
@@ -89,6 +95,16 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
         assert wait_for(lambda: any(m.round_id == second.round_id and m.phase == "post" for m in rounds), timeout=10)
         assert wait_for(lambda: any(m.round_id == second.round_id and m.phase == "ended" for m in rounds), timeout=15)
         print(f"\nNext round -> negotiation of {second.round_id}: {started_s:.1f} s")
+
+        # the day: both rounds on the console and in the day's files, the second under its buyer
+        expect(page.locator(f"#day tr[data-round='{second.round_id}'] td").nth(1)).to_have_text("Ada Lovelace", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#day tr[data-round='r1']")).to_have_count(1)
+        csv_text = httpx.get(avatar_url + DAY_CSV_PATH, timeout=10).text
+        rows = list(csv.DictReader(io.StringIO(csv_text)))
+        assert [(r["round"], r["buyer"]) for r in rows] == [("r1", ""), (str(second.round_id), "Ada Lovelace")], csv_text
+        day_files = list((tmp_path / "data" / DAY_DIR).glob("*.csv"))
+        assert len(day_files) == 1
+        assert list(csv.DictReader(io.StringIO(day_files[0].read_text()))) == rows
 
         # the console stays open past the silence limit: no false "not heard of" alert
         time.sleep(3 * HEALTH_INTERVAL_S + 2 - min(3 * HEALTH_INTERVAL_S, time.monotonic() - clicked))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from avatar.display import DisplayHub
@@ -73,7 +73,12 @@ class BuyerBook:
     def __init__(self, hub: DisplayHub) -> None:
         self._hub = hub
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
         self._reset(None)
+
+    def listen(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        """Call ``listener`` with the view after every change (the operator's day book)."""
+        self._listeners.append(listener)
 
     def _reset(self, round_id: int | str | None) -> None:
         self.round_id = round_id
@@ -85,6 +90,7 @@ class BuyerBook:
         self.deals: list[dict[str, Any]] = []
         self.saved: dict[str, Any] | None = None
         self.human_totals: dict[str, Any] | None = None
+        self.round_totals: dict[str, Any] | None = None
 
     # -- what the EO tells (any thread) --------------------------------------------------------
     def round(self, round_id: int | str) -> None:
@@ -148,6 +154,7 @@ class BuyerBook:
         human = totals.get(HUMAN)
         with self._lock:
             self.human_totals = dict(human) if isinstance(human, Mapping) else None
+            self.round_totals = dict(totals)
         self._emit()
 
     # -- what the page reads --------------------------------------------------------------------
@@ -199,6 +206,7 @@ class BuyerBook:
                 "plan": None,
                 "saved": self.saved,
                 "human_totals": self.human_totals,
+                "round_totals": self.round_totals,
                 "recipe": bu.RECIPE,
             }
         if utility is not None:
@@ -218,3 +226,9 @@ class BuyerBook:
             _notes.warning(("view", type(exc).__name__), "the buyer page could not be updated: %s: %s", type(exc).__name__, exc)
             return
         self._hub.emit({"type": STATE_KEY, **view}, lambda s: s.__setitem__(STATE_KEY, view))
+        for listener in self._listeners:
+            try:
+                listener(view)
+            except Exception as exc:  # the day book must never cost the EO an answer either
+                _notes.warning(("listener", type(exc).__name__), "a listener of the buyer's book failed: %s: %s",
+                               type(exc).__name__, exc)

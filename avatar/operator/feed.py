@@ -85,6 +85,9 @@ class OperatorFeed:
                  hysteresis_deg: float) -> None:
         self.topics = bus.topics
         self.hub = FeedHub(self.view)
+        self._day: dict[str, Any] | None = None
+        self.on_undelivered: Callable[[Any], None] | None = None
+        """Told the round of each of the buyer's utterances that never reached the EO (the day book)."""
         self._lock = threading.Lock()
         self._camera = {"targets": targets, "tolerance_deg": tolerance_deg, "hysteresis_deg": hysteresis_deg,
                         "worker": CAMERA_WORKER}
@@ -121,6 +124,7 @@ class OperatorFeed:
                 "speaking": dict(self._speaking),
                 "utterances": [view(u) for u in self._utterances],
                 "alerts": [view(a) for a in self._alerts],
+                "day": self._day,
             }
 
     def utterances(self) -> list[UtteranceView]:
@@ -182,6 +186,8 @@ class OperatorFeed:
         if message.outcome == "blocked":
             self._alert("blocked", "warning", f"the EO blocked the buyer's {said}: {message.reason or 'no reason given'}")
         elif message.outcome in UNDELIVERED_OUTCOMES:
+            if self.on_undelivered is not None:
+                self.on_undelivered(message.message.get("roundId"))
             kind: AlertKind = UNDELIVERED_OUTCOMES[message.outcome]  # type: ignore[assignment]
             level: AlertLevel = "warning" if kind == "maybe_delivered" else "error"
             self._alert(kind, level, f"the buyer's {said} was {message.outcome.replace('_', ' ')}: {message.reason}")
@@ -222,6 +228,12 @@ class OperatorFeed:
             self.hub.emit({"type": "status", **worker_view})
             self._alert("worker_silent", "warning", f"{worker_view['worker']} has not been heard of for "
                                                     f"{(now - worker_view['seen']) // 1000} s (last state {worker_view['state']})")
+
+    def set_day(self, summary: dict[str, Any]) -> None:
+        """The day's rounds, per buyer and seller (:class:`~avatar.operator.day.DayBook`)."""
+        with self._lock:
+            self._day = summary
+        self.hub.emit({"type": "day", **summary})
 
     # -- links (event loop) ----------------------------------------------------------------------
     def set_link(self, name: str, **values: Any) -> None:

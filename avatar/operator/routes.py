@@ -19,10 +19,12 @@ from typing import Any, Final
 
 import httpx
 from fastapi import FastAPI, Request, WebSocket
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from avatar.buyer.book import BuyerBook
 from avatar.display.socket import serve_hub
+from avatar.operator.day import DAY_DIR, DayBook
 from avatar.operator.feed import OperatorFeed, Subscriber
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, parse_body
@@ -38,6 +40,9 @@ CONSOLE_PATH: Final = "/operator"
 CONSOLE_STATIC_PATH: Final = "/operator/static"
 CONSOLE_FEED_PATH: Final = "/operator/ws"
 NEXT_ROUND_PATH: Final = "/operator/round/next"
+BUYER_PATH: Final = "/operator/buyer"
+DAY_JSON_PATH: Final = "/operator/day.json"
+DAY_CSV_PATH: Final = "/operator/day.csv"
 END_ROUND_PATH: Final = "/operator/round/end"
 ROUND_CONTROL_TIMEOUT_S: Final = 10.0
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
@@ -53,7 +58,7 @@ def _page() -> str:
     """The console's HTML with the addresses of its files and feed filled in."""
     html = (STATIC_DIR / PAGE_FILE).read_text(encoding="utf-8")
     for key, value in (("static", CONSOLE_STATIC_PATH), ("feed", CONSOLE_FEED_PATH), ("next", NEXT_ROUND_PATH),
-                       ("end", END_ROUND_PATH)):
+                       ("end", END_ROUND_PATH), ("buyer", BUYER_PATH), ("day_json", DAY_JSON_PATH), ("day_csv", DAY_CSV_PATH)):
         html = html.replace("{{" + key + "}}", value)
     return html
 
@@ -74,6 +79,11 @@ async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool],
                 except httpx.HTTPError as exc:
                     feed.set_link("eo", reachable=False, detail=str(exc) or type(exc).__name__)
             await asyncio.sleep(LINK_POLL_S)
+
+
+def _day_changed(day: DayBook, feed: OperatorFeed, view: dict[str, Any]) -> None:
+    day.on_buyer_view(view)
+    feed.set_day(day.summary())
 
 
 def _is_standin(answer: httpx.Response) -> bool:
@@ -126,9 +136,11 @@ def _durations(data: Any) -> dict[str, float] | None:
     return None if found.get("round") == 0 else found
 
 
-def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connected: Callable[[], bool]) -> OperatorFeed:
+def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connected: Callable[[], bool],
+                  buyer_book: BuyerBook | None = None) -> OperatorFeed:
     """Add the console to ``app`` and subscribe its feed on ``bus`` (before the bus starts,
-    so retained statuses arrive with the first connection)."""
+    so retained statuses arrive with the first connection). With ``buyer_book``, the day's
+    rounds are kept (:class:`DayBook`) and shown."""
     camera = config.section(CameraSettings)
     feed = OperatorFeed(
         bus, {name: target.model_dump() for name, target in camera.targets.items()}, camera.tolerance_deg,
@@ -140,6 +152,12 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
     except ServiceMapError as exc:
         eo_url = None
         feed.set_link("eo", reachable=False, detail=str(exc))
+
+    day = DayBook(config.core.data_dir / DAY_DIR)
+    if buyer_book is not None:
+        buyer_book.listen(lambda view: _day_changed(day, feed, view))
+    feed.on_undelivered = day.undelivered
+    feed.set_day(day.summary())
 
     inner = app.router.lifespan_context
 
@@ -171,17 +189,46 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
 
     @app.post(NEXT_ROUND_PATH, include_in_schema=False)
     async def next_round(request: Request) -> JSONResponse:
-        """The operator's Next round (with the stand-in EO): the next round with these durations."""
+        """The operator's Next round (with the stand-in EO): the next round with these durations,
+        for the buyer named (the day book files the round under that name)."""
         try:
             data = parse_body(await request.body())
         except BodyRefused as exc:
             return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
+        if isinstance(data, dict) and "buyer" in data:
+            day.set_buyer(data["buyer"])
+            feed.set_day(day.summary())
         durations = _durations(data)
         if durations is None:
             return JSONResponse({"ok": False, "reason": "durations are seconds: warmUp, round (above 0), post"}, status_code=422)
         answer = await _round_control(eo_url, ep.NEXT_ROUND, {"durations": durations} if durations else {})
         log.info("the operator started the next round: %s", answer.body.decode()[:200])
         return answer
+
+    @app.post(BUYER_PATH, include_in_schema=False)
+    async def set_buyer(request: Request) -> JSONResponse:
+        """The buyer of the next round, and of the running one (with the platform's EO, whose
+        rounds start there, the operator names the buyer of the round in progress)."""
+        try:
+            data = parse_body(await request.body())
+        except BodyRefused as exc:
+            return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
+        if not isinstance(data, dict) or not isinstance(data.get("buyer"), str):
+            return JSONResponse({"ok": False, "reason": 'the body is {"buyer": "name"}'}, status_code=422)
+        current = feed.view()["round"] or {}
+        running = current.get("phase") in ("warmup", "round", "post")
+        label = day.set_buyer(data["buyer"], current.get("round_id") if running else None)
+        feed.set_day(day.summary())
+        return JSONResponse({"ok": True, "buyer": label})
+
+    @app.get(DAY_JSON_PATH, include_in_schema=False)
+    async def day_json() -> JSONResponse:
+        return JSONResponse(day.summary())
+
+    @app.get(DAY_CSV_PATH, include_in_schema=False)
+    async def day_csv() -> Response:
+        return Response(day.csv_text(), media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="humaine-day-{day.date}.csv"'})
 
     @app.post(END_ROUND_PATH, include_in_schema=False)
     async def end_round() -> JSONResponse:

@@ -89,10 +89,27 @@
       answer = await response.json();
     } catch (e) { answer = { ok: false, reason: String(e) }; }
     status.dataset.ok = String(!!answer.ok);
-    status.textContent = answer.ok ? (answer.roundId !== undefined ? "round " + answer.roundId : "done") : (answer.reason || "refused");
+    status.textContent = answer.ok ? (answer.roundId !== undefined ? "round " + answer.roundId
+      : answer.buyer !== undefined ? "buyer: " + (answer.buyer || "(unnamed)") : "done") : (answer.reason || "refused");
   }
-  el("next-round").onclick = () => roundControl(document.body.dataset.next, { durations: {
+  el("next-round").onclick = () => roundControl(document.body.dataset.next, { buyer: el("buyer-name").value, durations: {
     warmUp: Number(el("d-warmup").value), round: Number(el("d-round").value), post: Number(el("d-post").value) } });
+  el("set-buyer").onclick = () => roundControl(document.body.dataset.buyer, { buyer: el("buyer-name").value });
+  const money = (v) => (v === null || v === undefined ? "-" : "$" + Number(v).toFixed(2));
+  function setDay(d) {
+    if (!d) return;
+    el("day-date").textContent = d.date || "";
+    if (document.activeElement !== el("buyer-name") && d.next_buyer !== undefined) el("buyer-name").value = d.next_buyer;
+    const body = el("day").tBodies[0];
+    body.textContent = "";
+    for (const r of (d.rounds || []).slice().reverse()) {
+      const row = node("tr");
+      row.dataset.round = r.round;
+      for (const value of [r.round, r.buyer || "-", r.started, r.deals, money(r.paid), r.allocation_saved ? "yes" : "no",
+        money(r.buyer_utility), money(r.seller_revenue), r.undelivered]) row.appendChild(node("td", "", String(value)));
+      body.appendChild(row);
+    }
+  }
   el("end-round").onclick = () => roundControl(document.body.dataset.end, {});
 
   function setLink(link) {
@@ -262,7 +279,9 @@
       for (const u of s.utterances || []) setUtterance(u);
       el("alerts").textContent = "";
       for (const a of s.alerts || []) addAlert(a);
+      setDay(s.day);
     },
+    day: setDay,
     status: setWorker,
     link: setLink,
     round(v) { setRound(v, v.now); },
