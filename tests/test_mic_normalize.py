@@ -41,6 +41,16 @@ from workers.microphone.recognizer import Hypothesis, WordTiming
         ("How about $8 .50 cents?", "How about $8.50?"),  # Whisper's word timings split numbers
         ("How about $8 and $0.50?", "How about $8.50?"),
         ("That is 3 ,000 dollars", "That is $3000"),
+        ("$ 20 is too much", "$20 is too much"),  # a currency sign written as a word of its own
+        ("How about $8 and 50 cents?", "How about $8.50?"),
+        ("How about $8 and fifty cents?", "How about $8.50?"),
+        ("a dollar fifty", "$1.50"),
+        ("for a dollar.", "for $1."),
+        ("a dollar and five cents", "$1.05"),
+        ("4 .10 each", "4.10 each"),  # decimals as written, not "4.1"
+        # Two decimal parts are two numbers: nothing is joined into one the decoder did not write.
+        ("$4.0 .0 cents", "$4 .0 cents"),
+        ("$3.42 .50", "$3.42 .50"),
     ],
 )
 def test_digits(spoken: str, written: str) -> None:

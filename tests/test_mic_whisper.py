@@ -5,6 +5,7 @@ on negotiation utterances by Festival and espeak-ng voices, with bounds set from
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from pathlib import Path
@@ -20,10 +21,21 @@ from workers.microphone.normalize import normalize_hypothesis
 from workers.microphone.recognizer import EngineUnavailable
 from workers.microphone.settings import MicrophoneSettings
 
+log = logging.getLogger(__name__)
+
 READ_SPEECH_BOUND = 0.15  # measured 0.073 on the 11 pocketsphinx test-data recordings (LibriVox reads, goforward, cards)
-NEGOTIATION_BOUND = 0.2  # measured 0.152 on 30 sentences × 2 voices (Festival HTS + espeak-ng)
-INVENTED_NUMBERS_BOUND = 1  # measured 1 on the same 60: "three dollars fifty" heard as "3 notlers 50"
-DEAL_RECALL_FLOOR = 0.8  # measured 0.865 (109 of 126 numbers, prices, goods and units)
+# Bounds below hold under CTranslate2's GENERIC, AVX2 and AVX512 kernels (CT2_FORCE_CPU_ISA), whose
+# decodes differ in a few words; "measured" gives each as GENERIC/AVX2/AVX512.
+NEGOTIATION_BOUND = 0.2  # measured 0.172/0.163/0.165 on 30 sentences × 2 voices (Festival HTS + espeak-ng); 0.201/0.210/0.210
+# before the decoder got a full window's encoder positions ("$ $ $" for prices)
+INVENTED_NUMBERS_BOUND = 3  # measured 2/2/2, espeak-ng misheard: "Celiac 1, 2 eggs" for "celia i want two eggs", "free, not learn 50"
+INVENTED_PRICES_BOUND = 1  # measured 0/0/0: no amount of money the speaker did not say
+PRICES_KEPT_FLOOR = 0.8  # share of the priced sentences whose amounts all come out as said: measured 22/24 under each
+DEAL_RECALL_FLOOR = 0.8  # measured 0.873/0.881/0.881 (of 126 numbers, prices, goods and units)
+CUTS_UNFINISHED_FLOOR = 0.8  # prompted, cut Asterisk prompts that read unfinished: measured 26/29 under each
+WHOLES_FINISHED_FLOOR = 0.75  # the same prompts whole that read finished: measured 28/29, 26/29, 25/29 (the rest end in "...")
+PROMPTED_WHOLE_WER_BOUND = 0.08  # measured 0.032/0.028/0.028
+SPECULATIVE_WORDS_CHANGED = 0.15  # one word in the 9 of "celia i want two eggs | and some milk"
 
 
 @pytest.fixture(scope="module")
@@ -58,17 +70,29 @@ def test_read_speech_wer(whisper: WhisperRecognizer) -> None:
     assert wer([r for r, _ in pairs], [h for _, h in pairs]) <= READ_SPEECH_BOUND, pairs
 
 
+def prices(text: str) -> list[str]:
+    """The amounts of money a text names, as the normaliser writes them ("$8.50")."""
+    return re.findall(r"\$\d+(?:\.\d+)?", normalize(text))
+
+
 def test_negotiation_wer_and_no_invented_numbers(whisper: WhisperRecognizer) -> None:
+    """Properties, not one decode's words: CTranslate2 picks its kernels by CPU, and the words
+    it writes move with them (see the bounds)."""
     synth = load_synth()
     samples = negotiation((synth.FESTIVAL_VOICES[2], "en-us"))  # type: ignore[attr-defined]
     pairs = [(s.text, normalize_hypothesis(transcribe(whisper, s.audio())).text) for s in samples]
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
-    assert wer(refs, hyps) <= NEGOTIATION_BOUND, pairs
-    invented = [
-        (r, h) for r, h in pairs
-        if any(t[0].isdigit() or t.startswith("$") for t in (deal_terms_of(h) - deal_terms_of(r)))
-    ]
+    error = wer(refs, hyps)
+    log.info("negotiation WER %.4f", error)
+    signs = [h for h in hyps if re.search(r"\$(?!\d)", h)]
+    assert not signs, signs  # a currency sign always with its amount: the trimmed window once wrote "$ $ $"
+    said = [(r, h) for r, h in pairs if prices(r)]
+    kept = [(r, h) for r, h in said if prices(h) == prices(r)]
+    assert len(kept) >= PRICES_KEPT_FLOOR * len(said), [p for p in said if p not in kept]
+    assert error <= NEGOTIATION_BOUND, pairs
+    invented = [(r, h, new) for r, h in pairs if (new := {t for t in deal_terms_of(h) - deal_terms_of(r) if t[0].isdigit() or t[0] == "$"})]
     assert len(invented) <= INVENTED_NUMBERS_BOUND, invented
+    assert sum(1 for _, _, new in invented if any(t[0] == "$" for t in new)) <= INVENTED_PRICES_BOUND, invented
     assert deal_score(refs, hyps).recall >= DEAL_RECALL_FLOOR
 
 
@@ -79,11 +103,31 @@ def deal_terms_of(text: str) -> set[str]:
 
 
 def test_silence_and_noise_give_no_words(whisper: WhisperRecognizer) -> None:
-    rng = np.random.default_rng(3)
-    assert transcribe(whisper, np.zeros(16000, dtype=np.int16)).text == ""
+    """Whisper writes "You" for digital silence and ". . ." for noise, at no-speech probabilities
+    of 0.91-0.96 (speech: at most 0.82): neither reaches the transcript (``NO_SPEECH_PROB``).
+    Which lengths a kernel writes "You" for differs by CPU (2 s under AVX2, 1 s under GENERIC
+    before the gate), so several lengths and levels."""
     assert transcribe(whisper, np.zeros(800, dtype=np.int16)).text == ""  # shorter than Whisper can read
-    noise = transcribe(whisper, rng.normal(0, 20, 32000).astype(np.int16))
-    assert len(noise.text.split()) <= 2, noise.text
+    for seconds in (1, 2, 5):
+        assert transcribe(whisper, np.zeros(16000 * seconds, dtype=np.int16)).text == "", seconds
+    for seed, level in ((3, 20), (0, 100), (2, 100)):
+        noise = transcribe(whisper, np.random.default_rng(seed).normal(0, level, 32000).astype(np.int16))
+        assert noise.text == "" and noise.words == [], (seed, level, noise.text)
+
+
+def test_the_decoder_gets_a_full_windows_encoder_positions(whisper: WhisperRecognizer) -> None:
+    """The trimmed window's encoder output is followed by the padding's own up to Whisper's 1500
+    positions: a decoder handed the trimmed window's few hundred alone wrote "$ $ $" for prices."""
+    from faster_whisper.audio import pad_or_trim
+
+    model = whisper.model
+    model.window.full = False  # as a decode of the trimmed window sets it (a retry of a degenerate one sets it True)
+    features = pad_or_trim(model.feature_extractor(pocketsphinx_corpus()[0].audio().astype(np.float32) / 32768.0))
+    encoded = np.asarray(model.encode(features))
+    assert encoded.shape[:2] == (1, 1500) and model.silent_encoding.shape == encoded.shape
+    heard = (features.shape[-1] - int(np.sum(~np.any(features != 0.0, axis=0)))) // 2  # positions of speech
+    assert not np.allclose(encoded[:, :heard], model.silent_encoding[:, :heard])
+    assert np.array_equal(encoded[:, -500:], model.silent_encoding[:, -500:])
 
 
 def test_interims_at_most_three_a_second_and_final_unaffected() -> None:
@@ -146,7 +190,12 @@ def trimmed(audio: np.ndarray) -> np.ndarray:
 
 def test_speculative_final_in_pauses_and_talked_over(tmp_path: Path) -> None:
     """The final starts ``speculate_ms`` into every pause; a pause the speaker talks over is retracted
-    and the one final still holds both halves, as decoding without speculation does."""
+    and the one final still holds both halves, as decoding without speculation does.
+
+    Not word for word: the speculative final decodes the utterance with 150 ms of its closing
+    pause, the other with the whole hangover, and that much silence moves a word the voice says
+    unclearly under some CPU kernels ("two eggs": "to exit" without speculation, "to X" with it
+    under AVX2, "to eggs" under AVX512; each the same as a plain decode of the same samples)."""
     from hardware.audio_files import FileSource, load_audio, write_wav
     from workers.microphone.transcriber import Transcriber
     from workers.runtime.messages import Transcript
@@ -172,32 +221,45 @@ def test_speculative_final_in_pauses_and_talked_over(tmp_path: Path) -> None:
         else:
             assert recognizer.speculations == 0
         recognizer.close()
-    assert len(texts["150"]) == 1 and texts["150"] == texts["None"], texts
+    assert len(texts["150"]) == 1 and len(texts["None"]) == 1, texts
     assert "want" in texts["150"][0].lower() and "milk" in texts["150"][0].lower(), texts
+    assert wer(texts["None"], texts["150"]) <= SPECULATIVE_WORDS_CHANGED, texts  # measured 0, 1/9, 1/9
 
 
 def test_a_disfluent_prompt_writes_broken_off_human_speech_as_broken_off(tmp_path: Path) -> None:
     """``whisper_prompt``: real human prompts cut after a function word ("please enter the |
     number ...") are written as cut off when Whisper decodes them after a disfluent prompt,
-    so the merge rules hold them; the whole sentences stay whole."""
+    so the merge rules hold them; the whole sentences stay whole.
+
+    Over every Asterisk prompt with a place to cut (29), not two: which few a decode writes one
+    way or the other moves with the CPU's kernels ("Please enter the number to be blacklisted."
+    under one, "... blacklisted. And..." under another), the share does not."""
     from tests.helpers import load_script
     from transcript.completeness import DEFAULT_HOLD_WORDS, Completeness
 
     corpus = load_script("paused_speech")
     rules = Completeness.build(DEFAULT_HOLD_WORDS, (), ())
-    wanted = ("please enter the number to be blacklisted", "that feature is not available on this line")
-    recordings = {" ".join(r.words): r for r in corpus.human_recordings()}
+    recordings = [r for r in corpus.human_recordings() if r.voice == "human:asterisk" and r.cut_after is not None]
     settings = MicrophoneSettings(engine="whisper", whisper_prompt="Um, so I was thinking... uh, maybe we could, um... well, you know.")
     recognizer = load_recognizer(settings, tmp_path)
     assert recognizer.prompt == settings.whisper_prompt  # type: ignore[attr-defined]
     pad = np.zeros(4800, dtype=np.int16)
     align = corpus.forced_aligner()
-    for text in wanted:
-        recording = recordings[text]
+    firsts: list[tuple[str, str]] = []
+    wholes: list[tuple[str, str]] = []
+    for recording in recordings:
         samples = corpus._trimmed(recording.load())
         cut = corpus.cut_sample(samples, recording.words, recording.cut_after, align)
-        first = transcribe(recognizer, np.concatenate([pad, samples[:cut], pad])).text
-        whole = transcribe(recognizer, np.concatenate([pad, samples, pad])).text
-        assert rules.unfinished(first) is not None, (text, first)
-        assert rules.unfinished(whole) is None and wer([text], [normalize(whole)]) <= 0.2, (text, whole)
-
+        if cut is None:  # the aligner could not place the boundary
+            continue
+        text = " ".join(recording.words)
+        firsts.append((text, transcribe(recognizer, np.concatenate([pad, samples[:cut], pad])).text))
+        wholes.append((text, transcribe(recognizer, np.concatenate([pad, samples, pad])).text))
+    assert len(firsts) >= 20, len(firsts)
+    finished_cuts = [(t, h) for t, h in firsts if rules.unfinished(h) is None]
+    unfinished_wholes = [(t, h) for t, h in wholes if rules.unfinished(h) is not None]
+    log.info("disfluent prompt: %d of %d cuts read unfinished, %d of %d wholes finished",
+             len(firsts) - len(finished_cuts), len(firsts), len(wholes) - len(unfinished_wholes), len(wholes))
+    assert len(finished_cuts) <= (1 - CUTS_UNFINISHED_FLOOR) * len(firsts), finished_cuts
+    assert len(unfinished_wholes) <= (1 - WHOLES_FINISHED_FLOOR) * len(wholes), unfinished_wholes
+    assert wer([t for t, _ in wholes], [normalize(h) for _, h in wholes]) <= PROMPTED_WHOLE_WER_BOUND, wholes

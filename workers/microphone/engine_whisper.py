@@ -14,8 +14,10 @@ Whisper's encoder is trained on 30 s windows and faster-whisper pads every utter
 with silent frames: on one core that encoder pass alone is ~0.7 s for tiny.en, whatever the
 utterance's length — most of the speech end → final latency. The encoder here sees the
 utterance plus ``whisper_context_pad_s`` (:data:`CONTEXT_PAD_S` by default) of that padding
-(``whisper_context = "utterance"``, default), measured no less accurate on the test corpora and several times faster;
-``whisper_context = "full"`` keeps the 30 s window.
+(``whisper_context = "utterance"``, default), and the decoder still gets a 30 s window's 1500
+encoder positions: the ones past the trimmed window are the padding's own encoding, computed
+once at load (:func:`splice_encoding`; a decoder handed the trimmed window's few hundred
+positions alone wrote "$ $ $" for prices). ``whisper_context = "full"`` keeps the 30 s window.
 
 Biasing uses faster-whisper's ``hotwords``: the domain's names, goods and units go before the
 decoder's start as previous context. Never example sentences with prices (an ``initial_prompt``
@@ -46,18 +48,25 @@ FRAMES_PER_S = 100
 """Whisper's log-mel frame rate (hop 160 samples at 16 kHz)."""
 FULL_WINDOW_FRAMES = 3000
 CONTEXT_PAD_S = 7.0
-"""Silence the trimmed encoder keeps after the utterance (``[microphone] whisper_context_pad_s``).
-Whisper needs a good part of its window's padding: on 6 LibriVox reads and 30 negotiation
-utterances (4 voices), beam 5, one core, WER read/negotiation and CPU per utterance were
-0.05/0.20/0.92 s with the 30 s window, 0.07/0.16/0.37 s at 10 s, 0.07/0.80/0.40 s at 5 s and
-2.4/3.3/0.85 s at 1 s (the decoder loops, repeating itself). On the bench's full corpora
-(bench/stt.py, 120 negotiation utterances by 4 voices, 11 reads, 10 prompts) 7 s matched 10 s —
-WER 0.142/0.083/0.029 vs 0.144/0.083/0.057, 2 invented deal terms each — at RTF 0.156 vs 0.191,
-~45 ms less per final; 6 s began to lose words (negotiation 0.178 at beam 2)."""
+"""Padding the trimmed encoder keeps after the utterance (``[microphone] whisper_context_pad_s``).
+Measured with the decoder given the full window's positions (:func:`splice_encoding`), beam 5,
+one core, on the 60 negotiation utterances of tests/test_mic_whisper.py (Festival HTS + espeak-ng)
+and 60 more by two other voices (Festival kal, espeak-ng en-gb): WER 0.163/0.208 (these 60/all 120),
+deal-term recall 0.881, CPU 0.27 s per utterance at 7 s; at 5 s 0.176/0.211, at 1 s 0.167/0.204
+(0.23 s); the 30 s window 0.150/0.190, recall 0.889, at 0.62 s. Before the splice the same
+trimmed window at 7 s gave 0.210/0.242, recall 0.802, and 10 words "$" without their amount
+(the full window: none); 7 s was chosen then, when shorter pads made the decoder loop."""
 TAIL_MIN_PROB = 0.01
 """Whisper appends words to the silence after speech ("... a cup of milk as well."), the first of
 them at probabilities of 0.0001-0.001: such a word ends the final when only unsure words follow it."""
 TAIL_UNSURE_PROB = 0.5
+NO_SPEECH_PROB = 0.9
+"""A segment whose no-speech probability (the decoder's own, at its first step) is at least this
+is not speech: on silence and noise (zeros of 0.2-10 s, white noise at -80 to -40 dBFS, mains
+hum) the segments Whisper wrote ("You", ". . .") measured 0.906-0.956 under the GENERIC, AVX2 and
+AVX512 kernels; on speech (60 negotiation utterances, 11 reads, 219 Asterisk prompts) at most
+0.65, and 0.815 for a prompt that is four beeps. Whisper's own rule also wants an average
+log-probability below -1, which its "You" on silence (-0.83 to -0.96) does not have."""
 ZERO_LENGTH_SHARE = 0.3
 """A final whose words are this often aligned to zero length is a decoder that lost its place."""
 SAMPLE_RATE = 16_000
@@ -88,11 +97,13 @@ def missing_model_message(where: Path | str | None) -> str:
 
 
 def _trimmed_model_class() -> type:
+    import ctranslate2
     from faster_whisper import WhisperModel
 
     class TrimmedWhisperModel(WhisperModel):  # type: ignore[misc]
         """Encodes the utterance plus ``pad_s`` of padding instead of a 30 s window, unless
-        the calling thread asked for the full window (``window.full``).
+        the calling thread asked for the full window (``window.full``), and hands the decoder
+        a full window's worth of encoder positions all the same (:func:`splice_encoding`).
 
         faster-whisper pads the log-mel features with zero columns up to 30 s; a real frame
         is never all zeros (the log floor is -4 before scaling), so the padding is found
@@ -102,16 +113,45 @@ def _trimmed_model_class() -> type:
             super().__init__(*args, **kwargs)
             self.window = threading.local()
             self.pad_s = CONTEXT_PAD_S
+            # Paid once at load rather than by the first final: the encoder output of a window of padding alone.
+            silent = np.zeros((1, self.model.n_mels, FULL_WINDOW_FRAMES), dtype=np.float32)
+            self.silent_encoding = np.array(super().encode(silent), dtype=np.float32)
 
         def encode(self, features: np.ndarray) -> Any:
-            if features.shape[-1] == FULL_WINDOW_FRAMES and not getattr(self.window, "full", False):
-                columns = np.flatnonzero(np.any(features.reshape(-1, features.shape[-1]) != 0.0, axis=0))
-                content = int(columns[-1]) + 1 if len(columns) else 0
-                keep = min(FULL_WINDOW_FRAMES, content + int(self.pad_s * FRAMES_PER_S))
-                features = np.ascontiguousarray(features[..., :keep])
-            return super().encode(features)
+            if features.shape[-1] != FULL_WINDOW_FRAMES or getattr(self.window, "full", False):
+                return super().encode(features)
+            columns = np.flatnonzero(np.any(features.reshape(-1, features.shape[-1]) != 0.0, axis=0))
+            content = int(columns[-1]) + 1 if len(columns) else 0
+            keep = min(FULL_WINDOW_FRAMES, content + int(self.pad_s * FRAMES_PER_S))
+            keep += keep % 2  # the encoder's stride-2 convolution: two frames per position
+            if keep >= FULL_WINDOW_FRAMES:
+                return super().encode(features)
+            trimmed = np.asarray(super().encode(np.ascontiguousarray(features[..., :keep])), dtype=np.float32)
+            spliced = splice_encoding(trimmed, self.silent_encoding)
+            self.window.encoding = spliced  # the StorageView reads this memory: kept until the thread's next encode
+            return ctranslate2.StorageView.from_array(spliced)
 
     return TrimmedWhisperModel
+
+
+def splice_encoding(trimmed: np.ndarray, silent: np.ndarray) -> np.ndarray:
+    """The trimmed window's encoder output followed by the padding's own encoder output, up to
+    the 1500 positions of a full window.
+
+    Whisper's decoder was only ever trained against 1500 encoder positions. Handed the few
+    hundred of a trimmed window, its cross-attention is out of its training distribution, and
+    prices are what it loses first: after ``" $"`` it gives ``" $"`` again 35-50% of the
+    probability, so beam search writes "$ $ $ $" for "five dollars", "$$''''" for "nine
+    dollars", "$8. $0. $0." for "eight dollars and fifty cents", and its timestamps point past
+    the window's end. The positions after the utterance are padding either way, and the
+    padding's encoding barely depends on the speech before it, so the precomputed one stands in
+    for them while the encoder still runs on the trimmed window alone."""
+    positions = silent.shape[1]
+    if trimmed.shape[1] >= positions:
+        return np.ascontiguousarray(trimmed)
+    out = np.broadcast_to(silent, (trimmed.shape[0], *silent.shape[1:])).copy()
+    out[:, : trimmed.shape[1]] = trimmed
+    return out
 
 
 def max_tokens(duration_s: float) -> int:
@@ -135,6 +175,32 @@ def degenerate(segments: Sequence[Any], duration_s: float) -> bool:
         or tokens >= max_tokens(duration_s) - 2
         or (bool(words) and zero / len(words) > ZERO_LENGTH_SHARE)
     )
+
+
+def heard_speech(segment: Any) -> bool:
+    """False for a segment the decoder itself judged not speech (:data:`NO_SPEECH_PROB`)."""
+    return float(getattr(segment, "no_speech_prob", 0.0)) < NO_SPEECH_PROB
+
+
+def is_spoken(word: str) -> bool:
+    """A word with a letter, a digit or a currency sign: Whisper writes noise as ". . ."."""
+    return any(ch.isalnum() or ch == "$" for ch in word)
+
+
+def words_of(segments: Sequence[Any]) -> list[WordTiming]:
+    """The words of faster-whisper's segments, in order, as :class:`WordTiming` (milliseconds,
+    probability clamped to 0..1), each word's text exactly as faster-whisper assembled it from
+    its tokens less the leading space: nothing here splits, merges or drops a piece of a word,
+    so a price the decoder wrote (``$20``, or ``$8`` then ``.50``) reaches the normaliser as
+    written. Left out: segments the decoder judged not speech (:func:`heard_speech`) and words
+    of punctuation alone (:func:`is_spoken`)."""
+    return [
+        WordTiming(w.word.strip(), round(w.start * 1000), round(w.end * 1000), float(min(1.0, max(0.0, w.probability))))
+        for s in segments
+        if heard_speech(s)
+        for w in (s.words or [])
+        if is_spoken(w.word)
+    ]
 
 
 def without_made_up_tail(words: list[WordTiming]) -> list[WordTiming]:
@@ -317,7 +383,7 @@ class WhisperRecognizer:
         segments = self._transcribe(audio, beam_size=1, temperature=0.0)
         if any(s.compression_ratio > REPEAT_RATIO for s in segments):
             return ""
-        return " ".join(s.text.strip() for s in segments).strip()
+        return " ".join(s.text.strip() for s in segments if heard_speech(s) and is_spoken(s.text)).strip()
 
     def decode_final(self, audio: np.ndarray) -> Hypothesis:
         if len(audio) < SAMPLE_RATE // 10:
@@ -330,13 +396,7 @@ class WhisperRecognizer:
             self.full_window_retries += 1
             log.debug("trimmed Whisper window degenerated (%r); decoding with the 30 s window", segments[0].text[:80])
             segments = self._transcribe(audio, full_window=True, **options)
-        words = [
-            WordTiming(w.word.strip(), round(w.start * 1000), round(w.end * 1000), float(min(1.0, max(0.0, w.probability))))
-            for s in segments
-            for w in (s.words or [])
-            if w.word.strip()
-        ]
-        words = without_made_up_tail(words)
+        words = without_made_up_tail(words_of(segments))
         if not words:
             return Hypothesis("", 0.0, [])
         confidence = sum(w.conf for w in words) / len(words)

@@ -34,6 +34,7 @@ _UNITS = {
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _SCALES = {"hundred": 100, "thousand": 1000}
 _DOLLARS = {"dollar", "dollars", "buck", "bucks"}
+_ONE_DOLLAR = {"dollar", "buck"}
 _CENTS = {"cent", "cents"}
 _NOT_A_COUNT = {"the", "that", "this", "which", "no", "every", "each", "any", "some", "another", "other", "little", "big"}
 """Before "one", these make it a pronoun ("the blue one", "that one"), not a quantity."""
@@ -80,14 +81,19 @@ def _dollar_value(tokens: Sequence[_Token], i: int) -> float | None:
 
 
 def _join_split_numbers(words: list[WordTiming]) -> list[WordTiming]:
-    """Whisper's word timings can cut a number at its separator ("$8" ".50", "3" ",000"):
-    the pieces are one word again."""
+    """Whisper's word timings can cut a number at its separator ("$8" ".50", "3" ",000"), and
+    a currency sign the decoder wrote with a space after it is a word of its own ("$" "20"):
+    the pieces are one word again. Only into a well-formed number: two decimal parts ("$4.0"
+    ".0") are two numbers the decoder wrote, not one to invent ("$4.0.0")."""
     out: list[WordTiming] = []
     for w in words:
         piece = w.word.strip()
-        if out and _CONTINUATION.match(piece) and _NUMBER_END.search(out[-1].word):
-            prev = out[-1]
-            out[-1] = WordTiming(prev.word + piece, prev.start_ms, w.end_ms, min(prev.conf, w.conf))
+        prev = out[-1] if out else None
+        if prev is not None and (
+            (_CONTINUATION.match(piece) and _NUMBER_END.search(prev.word) and _WELL_FORMED.match(prev.word.strip() + piece))
+            or (prev.word.strip() == "$" and _DIGIT_WORD.match(piece))
+        ):
+            out[-1] = WordTiming(prev.word.strip() + piece, prev.start_ms, w.end_ms, min(prev.conf, w.conf))
         else:
             out.append(w)
     return out
@@ -95,6 +101,9 @@ def _join_split_numbers(words: list[WordTiming]) -> list[WordTiming]:
 
 _CONTINUATION = re.compile(r"^[.,]\d+[.,!?]?$")
 _NUMBER_END = re.compile(r"\d$")
+_WELL_FORMED = re.compile(r"^\$?\d+(?:,\d{3})*(?:\.\d+)?[.,!?]?$")
+"""One number: thousands groups, then at most one decimal part."""
+_DIGIT_WORD = re.compile(r"^\d+(?:[.,]\d+)*[.,!?]?$")
 
 
 def _parse_number(tokens: Sequence[_Token], i: int) -> tuple[float, int] | None:
@@ -102,6 +111,8 @@ def _parse_number(tokens: Sequence[_Token], i: int) -> tuple[float, int] | None:
     digit = _number_value(tokens[i].core)
     if digit is not None:
         return digit, 1
+    if tokens[i].core in ("a", "an") and not tokens[i].trail and i + 1 < len(tokens) and tokens[i + 1].core in _ONE_DOLLAR:
+        return 1.0, 1  # "a dollar (fifty)": the article is the amount
     total = 0
     current = 0
     j = i
@@ -150,6 +161,23 @@ def _parse_number(tokens: Sequence[_Token], i: int) -> tuple[float, int] | None:
     return total + current, j - i
 
 
+def _cents_after(tokens: Sequence[_Token], k: int) -> tuple[float, int] | None:
+    """The cents said after a whole dollar amount the decoder wrote as ``$8``: ``and $0.50``, or
+    ``(and) 50 cents`` / ``(and) fifty cents``; with where they end."""
+    if k < len(tokens) and tokens[k].core == "and" and not tokens[k].trail:
+        k += 1
+        dollars = _dollar_value(tokens, k) if k < len(tokens) else None
+        if dollars is not None and 0 < dollars < 1:
+            return round(dollars * 100, 2), k + 1
+    parsed = _parse_number(tokens, k) if k < len(tokens) else None
+    if parsed is None or not 0 < parsed[0] < 100:
+        return None
+    unit = k + parsed[1]
+    if unit < len(tokens) and tokens[unit].core in _CENTS and not tokens[unit - 1].trail:
+        return parsed[0], unit + 1
+    return None
+
+
 def _is_pronoun_one(tokens: Sequence[_Token], i: int, span: int) -> bool:
     if span != 1 or tokens[i].core != "one":
         return False
@@ -184,9 +212,10 @@ def _digits(tokens: list[_Token]) -> list[WordTiming]:
         tok = tokens[i]
         if tok.core.startswith("$") and _number_value(tok.core[1:]) is not None:  # "$3.50" already
             value, end = _number_value(tok.core[1:]) or 0.0, i + 1
-            cents = _dollar_value(tokens, end + 1) if end + 1 < len(tokens) and tokens[end].core == "and" else None
-            if cents is not None and cents < 1 and value == int(value) and not tok.trail:  # "$8 and $0.50"
-                value, end = value + cents, end + 2
+            if value == int(value) and not tok.trail:
+                cents_and_end = _cents_after(tokens, end)
+                if cents_and_end is not None:  # "$8 and $0.50", "$8 and 50 cents"
+                    value, end = value + cents_and_end[0] / 100.0, cents_and_end[1]
             if end < len(tokens) and tokens[end].core in _DOLLARS | _CENTS and not tokens[end - 1].trail:
                 end += 1  # "$3.50 dollars": the unit said twice
             out.append(_merge(tokens[i:end], _money(value)))
@@ -224,6 +253,8 @@ def _digits(tokens: list[_Token]) -> list[WordTiming]:
         elif nxt in _CENTS and value < 100 and not tokens[end - 1].trail:
             end += 1
             out.append(_merge(tokens[i:end], _money(0.0, value)))
+        elif end == i + 1 and _number_value(tok.core) is not None and "." in tok.core:
+            out.append(_merge(tokens[i:end], tok.core.replace(",", "")))  # "4.10" as written, not "4.1"
         else:
             out.append(_merge(tokens[i:end], _number_text(value)))
         i = end
