@@ -91,11 +91,14 @@ class AvatarSettings(Section):
     moved on and a late reply would only confuse the buyer."""
     max_words: int = Field(DEFAULT_R4_MAX_WORDS, ge=1)
     """The platform's rule R4: agent messages over this many words are never spoken."""
-    max_speaking_s: float = Field(45.0, gt=0)
-    """Longest one message may speak (pauses included; 100 words take about 35 s): the rest is
-    cut, so no text holds the speech queue longer."""
+    max_speaking_s: float = Field(DEFAULT_LIMITS.max_speaking_s, gt=0)
+    """Longest one message may speak (pauses included; 100 words take about 35 s): what its text
+    is expected to take beyond it is not synthesised, and the audio is cut there, so no text
+    holds the speech queue longer."""
     max_break_s: float = Field(DEFAULT_LIMITS.max_break_s, ge=0)
     """Longest pause one SSML ``<break>`` makes."""
+    max_pauses_s: float = Field(DEFAULT_LIMITS.max_pauses_s, ge=0)
+    """Longest all SSML pauses of one message make together: later breaks are dropped."""
     min_rate: float = Field(DEFAULT_LIMITS.min_rate, gt=0, le=1)
     """Lowest SSML ``<prosody rate>``, as a factor of the avatar's own rate."""
     max_rate: float = Field(DEFAULT_LIMITS.max_rate, ge=1)
@@ -139,8 +142,11 @@ class AvatarSettings(Section):
         """Whether a seller's Accept waits for a person here (``buyer`` or ``operator``)."""
         return self.confirm_accept in ("buyer", "operator")
 
-    def ssml_limits(self) -> SsmlLimits:
-        return SsmlLimits(self.max_break_s, self.min_rate, self.max_rate, self.min_pitch, self.max_pitch, self.max_volume)
+    def ssml_limits(self, avatar: str | None = None) -> SsmlLimits:
+        """The SSML bounds, with ``avatar``'s rate for the expected speaking time."""
+        rate = self.voice_for(avatar).rate if avatar is not None else DEFAULT_LIMITS.words_per_minute
+        return SsmlLimits(self.max_break_s, self.min_rate, self.max_rate, self.min_pitch, self.max_pitch, self.max_volume,
+                          max_speaking_s=self.max_speaking_s, max_pauses_s=self.max_pauses_s, words_per_minute=rate)
 
     def voice_for(self, avatar: str) -> VoiceSettings:
         return self.voices.get(avatar, AvatarVoice()).settings()

@@ -85,11 +85,13 @@ class SpeechQueue:
 
     def submit(self, request: SpeechRequest) -> Verdict:
         """Queue ``request`` unless a rule refuses it; never blocks."""
-        words = request.text.word_count
+        # the words it would take to say, not only the ones written apart: spelling out or
+        # gluing together does not get round the platform's rule
+        words = max(request.text.word_count, request.text.spoken_words)
         if words > self.max_words:
             self.stats.refused_too_long += 1
             log.warning(
-                "not speaking %s's message %s: %d words, over the %d-word limit (R4)",
+                "not speaking %s's message %s: %d words (as spoken), over the %d-word limit (R4)",
                 request.avatar, request.message_id, words, self.max_words,
             )
             self._dropped(request, "too_long")

@@ -21,6 +21,19 @@ its product with every enclosing ``<prosody>``, so nesting cannot compound them 
 espeak-ng reads a percentage; a value we cannot read is dropped. What is not speech never
 reaches espeak-ng: a ``<!DOCTYPE>`` with its internal subset, unknown entity references
 (``&xxe;``), CDATA sections, comments, and markup left unterminated at the end of the text.
+
+Character references are decoded *before* the markup pass (:func:`decode_references`), so
+``&#60;speak&#62;`` is the markup it spells, removed, never the spoken word "speak"; what is
+still a reference after a few rounds of decoding (an encoding nested to hide markup) is dropped.
+
+No single message may hold the room (:class:`SsmlLimits` ``max_speaking_s``, ``max_pauses_s``):
+its *expected* speaking time is counted while it is rebuilt - each word at the avatar's rate and
+the enclosing ``<prosody rate>``, a spelled-out token (``say-as characters``) one word per
+character, a token longer than any word by its length, every pause - and what comes after the
+budget is not passed on to espeak-ng at all; pauses together get at most ``max_pauses_s`` (5,000
+two-second breaks had kept the room silent for 45 s and made the next three replies stale). The
+full count of spoken words (:attr:`SpeechText.spoken_words`) is what the platform's 100-word rule
+is checked on, so spelling or gluing words together does not get round it.
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from html import escape
+from html import escape, unescape
 from html.parser import HTMLParser
 
 KEPT_ELEMENTS: dict[str, tuple[str, ...]] = {
@@ -62,6 +75,22 @@ _EMPTY_BLOCK = re.compile(r"<(s|p)>\s*</\1>")
 """A sentence or paragraph with nothing in it: only a pause (500 of them were 14 s of silence)."""
 _UNTERMINATED = re.compile(r"<[A-Za-z/!?]")
 """The start of markup; HTMLParser keeps it unparsed when it never ends."""
+_REFERENCE = re.compile(r"&(?:#[0-9]{1,10}|#[xX][0-9A-Fa-f]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
+"""A character reference (numeric or named) still in the text after :data:`DECODE_ROUNDS`."""
+DECODE_ROUNDS = 4
+"""Rounds of reference decoding (``&lt;`` in ``&amp;lt;``) after :data:`_AMPERSANDS` are folded."""
+_AMPERSANDS = re.compile(r"&(?:(?:amp|#0*38|#[xX]0*26);?)+", re.IGNORECASE)
+"""An ampersand written as references of ampersands, nested to any depth (``&amp;amp;amp;``):
+folded to one ``&`` in one linear pass, so no depth of nesting outlasts the decoding rounds."""
+_TOKEN = re.compile(r"\S+")
+LONG_TOKEN_CHARS = 20
+"""A token longer than this is no word (``internationalization`` is 20): espeak-ng reads it out
+in pieces, counted as one word per :data:`CHARS_PER_WORD` characters."""
+CHARS_PER_WORD = 6
+SPELLED = frozenset({"characters", "spell-out", "verbatim", "letters", "tts:char"})
+"""``say-as interpret-as`` values read character by character: one word per letter or digit."""
+STRENGTH_PAUSE_S = {"none": 0.0, "x-weak": 0.1, "weak": 0.2, "medium": 0.4, "strong": 0.7, "x-strong": 1.0}
+"""The pause a ``<break strength>`` (or a bare ``<break/>``: medium) is counted as."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +108,12 @@ class SsmlLimits:
     max_volume: float = 1.0
     """Loudness as a factor of the avatar's configured volume: an agent may speak softer, never
     louder (``+200dB`` would clip at full scale)."""
+    max_speaking_s: float = 45.0
+    """Longest a message's expected speaking time may be, pauses included: the rest is not spoken."""
+    max_pauses_s: float = 6.0
+    """Longest all of a message's pauses together may be: later breaks are dropped."""
+    words_per_minute: float = 170.0
+    """The avatar's rate, for the expected speaking time."""
 
     def bounds(self, attribute: str) -> tuple[float, float]:
         if attribute == "rate":
@@ -161,6 +196,13 @@ class SpeechText:
     """Mark names in document order."""
     dropped: list[str] = field(default_factory=list)
     """Names of the elements removed (for one log line)."""
+    spoken_words: int = 0
+    """The words the whole text would take to say (before the budget cut it): a spelled-out
+    token counts a word per character, a token longer than any word by its length."""
+    expected_s: float = 0.0
+    """The expected speaking time of what is kept (pauses included), at the limits' rate."""
+    cut: bool = False
+    """Text past ``max_speaking_s`` (expected) was left out."""
 
     @property
     def word_count(self) -> int:
@@ -179,6 +221,14 @@ class _Rebuilder(HTMLParser):
         self.dropped: list[str] = []
         self.open: list[str] = []
         self.silent_depth = 0
+        self.spelling: list[bool] = []
+        """One entry per open ``<say-as>``: True when it spells its content out."""
+        self.spelling_past_cut: list[bool] = []
+        """The same for those opened past the budget (not passed on, their words still counted)."""
+        self.spoken_words = 0
+        self.expected_s = 0.0
+        self.pauses_s = 0.0
+        self.cut = False
 
     # -- tokens ---------------------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -194,6 +244,10 @@ class _Rebuilder(HTMLParser):
                 self.silent_depth += 1
             return
         if self.silent_depth:
+            return
+        if self.cut:  # past the speaking budget nothing more is passed on; its words are still counted
+            if tag == "say-as" and not self_closing:
+                self.spelling_past_cut.append(self._spells(attrs))
             return
         if tag in BOUNDARY_ELEMENTS:
             self.plain.append(" ")
@@ -216,6 +270,10 @@ class _Rebuilder(HTMLParser):
                     value = _MARK_NAME.sub("", value)
                     self.marks.append(value)
                 parts.append(f'{key}="{escape(value, quote=True)}"')
+        if tag == "break":
+            parts = self._budgeted_break(parts)
+            if parts is None:
+                return
         if tag in EMPTY_ELEMENTS:
             self.out.append(f"<{' '.join(parts)}/>")
             return
@@ -226,6 +284,57 @@ class _Rebuilder(HTMLParser):
             self.open.append(tag)
             if tag == "prosody":
                 self.prosody.append(effective)
+            if tag == "say-as":
+                self.spelling.append(self._spells(attrs))
+
+    @staticmethod
+    def _spells(attrs: list[tuple[str, str | None]]) -> bool:
+        return (dict(attrs).get("interpret-as") or "").strip().lower() in SPELLED
+
+    # -- the speaking budget ----------------------------------------------------------------------
+    def _spend(self, seconds: float) -> bool:
+        """Count ``seconds`` of expected speech; False (and the cut noted) past the budget."""
+        if self.cut:
+            return False
+        if self.expected_s + seconds > self.limits.max_speaking_s:
+            self.cut = True
+            self._note_drop(f"text past max_speaking_s ({self.limits.max_speaking_s:g} s expected)")
+            return False
+        self.expected_s += seconds
+        return True
+
+    def _budgeted_break(self, parts: list[str]) -> list[str] | None:
+        """A kept ``<break>`` within the pause and speaking budgets: shortened to what is left
+        of them, or None (dropped) when nothing is."""
+        attributes = dict(part.split("=", 1) for part in parts[1:])
+        time_ms = attributes.get("time", "").strip('"').removesuffix("ms")
+        strength = attributes.get("strength", '"medium"').strip('"').lower()
+        seconds = int(time_ms) / 1000 if time_ms.isdigit() else STRENGTH_PAUSE_S.get(strength, STRENGTH_PAUSE_S["medium"])
+        left = min(self.limits.max_pauses_s - self.pauses_s, self.limits.max_speaking_s - self.expected_s)
+        if self.cut or left <= 0:
+            if seconds > 0:
+                self._note_drop(f"break past max_pauses_s ({self.limits.max_pauses_s:g} s in all)")
+            return None if seconds > 0 else parts
+        if seconds > left:
+            seconds = left
+            self._note_drop(f"break past max_pauses_s ({self.limits.max_pauses_s:g} s in all)")
+            parts = [parts[0], f'time="{round(seconds * 1000)}ms"']
+        self.pauses_s += seconds
+        self.expected_s += seconds
+        return parts
+
+    def _budgeted_text(self, data: str) -> str:
+        """``data`` up to the last token that fits the speaking budget; every token is counted
+        in :attr:`spoken_words` (the platform's word rule sees the whole text)."""
+        spelled = any(self.spelling) or any(self.spelling_past_cut)
+        word_s = 60.0 / self.limits.words_per_minute / max(self.prosody[-1]["rate"], self.limits.min_rate)
+        kept = 0 if self.cut else len(data)
+        for match in _TOKEN.finditer(data):
+            words = _words_of(match.group(), spelled)
+            self.spoken_words += words
+            if not self.cut and not self._spend(words * word_s):
+                kept = match.start()
+        return data[:kept]
 
     def _bounded(self, tag: str, key: str, value: str, effective: dict[str, float]) -> str | None:
         """``value`` of ``tag``'s attribute ``key`` within :attr:`limits` (None: drop it);
@@ -251,6 +360,9 @@ class _Rebuilder(HTMLParser):
             return
         if self.silent_depth:
             return
+        if tag == "say-as" and self.spelling_past_cut:
+            self.spelling_past_cut.pop()
+            return
         if tag in BOUNDARY_ELEMENTS:
             self.plain.append(" ")
         if tag not in KEPT_ELEMENTS:
@@ -268,6 +380,8 @@ class _Rebuilder(HTMLParser):
         self.out.append(f"</{inner}>")
         if inner == "prosody":
             self.prosody.pop()
+        elif inner == "say-as" and self.spelling:
+            self.spelling.pop()
         return inner
 
     def handle_data(self, data: str) -> None:
@@ -276,6 +390,9 @@ class _Rebuilder(HTMLParser):
         if _ENTITY_REF.search(data):
             self._note_drop("entity")
             data = _ENTITY_REF.sub(" ", data)
+        data = self._budgeted_text(data)
+        if not data:
+            return
         self.out.append(escape(data, quote=False))
         self.plain.append(data)
 
@@ -318,14 +435,45 @@ class _Rebuilder(HTMLParser):
             plain=plain,
             marks=self.marks,
             dropped=self.dropped,
+            spoken_words=self.spoken_words,
+            expected_s=round(self.expected_s, 3),
+            cut=self.cut,
         )
+
+
+def _words_of(token: str, spelled: bool) -> int:
+    """How many words espeak-ng says for one whitespace-free token."""
+    if spelled:
+        return max(1, sum(ch.isalnum() for ch in token))
+    if len(token) <= LONG_TOKEN_CHARS:
+        return 1
+    return -(-len(token) // CHARS_PER_WORD)
+
+
+def decode_references(text: str) -> tuple[str, bool]:
+    """``text`` with its character references decoded, nested ones too (``&amp;#60;`` is ``<``)
+    for :data:`DECODE_ROUNDS` rounds; what still is a reference after that is dropped. Returns
+    the text and whether anything was dropped."""
+    if "&" not in text:
+        return text, False
+    text = _AMPERSANDS.sub("&", text)
+    for _ in range(DECODE_ROUNDS):
+        decoded = unescape(text)
+        if decoded == text:
+            return text, False
+        text = decoded
+    left = _REFERENCE.sub(" ", text)
+    return left, left != text
 
 
 def prepare(text: str, limits: SsmlLimits = DEFAULT_LIMITS) -> SpeechText:
     """Plain text or (possibly broken, possibly hostile) SSML → :class:`SpeechText`."""
     builder = _Rebuilder(limits)
-    stripped = _DOCTYPE.sub(" ", text)
-    if stripped != text:
+    decoded, nested = decode_references(text)
+    if nested:
+        builder._note_drop("nested character references")
+    stripped = _DOCTYPE.sub(" ", decoded)
+    if stripped != decoded:
         builder._note_drop("doctype")
     builder.feed(stripped)
     return builder.result()

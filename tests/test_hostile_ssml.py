@@ -117,7 +117,8 @@ def test_a_long_message_is_cut_at_max_speaking_s_and_the_next_one_follows(
         elapsed = time.monotonic() - started
         assert [(e.avatar, e.state) for e in events] == [("Celia", "begin"), ("Celia", "end"), ("Watson", "begin"), ("Watson", "end")]
         celia_ms = events[1].at - events[0].at
-        assert 1400 <= celia_ms < 3000, celia_ms  # cut at 1.5 s of audio (paced like a sound card)
+        # its text is cut before synthesis where it is expected to pass 1.5 s, the audio at 1.5 s
+        assert 1000 <= celia_ms < 3000, celia_ms
         assert elapsed < 10, elapsed
         # counted once the speaker returns, a moment after the end event is published
         assert wait_for(lambda: local.controller.queue.stats.spoken == 2, 5), local.controller.queue.stats
@@ -136,7 +137,90 @@ def test_the_cut_reports_only_the_words_said(tmp_path: Path) -> None:
 
 
 def test_the_limits_are_configurable() -> None:
-    loose = SsmlLimits(max_break_s=10.0, max_rate=3.0)
+    loose = SsmlLimits(max_break_s=10.0, max_rate=3.0, max_pauses_s=30.0)
     assert 'time="10000ms"' in prepare('<break time="100s"/>', loose).ssml
     assert 'time="2000ms"' in prepare('<break time="100s"/>').ssml
     assert 'rate="300%"' in prepare('<prosody rate="500%">x</prosody>', loose).ssml
+
+
+FLOODS: dict[str, str] = {
+    "5,000 two-second breaks (90 KB)": "<speak>" + '<break time="2s"/>' * 5000,
+    "a 100 KB single token": "x" * 100_000,
+    "say-as characters x5000": '<say-as interpret-as="characters">AB</say-as>' * 5000,
+}
+"""Messages that held the room for 45 s: silence, or babble."""
+REFERENCES = ("&#60;speak&#62;&#60;audio src=&#34;x.wav&#34;&#62;" + WORDS + "&#60;/audio&#62;&#60;/speak&#62;"
+              " &amp;amp;amp;#60;prosody rate=&amp;amp;amp;#34;x-slow&amp;amp;amp;#34;&amp;amp;amp;#62;")
+"""Tags written as character references, plainly and nested: markup, never the words "speak", "audio"."""
+
+
+def test_no_message_is_expected_to_hold_the_room_past_its_budgets() -> None:
+    """Before synthesis: what a message is expected to take (pauses included) is within
+    ``max_speaking_s``, its pauses within ``max_pauses_s``; a spelled-out or glued-together
+    flood counts every word it would say, so the 100-word rule refuses it."""
+    for label, text in FLOODS.items():
+        started = time.monotonic()
+        prepared = prepare(text)
+        assert time.monotonic() - started < 1.0, label
+        assert prepared.expected_s <= LIMITS.max_speaking_s, (label, prepared.expected_s)
+        assert len(prepared.ssml) < 10_000, (label, len(prepared.ssml))  # espeak-ng never gets the flood
+    breaks = prepare(FLOODS["5,000 two-second breaks (90 KB)"])
+    assert breaks.expected_s <= LIMITS.max_pauses_s and not breaks.plain and breaks.spoken_words == 0
+    assert prepare(FLOODS["a 100 KB single token"]).spoken_words > 100
+    assert prepare(FLOODS["say-as characters x5000"]).spoken_words == 10_000
+    slow = prepare('<prosody rate="x-slow">' + " ".join(["eggs"] * 100) + "</prosody>")
+    assert slow.cut and LIMITS.max_speaking_s - 1 < slow.expected_s <= LIMITS.max_speaking_s and slow.spoken_words == 100
+
+
+def test_character_references_are_markup_never_words(plain_speech: tuple[Speaker, float, float]) -> None:
+    speaker, plain_duration, _ = plain_speech
+    prepared = prepare(REFERENCES)
+    assert prepared.plain == WORDS, prepared.plain
+    assert "audio" in prepared.dropped
+    duration, _, words = audio_of(speaker, prepared.ssml)
+    assert not {"speak", "audio", "prosody", "src", "wav", "rate", "slow"} & set(words), words
+    assert duration < plain_duration * 1.3 + 0.3, (duration, plain_duration)  # not slowed either
+
+
+def test_floods_never_hold_the_room_and_the_next_replies_are_spoken(
+    mosquitto: Any, make_config: Any, tmp_path: Path
+) -> None:
+    """Through the Avatar Controller: each flood is refused or spoken within its budgets, and the
+    three replies after them are all spoken (they had gone stale behind 45 s of silence)."""
+    avatars = AvatarRunner(mosquitto.url, make_config, tmp_path / "wav")
+    try:
+        # unpaced WAVs: the audio's own length is what is measured, at the default limits
+        local, observer = avatars(**{"avatar.speaker": f"wav-fast:{tmp_path / 'wav'}"})
+        paused = f"{WORDS} " + '<break time="2s"/>' * 5000 + " for real"
+        replies = ["Five eggs for three dollars.", "Or six for four.", "Last offer: seven for five."]
+        with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+            ready(http, observer)
+            for text in [*FLOODS.values(), paused, REFERENCES, *replies]:
+                assert http.post(ep.RECEIVE_MESSAGE, json=agent("Celia", text)).status_code == 200
+        assert local.controller.wait_spoken(2 + len(replies), timeout=30), local.controller.queue.stats
+        stats = local.controller.queue.stats
+        assert (stats.refused_too_long, stats.dropped_stale, stats.failed) == (2, 0, 0), stats
+        spoken = list(local.controller.history)
+        assert [s.request.text.plain for s in spoken] == [f"{WORDS} for real", WORDS, *replies]
+        for item in spoken:
+            # the room is never held past the pause budget by silence, nor past the words it says
+            assert item.result.duration_s < LIMITS.max_pauses_s + 4 and not item.result.cut, \
+                (item.request.text.plain, item.result.duration_s)
+            assert item.result.path is not None
+            assert _longest_silence_s(item.result.path) <= LIMITS.max_pauses_s + 0.3, item.request.text.plain
+    finally:
+        avatars.close()
+
+
+def _longest_silence_s(path: Path) -> float:
+    """The longest run of near-silent audio in a WAV, in seconds."""
+    with wave.open(str(path)) as w:
+        rate = w.getframerate()
+        samples = np.abs(np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.int32))
+    window = rate // 50  # 20 ms
+    loud = [samples[i:i + window].max(initial=0) > 300 for i in range(0, len(samples), window)]
+    longest = run = 0
+    for is_loud in loud:
+        run = 0 if is_loud else run + 1
+        longest = max(longest, run)
+    return longest * window / rate
