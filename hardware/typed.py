@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 _AT = re.compile(r"^@(\w[\w.\-]*)[,:]?\s*(.*)$")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,10 @@ class TypedLine:
 
 
 def parse_line(line: str, avatars: Iterable[str] = ()) -> TypedLine | None:
-    """Normalize one console line; None when there is nothing to say."""
+    """Normalize one console line; None when there is nothing to say. Bytes a terminal sent
+    that were not UTF-8 (decoded with ``surrogateescape`` under a C locale) become U+FFFD: a lone
+    surrogate is no text, and nothing after this could encode it."""
+    line = _SURROGATE.sub("\ufffd", line)
     text = " ".join(line.strip().split())
     if not text or text.startswith("#"):
         return None

@@ -15,11 +15,12 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
+from workers.runtime.broker import BrokerUnavailable
 from workers.runtime.config import Config, ConfigError, check_level
 from workers.runtime.logs import console_level, setup_logging
 from workers.runtime.parent import bind_to_parent
 from workers.runtime.registry import COMMANDS_GROUP, Command, registered
-from workers.runtime.worker import EXIT_CONFIG
+from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, WorkerUnavailable
 
 
 def _load_commands() -> dict[str, Command]:
@@ -147,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"humaine-env {args.command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except (BrokerUnavailable, WorkerUnavailable) as exc:
+        print(f"humaine-env {args.command}: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
         return 130
 

@@ -151,3 +151,98 @@ def test_hostile_replies_are_dropped_in_rate_limited_lines(
     finally:
         publisher.stop()
         printer.stop()
+
+
+def _run(config: Path, cwd: Path, *flags: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([*CLI, "run", "--config", str(config), *flags], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=cwd, env=ENV)
+
+
+def test_a_read_only_data_dir_without_a_broker_is_one_line(tmp_path: Path) -> None:
+    """No broker answers, and the one ``run`` starts cannot keep its store in ``data_dir``: one
+    line and status 3, not a traceback and status 1."""
+    data = tmp_path / "data"
+    data.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(data)], capture_output=True)
+    if mounted.returncode != 0:  # not root: a file where the folder should be fails alike (ENOTDIR)
+        data.rmdir()
+        data.write_text("not a directory")
+    try:
+        config = suite_config(tmp_path, free_port())
+        result = subprocess.run([*CLI, "run", "--config", str(config), "--only", "transcript", "--set",
+                                 'eo.url="http://127.0.0.1:9"'], capture_output=True, text=True, timeout=60,
+                                cwd=tmp_path, stdin=subprocess.DEVNULL, env=ENV)
+    finally:
+        if mounted.returncode == 0:
+            subprocess.run(["umount", "-l", str(data)], capture_output=True)
+    assert result.returncode == EXIT_UNAVAILABLE, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "store" in lines[0] and "data_dir" in lines[0], result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_log_file_on_a_full_disk_is_said_once(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
+    """``[run] log_file`` on a full disk printed a "--- Logging error ---" traceback for every
+    line (47 in 20 s); now one line says it, and the suite runs on."""
+    config = suite_config(tmp_path, mosquitto.port)
+    process = _run(config, tmp_path, "--only", "transcript", "--verbose", "--set", 'eo.url="http://127.0.0.1:9"',
+                   "--set", 'run.log_file="/dev/full"')
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the table: every worker has said how it is
+            line = process.stdout.readline()
+            if not line or line.startswith("transcript "):
+                break
+        time.sleep(3.0)  # a few seconds of INFO lines, each one lost
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert "Logging error" not in err and "Traceback" not in err, err
+    said = [ln for ln in err.splitlines() if "log file /dev/full" in ln]
+    assert len(said) == 1 and "No space left on device" in said[0], err
+
+
+def test_a_second_run_of_the_same_environment_exits_with_one_line(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
+    """Every worker of a second ``run`` refused as a duplicate, and ``run`` stayed up with none;
+    now it says so in one line and exits with status 3."""
+    config = suite_config(tmp_path, mosquitto.port)
+    flags = ("--only", "transcript", "--set", 'eo.url="http://127.0.0.1:9"')
+    first, table = _start_run_only(config, tmp_path, *flags)
+    try:
+        assert table.get("transcript", (0, ""))[1].startswith("online"), table
+        second = _run(config, tmp_path, *flags)
+        try:
+            _, err = second.communicate(timeout=30)
+        finally:
+            if second.poll() is None:
+                second.kill()
+        assert second.returncode == EXIT_UNAVAILABLE, err
+        summary = [ln for ln in err.splitlines() if "no worker is left running" in ln]
+        assert len(summary) == 1 and "transcript: unavailable here" in summary[0], err
+        assert "another transcript is running" in err and "Traceback" not in err
+        assert first.poll() is None, "the first run was disturbed"
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=20)
+
+
+def _start_run_only(config: Path, cwd: Path, *flags: str) -> tuple[subprocess.Popen[str], dict[str, tuple[int, str]]]:
+    """``run`` with ``flags``; returns it and its table once printed: name -> (pid, state)."""
+    process = subprocess.Popen([*CLI, "run", "--config", str(config), *flags], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, cwd=cwd, env=ENV)
+    assert process.stdout is not None
+    table: dict[str, tuple[int, str]] = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "transcript" not in table:
+        line = process.stdout.readline()
+        if not line:
+            break
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0] in commands() and parts[1].isdigit():
+            table[parts[0]] = (int(parts[1]), parts[2].strip())
+    return process, table

@@ -42,6 +42,11 @@ NOT_PERSISTENT = (
 )
 
 
+class BrokerUnavailable(RuntimeError):
+    """No broker can be started here, and waiting will not help (its store cannot be written):
+    the command says so in one line and exits with status 3."""
+
+
 @dataclass(frozen=True)
 class BrokerAddress:
     host: str
@@ -285,6 +290,12 @@ def ensure_broker(settings: BrokerSettings, data_dir: Path | None = None) -> tup
         what = "the embedded broker"
     try:
         started.start()
+    except OSError as exc:  # mosquitto's store under data_dir: a read-only or full disk
+        raise BrokerUnavailable(
+            f"no MQTT broker answers at {address.url}, and the one started here cannot keep its store in "
+            f"{getattr(started, 'directory', data_dir)}: {exc.strerror or exc}; set data_dir to a folder that can be "
+            "written, or start a broker (mosquitto, or humaine-env broker)"
+        ) from None
     except RuntimeError as exc:
         raise ConfigError(f"{exc} (is port {address.port} taken? set [broker] url)") from None
     log.info("no MQTT broker at %s: started %s on %s", address.url, what, started.address.url)

@@ -31,10 +31,11 @@ Why it is more than a thin wrapper:
   subscriptions, on the same connection, so they are in place - or, at most ``wait_s``, and
   then go with one warning line. Messages the broker had not yet acknowledged are sent again
   too (at least once; subscribers drop the copy by its envelope id).
-* A retained state has one owner: a payload on a subscribed topic that is not JSON or does not
-  fit its model is dropped, and the subscriber's ``on_invalid`` is told, so that the owner of a
-  retained topic can publish its state over the garbage (a retained non-JSON round state had
-  blocked every utterance until someone cleared it by hand).
+* A retained state has one owner (:meth:`Bus.own`), which publishes it again over a payload
+  there that cannot be read (a retained non-JSON round state had blocked every utterance until
+  someone cleared it by hand) and after a reconnect on which the broker had lost its state (the
+  retained message went with it). Any subscriber may also be told of payloads dropped as
+  invalid (``on_invalid``).
 """
 
 from __future__ import annotations
@@ -173,6 +174,8 @@ class BusStats:
     dropped_unhandled: int = 0
     connects: int = 0
     sessions_lost: int = 0
+    unpublishable: int = 0
+    """Messages of ours that could not be written as JSON (each kind said in a line)."""
     held_for_reader: int = 0
     """Messages held after a reconnect until their reader was back (:meth:`Bus.hold_for_reader`)."""
     sent_without_reader: int = 0
@@ -239,6 +242,7 @@ class Bus:
         self.client.on_message = self._on_message
         self.client.on_subscribe = self._on_subscribe
         self._gate: _ReaderGate | None = None
+        self._owned: dict[str, tuple[Topic, Callable[[], Envelope | None]]] = {}
         self.taken_over: Status | None = None
         """The newer instance of this worker that took our client id over (we then stop)."""
         # garbage on our own status topic is covered by our status at once
@@ -352,8 +356,17 @@ class Bus:
     # -- publish / subscribe -----------------------------------------------------------------
     def publish(self, topic: Topic, message: Envelope) -> None:
         """Publish with the topic's QoS and retain flag. QoS 1 messages published while the
-        broker is unreachable are kept by paho and sent after reconnecting."""
-        self.publish_raw(topic, message.model_dump_json().encode())
+        broker is unreachable are kept by paho and sent after reconnecting. A message that cannot
+        be written as JSON (a lone surrogate in a string: not UTF-8) is not published, with one
+        rate-limited line, instead of raising in the publisher's loop."""
+        try:
+            payload = message.model_dump_json().encode()
+        except ValueError as exc:  # pydantic's serialization error is one
+            self.stats.unpublishable += 1
+            self._drops.error(("unpublishable", topic.name), "could not publish a %s on %s: %s", type(message).__name__,
+                              _short(topic.name), _short(str(exc)))
+            return
+        self.publish_raw(topic, payload)
 
     def publish_raw(self, topic: Topic, payload: bytes) -> None:
         gate = self._gate
@@ -378,6 +391,29 @@ class Bus:
         :meth:`start`."""
         self._gate = _ReaderGate(reader, frozenset(t.name for t in topics), wait_s)
         self.subscribe(self.topics.status(reader), Status, self._on_reader_status)
+
+    def own(self, topic: Topic, model: type[E], current: Callable[[], E | None]) -> None:
+        """This client owns the retained state on ``topic`` (a concrete topic): ``current()`` is
+        published over any payload there that cannot be read as ``model`` - anyone on the bus can
+        publish there, and garbage retained would stand for the state for everyone who connects -
+        and again after a reconnect on which the broker had lost its state."""
+        self._owned[topic.name] = (topic, current)
+        self.subscribe(topic, model, lambda _t, _m: None, on_invalid=lambda _t, reason: self._republish(topic, reason))
+
+    def _republish(self, topic: Topic, reason: str) -> None:
+        """Publish the owned state of ``topic`` (``reason``: why; empty after a lost broker state)."""
+        try:
+            state = self._owned[topic.name][1]()
+        except Exception as exc:  # the owner's bug costs this republication, not the network thread
+            self._log_drop(topic.name, "owner's state failed", f"{type(exc).__name__}: {_short(str(exc))}")
+            return
+        if reason:
+            self._drops.warning(("replaced", topic.name), "an unreadable retained message on %s (%s) was replaced by "
+                                "the state of its owner %s", _short(topic.name), reason, self.worker_id)
+        if state is None:
+            self.clear_retained(topic)
+        else:
+            self.publish(topic, state)
 
     def subscribe(self, topic: Topic, model: type[E], handler: Callable[[str, E], None],
                   on_invalid: InvalidHandler | None = None) -> None:
@@ -431,8 +467,12 @@ class Bus:
                 self._subscribe_locked(name, qos)
             if not self._pending_subscriptions:
                 self._ready.set()
+        state_lost = self.stats.connects > 1 and not flags.session_present
+        if state_lost:
+            for topic, _current in list(self._owned.values()):
+                self._republish(topic, "")
         if self._gate is not None:
-            self._gate_on_connect(self._gate, self.stats.connects > 1 and not flags.session_present)
+            self._gate_on_connect(self._gate, state_lost)
         state = "online" if self._state == "starting" and self._ready_on_connect else self._state
         self.set_status(state, self._detail)
 

@@ -48,6 +48,65 @@ class PassThroughFormatter(logging.Formatter):
         return f"{self.formatTime(record, self.datefmt)} {record.levelname:<7} {record.name}: {line}"
 
 
+FILE_ERROR_INTERVAL_S = 60.0
+"""A log file that cannot be written is said once, then at most this often (with the lines lost)."""
+
+
+class ReportingFileHandler(logging.handlers.RotatingFileHandler):
+    """The rotating log file, whose write errors are said in one line on stderr - then at most
+    once every :data:`FILE_ERROR_INTERVAL_S`, counting the lines lost - and whose recovery is said
+    once. ``logging`` itself prints a "--- Logging error ---" traceback for every record it cannot
+    write: a log file on a full disk (``/dev/full``) gave 47 of them in 20 s. The line goes to
+    stderr directly, never through logging, which would fail the same way again."""
+
+    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+        super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        self.lost = 0
+        """Lines not written since the last report."""
+        self._reported: float | None = None
+        self._failed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed = False
+        super().emit(record)
+        if not self._failed and self.lost:
+            _say("NOTICE", f"the log file {self.baseFilename} is written again ({self.lost} lines were lost)")
+            self.lost, self._reported = 0, None
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Count the line and say why, rate-limited; never a traceback."""
+        self._failed = True
+        self.lost += 1
+        error = sys.exc_info()[1]
+        now = time.monotonic()
+        if self._reported is not None and now - self._reported < FILE_ERROR_INTERVAL_S:
+            return
+        self._reported = now
+        reason = getattr(error, "strerror", None) or error or "unknown error"
+        _say("ERROR", f"cannot write the log file {self.baseFilename}: {reason}; its lines are lost until it can be "
+                      f"({self.lost} so far; said at most once a minute)")
+
+
+def _say(level: str, message: str) -> None:
+    """One line of :data:`LOG_FORMAT` straight to stderr (``run`` relays it like any child line)."""
+    try:
+        sys.stderr.write(f"{time.strftime(DATE_FORMAT)} {level:<7} humaine-env: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # no stderr either: nothing left to tell
+        pass
+
+
+def open_log_file(path: str | Path, max_bytes: int, backups: int) -> ReportingFileHandler | None:
+    """The log file's handler, or None after one line on stderr saying why it cannot be opened
+    (a read-only folder): the suite runs on without it, as it does when the file fails later."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return ReportingFileHandler(Path(path), max_bytes, backups)
+    except OSError as exc:
+        _say("ERROR", f"cannot open the log file {path}: {exc.strerror or exc}; running without it")
+        return None
+
+
 def level_number(level: str | int) -> int:
     return level if isinstance(level, int) else logging.getLevelName(level.upper())
 
@@ -81,10 +140,8 @@ def setup_logging(
     console.setLevel(level_number(level))
     root.addHandler(console)
     lowest = console.level
-    if log_file:
-        path = Path(log_file)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        file = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+    file = open_log_file(log_file, max_bytes, backups) if log_file else None
+    if file is not None:
         file.setFormatter(PassThroughFormatter(LOG_FORMAT, dated=True))
         file.setLevel(level_number(file_level))
         root.addHandler(file)

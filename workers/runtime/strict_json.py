@@ -5,6 +5,13 @@ Python's ``json`` accepts more than JSON: ``NaN``, ``Infinity``, numbers that ov
 ``RecursionError`` (not a ``ValueError``) in the middle of whatever thread parses it. A payload
 read here either is plain JSON within bounds or raises :class:`StrictJSONError` with a short
 reason, so a receiver drops it in one line.
+
+Bytes are decoded as strict UTF-8. ``json.loads`` on bytes decodes with ``surrogatepass``, so
+the bytes ``ED A0 80`` (a UTF-16 surrogate written as if it were a character: not UTF-8) came
+out as a lone ``\ud800`` in a string, which nothing downstream can encode again: pydantic's
+``model_dump_json``, httpx and ``str.encode`` all raise ``UnicodeEncodeError`` far from here, in
+a loop that then stops (seen: the transcript worker's delivery task, silently). A lone surrogate
+never leaves this module, whether it came as raw bytes or as a ``\uD800`` escape.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ MAX_INT = 2**63
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class StrictJSONError(ValueError):
@@ -48,20 +55,33 @@ def _bounded_int(text: str) -> int:
     return value
 
 
+def _text(raw: bytes | str) -> str:
+    """``raw`` as text: bytes must be UTF-8 (strictly: no surrogate code points), and text must
+    hold no surrogate code point either (a ``str`` decoded elsewhere with ``surrogateescape``)."""
+    if isinstance(raw, str):
+        if _SURROGATE.search(raw):
+            raise StrictJSONError("the text holds a lone UTF-16 surrogate (not text)")
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StrictJSONError(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+
+
 def loads(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
     """Parse ``raw`` as strict JSON; :class:`StrictJSONError` for anything else."""
+    text = _text(raw)
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
     except StrictJSONError:
         raise
     except RecursionError:
         raise StrictJSONError(f"nested deeper than {max_depth} levels") from None
-    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+    except ValueError as exc:  # JSONDecodeError is a ValueError
         raise StrictJSONError(str(exc)) from None
     if depth(value, max_depth + 1) > max_depth:
         raise StrictJSONError(f"nested deeper than {max_depth} levels")
-    encoded = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    if _SURROGATE_ESCAPE.search(encoded) and _has_lone_surrogate(value):
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
         raise StrictJSONError("a string holds a lone UTF-16 surrogate (not text)")
     return value
 
