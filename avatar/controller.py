@@ -78,6 +78,8 @@ class Publisher(Protocol):
 
     def subscribe(self, topic: Topic, model: Any, handler: Any) -> None: ...
 
+    def own(self, topic: Topic, model: Any, current: Any) -> None: ...
+
 
 @dataclass
 class Spoken:
@@ -133,6 +135,11 @@ class AvatarController:
         self.queue.start()
         self.bus.subscribe(self.topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(self.topics.round_state(), RoundState, self._on_retained_round)
+        # the round state is ours: only we hear the EO's round events, and the EO offers no way to
+        # ask which round runs (/viewQueue needs its id); garbage retained there, or a broker that
+        # lost it, would leave every worker that (re)connects without a round, so we publish what
+        # we know over it at once
+        self.bus.own(self.topics.round_state(), RoundState, lambda: self.rounds.state)
         self.bus.subscribe(self.topics.barge_in(), BargeIn, self._on_barge_in)
         self.bus.subscribe(self.topics.status(CAMERA_WORKER), Status, self._on_camera_status)
         self.bus.subscribe(self.topics.confirm_answer(), ConfirmAnswer, self._on_confirm_answer)
@@ -166,7 +173,7 @@ class AvatarController:
         body = message.body()
         message_id = new_id()
         self.bus.publish(self.topics.agent_message(), AgentMessageSeen(source=self.source, message=body))
-        text = prepare(message.text, self.limits)
+        text = prepare(message.text, self.settings.ssml_limits(message.speaker) if message.speaker in self.avatars else self.limits)
         event = {
             "type": "message",
             "message_id": message_id,
@@ -188,8 +195,11 @@ class AvatarController:
             log.warning("%s asked for unknown gesture(s) %s; known: %s", message.speaker, wanted.unknown, ", ".join(gestures.VOCABULARY))
         if text.dropped:
             log.info("%s's message %s: markup espeak-ng cannot use was removed: %s", message.speaker, message_id, text.dropped)
+        if text.cut and text.spoken_words <= self.settings.max_words:
+            log.warning("%s's message %s would speak past max_speaking_s (%g s): only its first %.0f s are spoken",
+                        message.speaker, message_id, self.settings.max_speaking_s, text.expected_s)
         self._check_marks(message.speaker, text)
-        if not text.plain:
+        if not text.plain and not text.spoken_words:  # words past the budget are still refused by R4 (one line)
             for name in wanted.names:
                 self._gesture(message.speaker, name, message_id)
             self.hub.emit({**event, "verdict": "gesture_only"})

@@ -37,6 +37,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field, replace
+from http import HTTPStatus
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -73,6 +74,12 @@ class Blocked:
     kind: Literal["blocked"] = "blocked"
 
 
+ACTED_ON_STATUSES = frozenset({HTTPStatus.FAILED_DEPENDENCY})
+"""4xx answers that do not refuse the request: the server acted on it and something it depends
+on failed (the stand-in EO answers 424 when its human-side service dies mid-relay, after it
+queued the message and forwarded it to the agents). Such a failure may have been delivered."""
+
+
 @dataclass(frozen=True)
 class Failed:
     """The message was not (known to be) delivered. ``reached`` is True when the request may
@@ -90,9 +97,11 @@ class Failed:
     @property
     def uncertain(self) -> bool:
         """The server may have acted on it: it may have been delivered (no answer in time, a
-        connection lost mid-answer, a server error or an unreadable answer). A refusal (4xx)
-        or a connection that never existed is a plain failure."""
-        return self.reached and not (self.status_code is not None and 400 <= self.status_code < 500)
+        connection lost mid-answer, a server error, a failed dependency or an unreadable
+        answer). A refusal (any other 4xx) or a connection that never existed is a plain failure."""
+        if not self.reached or self.status_code is None:
+            return self.reached
+        return not 400 <= self.status_code < 500 or self.status_code in ACTED_ON_STATUSES
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import getpass
 import json
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -14,14 +15,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
+from avatar.harness import LocalAvatar
+from orchestrator_client import endpoints as ep
+from orchestrator_client.recorder import RecordingServer
 from tests.helpers import free_port, wait_for
+from tests.test_avatar_http import captured
 from tests.test_bus import Collector, _transcript
+from transcript.session_log import read_session_log
 from workers.runtime.broker import EmbeddedBroker, MosquittoServer, ensure_broker
 from workers.runtime.bus import Bus
 from workers.runtime.config import BrokerSettings, Config, ConfigError
-from workers.runtime.messages import RoundState, Transcript
+from workers.runtime.messages import RoundState, Status, Transcript
 from workers.runtime.worker import EXIT_CONFIG
 
 SENT = 12
@@ -189,3 +196,128 @@ def test_absurd_round_states_are_refused_by_the_model(mosquitto: object, make_co
         writer.clear_retained(writer.topics.round_state())
         writer.stop()
         reader.stop()
+
+
+def _plain_mosquitto(tmp_path: Path, port: int) -> Callable[[], subprocess.Popen[bytes]]:
+    """A venue's mosquitto as often configured: no persistence (sessions and retained messages
+    live in memory, gone with a restart)."""
+    conf = tmp_path / f"plain-{port}.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\nlog_dest none\nuser {getpass.getuser()}\n")
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+    def start() -> subprocess.Popen[bytes]:
+        process = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert wait_for(lambda: _answers(port), 10)
+        return process
+
+    return start
+
+
+def _command(name: str, config: Config, broker_url: str, eo_url: str, *flags: str) -> subprocess.Popen[str]:
+    """One worker as its own process, on this test's environment and broker, quick to reconnect."""
+    values = {"environment_uuid": f'"{config.core.environment_uuid}"', "broker.url": f'"{broker_url}"',
+              "broker.mode": '"external"', "broker.reconnect_min_s": "0.2", "broker.reconnect_max_s": "1.0",
+              "data_dir": f'"{config.core.data_dir}"', "eo.url": f'"{eo_url}"'}
+    argv = [sys.executable, "-m", "humaine_env", name, *flags]
+    for key, value in values.items():
+        argv += ["--set", f"{key}={value}"]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+
+
+def test_what_is_said_while_a_broker_without_persistence_restarts_is_delivered(
+    tmp_path: Path, make_config: Callable[..., Config]
+) -> None:
+    """The microphone is back before the transcript worker has subscribed again to a broker that
+    forgot every subscription: its finals went to nobody (9 of 12 typed during the outage lost,
+    without a record). Now it holds them until the transcript worker's status says it is back.
+    Twice in a row: each restart is said in a warning line, by both."""
+    port = free_port()
+    start_broker = _plain_mosquitto(tmp_path, port)
+    broker = start_broker()
+    url = f"mqtt://127.0.0.1:{port}"
+    eo = RecordingServer().start()
+    config = make_config(url)
+    watcher = Bus(config, "watcher", persistent=False)
+    statuses = Collector()
+    watcher.subscribe(watcher.topics.all_status(), Status, statuses)
+    watcher.start()
+    assert watcher.wait_connected(10)
+    watcher.publish(watcher.topics.round_state(), RoundState(source="avatar", round_id="r1", phase="round"))
+    transcript = _command("transcript", config, url, eo.url)
+    mic = _command("mic", config, url, eo.url, "--typed")
+    said: list[str] = []
+
+    def say(text: str) -> None:
+        assert mic.stdin is not None
+        mic.stdin.write(text + "\n")
+        mic.stdin.flush()
+        said.append(text)
+
+    try:
+        for process in (transcript, mic):
+            assert wait_for(lambda p=process: any(s.pid == p.pid and s.state == "online" for s in statuses.items), 30)
+        say("Celia, one egg before")
+        assert wait_for(lambda: len(eo.bodies(ep.RELAY_MESSAGE)) == 1, 10)
+        for outage in range(2):
+            broker.kill()
+            broker.wait(5)
+            for i in range(6):  # the buyer goes on talking while the broker is away
+                say(f"Watson, {i + 2} eggs in outage {outage + 1}")
+                time.sleep(0.1)
+            broker = start_broker()
+            assert wait_for(lambda: len(eo.bodies(ep.RELAY_MESSAGE)) >= len(said), 15), \
+                f"outage {outage + 1}: {len(eo.bodies(ep.RELAY_MESSAGE))} of {len(said)} relayed"
+        time.sleep(1.0)
+        assert [b["text"] for b in eo.bodies(ep.RELAY_MESSAGE)] == said  # none lost, none twice, in order
+        logs = list((config.core.data_dir / "sessions").glob("*.jsonl"))
+        outcomes = [r["outcome"] for log in logs for r in read_session_log(log) if r["kind"] == "outcome"]
+        assert outcomes == ["delivered"] * len(said), outcomes
+        errors = {}
+        for name, process in (("transcript", transcript), ("mic", mic)):
+            process.send_signal(signal.SIGTERM)
+            _, errors[name] = process.communicate(timeout=10)
+            assert process.returncode == 0 and "Traceback" not in errors[name], errors[name]
+            assert errors[name].count("lost this client's session") == 2, errors[name]  # a warning each time
+    finally:
+        for process in (transcript, mic):
+            if process.poll() is None:
+                process.kill()
+        watcher.stop()
+        broker.kill()
+        broker.wait(5)
+        eo.stop()
+
+
+def test_the_round_state_is_retained_again_after_a_broker_without_persistence_restarts(
+    tmp_path: Path, make_config: Callable[..., Config]
+) -> None:
+    """The retained round state goes with such a broker; its owner, the Avatar Controller,
+    publishes it again when it finds the broker's state lost, so a worker (re)starting after the
+    restart knows the round."""
+    port = free_port()
+    start_broker = _plain_mosquitto(tmp_path, port)
+    broker = start_broker()
+    config = make_config(f"mqtt://127.0.0.1:{port}", **{"avatar.port": 0, "avatar.speaker": f"wav:{tmp_path / 'wav'}"})
+    avatar = LocalAvatar(config).start()
+    try:
+        with httpx.Client(base_url=avatar.url, timeout=10) as http:
+            for key in ("/sendRoundMetadata", "/startRound"):
+                assert http.post(key, json=captured(key)).status_code == 200
+        time.sleep(0.5)  # the broker has acknowledged it (else the publisher would simply send it again)
+        broker.kill()
+        broker.wait(5)
+        broker = start_broker()
+        got = Collector()
+        reader = Bus(config, "restarted-worker", persistent=False)
+        reader.subscribe(reader.topics.round_state(), RoundState, got)
+        reader.start()
+        try:
+            assert wait_for(lambda: any(s.round_id == captured("/startRound")["roundId"] and s.phase == "round"
+                                        for s in got.items), 10), got.items
+        finally:
+            reader.stop()
+    finally:
+        avatar.stop()
+        broker.kill()
+        broker.wait(5)

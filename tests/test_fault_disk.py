@@ -3,12 +3,15 @@ with ENOSPC, as a full filesystem does) and on a directory that cannot be create
 
 from __future__ import annotations
 
+import errno
 import logging
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,9 @@ from orchestrator_client.recorder import RecordingServer
 from tests.helpers import MosquittoBroker, wait_for
 from tests.test_bus import Collector
 from tests.test_fault_duplicate import ENV
+from tests.test_fault_restart import _worker as transcript_process
 from tests.test_transcript_worker import Room
-from transcript.session_log import SessionLog
+from transcript.session_log import SessionLog, read_session_log
 from transcript.worker import TranscriptWorker
 from workers.runtime.config import Config
 from workers.runtime.messages import Status, now_ms
@@ -105,7 +109,9 @@ def test_unwritable_data_dir_is_one_line_and_an_error_status_not_an_exit(
         _, err = process.communicate(timeout=10)
         assert process.returncode == 0
         assert "Traceback" not in err
-        assert sum("session log" in line for line in err.splitlines()) == 1, err
+        assert sum("session log" in line and "not written" in line for line in err.splitlines()) == 1, err
+        # and, at the stop, how many records never reached the disk
+        assert sum("could not be written before the worker stopped" in line for line in err.splitlines()) == 1, err
     finally:
         if process.poll() is None:
             process.kill()
@@ -127,3 +133,104 @@ def test_pocketsphinx_model_is_built_elsewhere_when_the_cache_cannot_be_written(
     assert path.is_file() and not str(path).startswith(str(blocker))
     lines = [r.getMessage() for r in caplog.records if "pocketsphinx cache" in r.getMessage()]
     assert len(lines) == 1 and "Not a directory" in lines[0], lines
+
+
+@contextmanager
+def small_disk(path: Path, size: str = "1m") -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``path``: a disk that really fills up, and empties again."""
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file until the disk is full; removing it frees the disk."""
+    filler = disk / "filler"
+    with filler.open("wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+def test_session_log_resumes_when_the_disk_has_room_again(tmp_path: Path) -> None:
+    with small_disk(tmp_path / "disk") as disk:
+        errors: list[str] = []
+        recovered = threading.Event()
+        session_log = SessionLog(disk / "sessions" / "s.jsonl", errors.append, recovered.set, retry_s=0.2)
+        session_log.write("final", text="before")
+        filler = fill(disk)
+        while_full = [f"while full {i} " + "x" * 200 for i in range(50)]  # more than the file's last page takes
+        for text in while_full:
+            session_log.write("final", text=text)
+        assert len(errors) == 1 and "No space left on device" in errors[0], errors
+        filler.unlink()
+        assert recovered.wait(5), "the log never resumed"
+        session_log.write("final", text="after")
+        session_log.close()
+        texts = [r["text"] for r in read_session_log(session_log.path)]
+        assert texts == ["before", *while_full, "after"], texts  # in order, none lost
+        assert session_log.error == "" and len(errors) == 1
+
+
+def test_transcript_worker_goes_back_online_when_the_disk_is_freed(
+    mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
+) -> None:
+    """A full disk stopped the session log for good and the status stayed ``error``. Now the log
+    resumes (with what happened meanwhile) and the status is ``online`` again, each in one line."""
+    with small_disk(tmp_path / "disk") as disk:
+        eo = RecordingServer().start()
+        config = make_config(mosquitto.url, data_dir=str(disk))
+        room = Room(config)
+        statuses = Collector()
+        room.bus.subscribe(room.topics.status("transcript"), Status, statuses)
+        room.round("r1", "round")
+        worker = transcript_process(config, eo.url, mosquitto.url)
+        said: list[str] = []
+
+        def say(text: str) -> None:
+            t = now_ms()
+            room.say(text, t - 900, t - 100 - len(said), source="typed")
+            said.append(text)
+            assert wait_for(lambda: len(eo.bodies(ep.RELAY_MESSAGE)) == len(said), 10), f"{text!r} not relayed"
+
+        def state() -> str:
+            mine = [s for s in statuses.items if s.pid == worker.pid]
+            return mine[-1].state if mine else ""
+
+        try:
+            assert wait_for(lambda: state() == "online", 20)
+            say("Celia one egg")
+            filler = fill(disk)
+            for i in range(10):
+                say(f"Watson {i + 2} eggs")
+                if state() == "error":
+                    break
+            assert wait_for(lambda: state() == "error", 5)
+            filler.unlink()
+            freed = time.monotonic()
+            assert wait_for(lambda: state() == "online", 10), "the status stayed error"
+            back_in = time.monotonic() - freed
+            say("Celia the last egg")
+            worker.send_signal(signal.SIGTERM)
+            _, err = worker.communicate(timeout=10)
+            assert worker.returncode == 0 and "Traceback" not in err, err
+            assert sum("session log" in line and "not written" in line for line in err.splitlines()) == 1, err
+            assert sum("is written again" in line for line in err.splitlines()) == 1, err
+            (log_file,) = (disk / "sessions").glob("*.jsonl")
+            records = list(read_session_log(log_file))
+            assert [r["message"]["text"] for r in records if r["kind"] == "message"] == said  # nothing missing
+            assert [r["outcome"] for r in records if r["kind"] == "outcome"] == ["delivered"] * len(said)
+            assert back_in < 10, back_in
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+            room.close()
+            eo.stop()

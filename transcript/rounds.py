@@ -33,11 +33,19 @@ class RoundTracker:
         self.relay_phases = tuple(relay_phases)
         self.deadline_grace_ms = deadline_grace_ms
         self._state: RoundState | None = None
+        self._unreadable = ""
         self._lock = threading.Lock()
 
     def update(self, state: RoundState) -> None:
         with self._lock:
             self._state = state
+            self._unreadable = ""
+
+    def unreadable(self, reason: str) -> None:
+        """An unreadable round state arrived (dropped by the bus). The round is unknown, as if
+        none had arrived; its owner, the Avatar Controller, publishes its own over it at once."""
+        with self._lock:
+            self._unreadable = reason
 
     @property
     def known(self) -> bool:
@@ -52,7 +60,11 @@ class RoundTracker:
     def check(self, now_ms: float) -> RoundCheck:
         if self.override is not None:
             return RoundCheck(self.override)
-        state = self.state
+        with self._lock:
+            state, unreadable = self._state, self._unreadable
+        if state is None and unreadable:
+            return RoundCheck(None, f"the round state on the bus is unreadable ({unreadable[:80]}); "
+                                    "the Avatar Controller was not there to replace it")
         if state is None:
             return RoundCheck(None, "no round state received from the Avatar Controller")
         if state.round_id is None:

@@ -29,6 +29,7 @@ from hardware.clock import Clock, RealClock
 from orchestrator_client.client import Blocked, Delivered, Failed, Outcome, Undelivered
 from orchestrator_client.models import HUMAN
 from orchestrator_client.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
+from transcript import WORKER_ID
 from transcript.confirm_answer import spoken_answer
 from transcript.delivery import Delivery
 from transcript.fusion.addressee import GazePolicy, decide
@@ -87,10 +88,12 @@ class _Job:
     """``time.monotonic()`` after which it is no longer sent (the TTL)."""
     stages: Stages
     """Stage timestamps (:class:`~workers.runtime.messages.Stage`), completed as it is delivered."""
+    recorded: bool = False
+    """Its one outcome is recorded (never a second one)."""
 
 
 class TranscriptWorker(Worker):
-    name = "transcript"
+    name = WORKER_ID
 
     def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None, clock: Clock | None = None) -> None:
         """``clock``: the clock of the audio the transcripts come from, for the merge hold
@@ -118,10 +121,12 @@ class TranscriptWorker(Worker):
         self.session_log: SessionLog | None = None
         if s.session_log:
             directory = Path(s.session_dir) if s.session_dir else core.data_dir / "sessions"
-            self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error)
+            self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error,
+                                                 self._disk_recovered)
         self.counts: dict[str, int] = {
             "finals": 0, "echo_dropped": 0, "too_old": 0, "messages": 0,
             "delivered": 0, "blocked": 0, "maybe_delivered": 0, "failed": 0, "undelivered": 0, "answered": 0,
+            "internal_errors": 0,
         }
         self._drops = RateLimitedLog(self.log)
         self._verdicts: dict[tuple[object, object], EOVerdict] = {}
@@ -141,12 +146,13 @@ class TranscriptWorker(Worker):
         self._lock = threading.Lock()
         # subscribe before the bus connects: the persistent session delivers its backlog at once
         topics = self.topics
-        self.bus.subscribe(topics.transcript_final(), Transcript, self._on_transcript)
+        self.bus.subscribe(topics.transcript_final(), Transcript, self._on_transcript, on_invalid=self._on_invalid_final)
         self.bus.subscribe(topics.vad(), VadEvent, self._on_vad)
         self.bus.subscribe(topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(topics.headpose(), HeadPose, self._on_headpose)
         self.bus.subscribe(topics.eo_verdict(), EOVerdict, self._on_verdict)
-        self.bus.subscribe(topics.round_state(), RoundState, self._on_round)
+        self.bus.subscribe(topics.round_state(), RoundState, self._on_round,
+                           on_invalid=lambda _t, reason: self.rounds.unreadable(reason))
         self.bus.subscribe(topics.confirm_pending(), ConfirmPending, self._on_confirm_pending)
 
     def _disk_error(self, detail: str) -> None:
@@ -154,10 +160,19 @@ class TranscriptWorker(Worker):
         connecting when this happens before), the relaying goes on."""
         self.bus.set_status("error", detail)
 
+    def _disk_recovered(self) -> None:
+        """The session log is written again (it says so in one line): ``online`` again."""
+        self.bus.set_status("online")
+
     # -- bus handlers (network thread) -------------------------------------------------------
     def _on_transcript(self, _topic: str, message: Transcript) -> None:
         if message.final:
             self._to_loop(message)
+
+    def _on_invalid_final(self, _topic: str, reason: str) -> None:
+        """A final the bus dropped (not UTF-8 or JSON, not a transcript): the session log keeps a
+        record of it (the bus said it in a rate-limited line), so no utterance is lost unrecorded."""
+        self._log("final_dropped", reason=reason[:300])
 
     def _on_vad(self, _topic: str, message: VadEvent) -> None:
         self._to_loop(message)
@@ -187,7 +202,9 @@ class TranscriptWorker(Worker):
         self.history.saw_headpose(message.frame_ts)
 
     def _on_verdict(self, _topic: str, message: EOVerdict) -> None:
-        if message.message.get("speaker") != HUMAN or (message.permitted and message.via == "log"):
+        """Every verdict on a human message is kept a while: a rejection gives a blocked message
+        its rationale, and a permitted log decides a relay whose answer was lost."""
+        if message.message.get("speaker") != HUMAN:
             return
         loop = self._loop
         if loop is not None:
@@ -204,8 +221,9 @@ class TranscriptWorker(Worker):
         if waiter is not None and not waiter.done():
             waiter.set_result(verdict)
 
-    async def _rationale(self, body: dict[str, Any]) -> str:
-        """The EO's reason for blocking ``body``, as its human-side service heard it."""
+    async def _verdict(self, body: dict[str, Any]) -> EOVerdict | None:
+        """The EO's verdict on ``body`` as its human-side service heard it (waiting up to
+        :data:`VERDICT_WAIT_S`), or None."""
         key = (body.get("timestamp"), body.get("text"))
         verdict = self._verdicts.get(key)
         if verdict is None:
@@ -214,9 +232,16 @@ class TranscriptWorker(Worker):
             try:
                 verdict = await asyncio.wait_for(waiter, VERDICT_WAIT_S)
             except (asyncio.TimeoutError, TimeoutError):
-                return "blocked by the EO (its rationale did not reach the Avatar Controller)"
+                return None
             finally:
                 self._verdict_waiters.pop(key, None)
+        return verdict
+
+    async def _rationale(self, body: dict[str, Any]) -> str:
+        """The EO's reason for blocking ``body``, as its human-side service heard it."""
+        verdict = await self._verdict(body)
+        if verdict is None:
+            return "blocked by the EO (its rationale did not reach the Avatar Controller)"
         return verdict.rationale or "blocked by the EO (no rationale given)"
 
     def _on_confirm_pending(self, _topic: str, message: ConfirmPending) -> None:
@@ -275,21 +300,21 @@ class TranscriptWorker(Worker):
                     received = await asyncio.wait_for(inbox.get(), timeout)
                 except (asyncio.TimeoutError, TimeoutError):
                     received = None
-                if isinstance(received, VadEvent):
-                    self.merger.speech(received, self.clock.now_ms())
-                elif received is not None:
-                    for utterance in self._accept(received):
-                        self._dispatch(utterance, outbox)
-                for utterance in self.merger.due(self.clock.now_ms()):
-                    self._dispatch(utterance, outbox)
-                self._release_held(outbox)
+                if received is not None:
+                    self._take(received, outbox)
+                for utterance in self._survived("the merger", lambda: self.merger.due(self.clock.now_ms())) or []:
+                    self._dispatch_safely(utterance, outbox)
+                self._survived("releasing held utterances", lambda: self._release_held(outbox))
+                if sender.done():  # never expected (the loop catches per job): say it, start it again
+                    self._internal_error("the delivery task", sender.exception() or RuntimeError("it returned"))
+                    sender = asyncio.create_task(self._deliver_loop(outbox))
         finally:
             with self._lock:
                 self._loop, self._stopping = None, True
             # a held utterance is complete now that no more speech will be taken
-            for utterance in self.merger.drain():
-                self._dispatch(utterance, outbox)
-            self._release_held(outbox, everything=True)
+            for utterance in self._survived("the merger", self.merger.drain) or []:
+                self._dispatch_safely(utterance, outbox)
+            self._survived("releasing held utterances", lambda: self._release_held(outbox, everything=True))
             outbox.put_nowait(None)
             try:
                 await asyncio.wait_for(asyncio.shield(sender), STOP_DELIVERY_WAIT_S)
@@ -302,6 +327,45 @@ class TranscriptWorker(Worker):
                 if job is not None:
                     self._record(job, "undelivered", "worker stopped before it could be sent")
             await self.delivery.aclose()
+
+    # -- one input costs one record, never the loop -------------------------------------------
+    def _take(self, received: Transcript | VadEvent, outbox: asyncio.Queue[_Job | None]) -> None:
+        """One final or voice event into the merger. Whatever it raises costs that one input (a
+        ``final_failed`` record and one rate-limited line), never the loop: an exception escaping
+        here once stopped every later outcome while the status stayed ``online``."""
+        if isinstance(received, VadEvent):
+            self._survived("a voice event", lambda: self.merger.speech(received, self.clock.now_ms()))
+            return
+        try:
+            utterances = self._accept(received)
+        except Exception as exc:
+            self._internal_error("a final transcript", exc, utterance_id=received.utterance_id, source=received.source)
+            return
+        for utterance in utterances:
+            self._dispatch_safely(utterance, outbox)
+
+    def _dispatch_safely(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None], hold: bool = True) -> None:
+        self._survived("an utterance", lambda: self._dispatch(utterance, outbox, hold), text=utterance.text[:200])
+
+    def _survived(self, what: str, step: Any, **fields: Any) -> Any:
+        """``step()``, or None after recording why it failed."""
+        try:
+            return step()
+        except Exception as exc:
+            self._internal_error(what, exc, **fields)
+            return None
+
+    def _internal_error(self, what: str, exc: BaseException, **fields: Any) -> None:
+        """A bug of ours met by one input: one line per kind (rate-limited), a session-log record."""
+        with self._lock:
+            self.counts["internal_errors"] += 1
+        self._drops.error(("internal", what, type(exc).__name__), "%s failed (%s: %.200s); it is recorded and the worker goes on",
+                          what, type(exc).__name__, exc)
+        self.log.debug("%s failed", what, exc_info=exc)
+        try:
+            self._log("internal_error", what=what, error=f"{type(exc).__name__}: {exc}"[:500], **fields)
+        except Exception:  # the record itself failed: the line above is all that can be said
+            pass
 
     def _accept(self, part: Transcript) -> list[Utterance]:
         self.counts["finals"] += 1
@@ -330,7 +394,7 @@ class TranscriptWorker(Worker):
         if hold and (self._held or not self.rounds.known):  # behind held ones: in the order spoken
             self._held.append(utterance)
             if len(self._held) > MAX_HELD_FOR_ROUND:
-                self._dispatch(self._held.pop(0), outbox, hold=False)
+                self._dispatch_safely(self._held.pop(0), outbox, hold=False)
             return
         decision = decide(
             utterance.text, utterance.speech_start, utterance.end, self.history, self.matcher, self.avatars, self.policy
@@ -358,35 +422,68 @@ class TranscriptWorker(Worker):
         keep = []
         for utterance in self._held:
             if release_all or now >= utterance.arrived_mono + self.settings.ttl_s:
-                self._dispatch(utterance, outbox, hold=False)
+                self._dispatch_safely(utterance, outbox, hold=False)
             else:
                 keep.append(utterance)
         self._held = keep
 
     async def _deliver_loop(self, outbox: asyncio.Queue[_Job | None]) -> None:
+        """One job at a time; a job that raises is recorded ``failed`` and the next one goes."""
         while True:
             job = await outbox.get()
             if job is None:
                 return
-            if time.monotonic() >= job.deadline:
-                self._record(job, "undelivered", f"expired: not sent within {self.settings.ttl_s:g} s")
-                continue
-            check = self.rounds.check(now_ms())
-            if not check.active or check.round_id != job.body.get("roundId"):
-                self._record(job, "undelivered", f"not relayed: round changed while queued ({check.reason})")
-                continue
-            proposal = Proposal.from_body(job.body, now_ms())
-            job.stages[Stage.RELAY_SENT] = now_ms()
             try:
-                outcome = await self.delivery.send(job.body, job.deadline)
-                if isinstance(outcome, (Delivered, Blocked)):
-                    job.stages[Stage.EO_ANSWER] = now_ms()
-                if isinstance(outcome, Blocked) and not outcome.rationale:
-                    outcome = Blocked(await self._rationale(job.body), outcome.answer, outcome.attempts, outcome.latency_ms)
+                await self._deliver_one(job)
             except asyncio.CancelledError:
-                self._record(job, "maybe_delivered", "worker stopped while sending (it may have arrived)")
                 raise
-            self._record_outcome(job, outcome, self._rule_note(proposal, outcome))
+            except Exception as exc:
+                self._internal_error("delivering a message", exc, message_id=job.message_id)
+                if not job.recorded:
+                    sent = Stage.RELAY_SENT in job.stages  # it may have reached the EO: never "failed"
+                    with contextlib.suppress(Exception):
+                        self._record(job, "maybe_delivered" if sent else "failed",
+                                     f"internal error while delivering: {type(exc).__name__}")
+
+    async def _deliver_one(self, job: _Job) -> None:
+        if time.monotonic() >= job.deadline:
+            self._record(job, "undelivered", f"expired: not sent within {self.settings.ttl_s:g} s")
+            return
+        check = self.rounds.check(now_ms())
+        if not check.active or check.round_id != job.body.get("roundId"):
+            self._record(job, "undelivered", f"not relayed: round changed while queued ({check.reason})")
+            return
+        proposal = Proposal.from_body(job.body, now_ms())
+        job.stages[Stage.RELAY_SENT] = now_ms()
+        try:
+            outcome = await self.delivery.send(job.body, job.deadline)
+            if isinstance(outcome, (Delivered, Blocked)):
+                job.stages[Stage.EO_ANSWER] = now_ms()
+            if isinstance(outcome, Blocked) and not outcome.rationale:
+                outcome = Blocked(await self._rationale(job.body), outcome.answer, outcome.attempts, outcome.latency_ms)
+            if isinstance(outcome, Failed) and outcome.uncertain:
+                verdict = await self._verdict(job.body)
+                if verdict is not None:
+                    self._record_verdict(job, outcome, verdict, proposal)
+                    return
+        except asyncio.CancelledError:
+            self._record(job, "maybe_delivered", "worker stopped while sending (it may have arrived)")
+            raise
+        self._record_outcome(job, outcome, self._rule_note(proposal, outcome))
+
+    def _record_verdict(self, job: _Job, failed: Failed, verdict: EOVerdict, proposal: Proposal) -> None:
+        """The relay failed in a way the EO may still have acted on (no answer in time, a server
+        error, a failed dependency such as its human-side service dying mid-relay), and the EO's
+        own verdict on the message arrived: that decides, not the failed answer."""
+        extra: dict[str, Any] = {"attempts": failed.attempts, "latency_ms": round(failed.latency_ms, 2),
+                                 "relay_error": failed.reason[:300]}
+        if verdict.permitted:
+            note = self._rule_note(proposal, Delivered(None, failed.attempts, failed.latency_ms))
+            if note:
+                extra["rule_note"] = note
+            self._record(job, "delivered", "the EO's verdict: permitted (its answer to the relay was lost)", **extra)
+        else:
+            self._record(job, "blocked", verdict.rationale or "blocked by the EO (no rationale given)", **extra)
 
     # -- outcomes ----------------------------------------------------------------------------
     def _rule_note(self, proposal: Proposal, outcome: Outcome) -> str:
@@ -420,6 +517,7 @@ class TranscriptWorker(Worker):
             self._record(job, "failed", outcome.reason, reached=outcome.reached, **extra)
 
     def _record(self, job: _Job, outcome: OutcomeName, reason: str, **extra: Any) -> None:
+        job.recorded = True
         with self._lock:
             self.counts[outcome] += 1
         if outcome == "delivered":

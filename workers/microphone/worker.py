@@ -16,6 +16,7 @@ from hardware.audio import AudioSource, AudioSourceError, NoInputDeviceError, Un
 from hardware.audio_sources import open_source
 from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
+from transcript import WORKER_ID as TRANSCRIPT_WORKER
 from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
@@ -54,6 +55,9 @@ class MicrophoneWorker(Worker):
         self.typed_published = 0
         self.bus.subscribe(self.topics.all_speaking(), Speaking, self._on_speaking)
         self.bus.subscribe(self.topics.microphone_control(), MicrophoneControl, self._on_control)
+        # a broker restarted without persistence forgot the transcript worker's subscription:
+        # what was said meanwhile waits until it has subscribed again (bounded, then said)
+        self.bus.hold_for_reader([self.topics.transcript_final(), self.topics.vad()], TRANSCRIPT_WORKER)
 
     # -- subscriptions (MQTT network thread) ----------------------------------------------------
     def _on_speaking(self, _topic: str, event: Speaking) -> None:
