@@ -52,6 +52,9 @@ STAND_INS = ("orchestrator", "demo-agents")
 SUITE_ORDER = STAND_INS + ROOM_WORKERS
 FINAL_EXITS = {0: "done", EXIT_CONFIG: "configuration error", EXIT_UNAVAILABLE: "unavailable here"}
 """Exit codes a restart cannot change: the child has said why in one line."""
+CONSOLE_LINES_PER_S = 5.0
+CONSOLE_BURST = 20
+"""The conversation's lines on the terminal: a buyer and two sellers say far fewer."""
 
 
 class RunSettings(Section):
@@ -251,8 +254,20 @@ def _run_suite(
     statuses: dict[str, Status] = {}
     bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)
     bus.subscribe(bus.topics.all_status(), Status, lambda _t, s: statuses.__setitem__(s.worker, s))
-    bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, lambda _t, m: print(describe_utterance(m), flush=True))
-    bus.subscribe(bus.topics.agent_message(), ShownReply, _print_reply)
+    console = ConsoleLines()
+    room = {status_name(name) for name in names}
+
+    def show_utterance(_topic: str, message: OutgoingMessage) -> None:
+        if message.source in room:  # a line on this console comes from this room's own workers
+            console.say(describe_utterance(message))
+
+    def show_reply(_topic: str, message: ShownReply) -> None:
+        line = describe_reply(message)
+        if line and message.source in room:
+            console.say(line)
+
+    bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, show_utterance)
+    bus.subscribe(bus.topics.agent_message(), ShownReply, show_reply)
     bus.subscribe(bus.topics.round_state(), RoundState, RoundPrinter())
     bus.start()
 
@@ -343,9 +358,30 @@ def _clip(text: str, limit: int = SHOWN_TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _print_reply(_topic: str, message: ShownReply) -> None:
-    line = describe_reply(message)
-    if line:
+class ConsoleLines:
+    """The conversation's lines on ``run``'s terminal, at most :data:`CONSOLE_LINES_PER_S` a second
+    (bursts of :data:`CONSOLE_BURST`): whatever floods the bus (a peer in a loop, hostile
+    payloads), the terminal stays readable, and what was left out is said in one line."""
+
+    def __init__(self, rate: float = CONSOLE_LINES_PER_S, burst: int = CONSOLE_BURST) -> None:
+        self.rate, self.burst = rate, burst
+        self._tokens = float(burst)
+        self._at = time.monotonic()
+        self._dropped = 0
+        self._lock = threading.Lock()
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            if self._tokens < 1:
+                self._dropped += 1
+                return
+            self._tokens -= 1
+            dropped, self._dropped = self._dropped, 0
+        if dropped:
+            print(f"humaine-env: {dropped} conversation line(s) not shown (more than {self.rate:g} a second)", flush=True)
         print(line, flush=True)
 
 

@@ -4,6 +4,7 @@ lines of ``run``."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,3 +90,20 @@ def test_round_lines_say_each_change_once(capsys: pytest.CaptureFixture[str]) ->
         "round r1: warm-up (30 s)", "round r1: negotiation (600 s)", "round r1: round over",
     ]
     assert describe_round(RoundState(source="avatar", round_id=7, phase="post")) == "round 7: post-round"
+
+
+def test_a_flood_of_conversation_lines_is_bounded_and_said(capsys: pytest.CaptureFixture[str]) -> None:
+    """20,000 forged utterances on the bus: the terminal shows a burst, then one line saying how
+    many were left out, not 20,000 lines."""
+    from humaine_env.supervisor import CONSOLE_BURST, ConsoleLines
+
+    console = ConsoleLines()
+    for i in range(20_000):
+        console.say(f"buyer → Celia: forged {i}")
+    shown = capsys.readouterr().out.splitlines()
+    assert len(shown) == CONSOLE_BURST
+    time.sleep(0.3)  # the bucket refills: the next line comes with the count of the left-out ones
+    console.say("buyer → Celia: real")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"humaine-env: {20_000 - CONSOLE_BURST} conversation line(s) not shown (more than 5 a second)",
+                     "buyer → Celia: real"]
