@@ -31,8 +31,10 @@ EXIT_UNAVAILABLE = 3
 one line; the supervisor does not restart it."""
 SIGNAL_POLL_S = 0.2
 """The longest a main thread blocks at once while it waits to be stopped (see :func:`wait_for_stop`)."""
-HEALTH_INTERVAL_S = 10.0
-"""How often the retained status is refreshed with the worker's health figures."""
+HEALTH_INTERVAL_S = 3.0
+"""How often the retained status is refreshed with the worker's health figures: three missed
+refreshes mark a hung worker (stopped with SIGSTOP, say) silent on the operator console in about
+9 s, within the 10 s a fault may take to show; a status of a few hundred bytes every 3 s is nothing."""
 EXIT_BUS_DEAD = 70
 """Exit code of a worker whose MQTT network thread died: it is restarted by the supervisor."""
 EXIT_NO_BROKER = 69
