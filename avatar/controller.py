@@ -381,7 +381,7 @@ class AvatarController:
 
     def _publish_verdict(self, via: Literal["log", "rejection"], permitted: bool, rationale: str | None,
                          echoed: LogEntry | Rejection) -> None:
-        message = echoed.model_dump(mode="json", exclude_none=True)
+        message = echoed.as_sent()  # what the EO said: a role it sent as null is not ours to fill in here
         for key in ("permitted", "rationale"):
             message.pop(key, None)
         self.bus.publish(

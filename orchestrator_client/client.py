@@ -223,6 +223,7 @@ class HttpPoster:
         headers: dict[str, str] | None = None,
     ) -> tuple[Outcome, bool]:
         """One request. Returns the outcome and whether it may be retried."""
+        attempt_started = time.monotonic()
         try:
             if method == "GET":
                 request = self._http().get(url, params=payload or None, headers=headers)
@@ -237,7 +238,9 @@ class HttpPoster:
         except (asyncio.TimeoutError, TimeoutError, httpx.TimeoutException) as exc:
             return (
                 Failed(
-                    f"no answer from {url} in time ({_describe(exc) if str(exc) else f'closed after {budget:.2f} s'})",
+                    # the time it really waited: the client's own read timeout may end it before the budget
+                    f"no answer from {url} in time ({_describe(exc) if str(exc) else 'gave up'} "
+                    f"after {time.monotonic() - attempt_started:.2f} s)",
                     True, attempt, _ms_since(started),
                 ),
                 False,

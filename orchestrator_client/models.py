@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from orchestrator_client.endpoints import ACK_STATUS, CONFIRM_ACCEPT_STATUS
 
@@ -50,6 +50,22 @@ class PlatformModel(BaseModel):
     """Base of every platform body: unknown keys kept, field names as on the wire."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+    _sent: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """What the EO sent for the top-level keys :func:`read_lenient` had to fill in (a key it
+    left out is not here), so a copy of its words can give them back (:meth:`as_sent`)."""
+    _filled: tuple[str, ...] = PrivateAttr(default=())
+
+    def as_sent(self) -> dict[str, Any]:
+        """The body as the EO sent it, not as filled in to be read (e.g. its ``role: null``)."""
+        body = self.model_dump(mode="json", exclude_none=True)
+        for key in self._filled:
+            if "." in key:
+                continue
+            if key in self._sent:
+                body[key] = self._sent[key]
+            else:
+                body.pop(key, None)
+        return body
 
     def body(self) -> dict[str, Any]:
         """The JSON body to send: every field, extras included, ``None`` optionals left out
@@ -433,7 +449,10 @@ def read_lenient(model: type[_Model], body: Any) -> Lenient[_Model]:
     filled: list[str] = []
     for _pass in range(3):
         try:
-            return Lenient(model.model_validate(data), tuple(dict.fromkeys(filled)))
+            value = model.model_validate(data)
+            value._filled = tuple(dict.fromkeys(filled))
+            value._sent = {key: body[key] for key in value._filled if key in body}
+            return Lenient(value, value._filled)
         except ValidationError as exc:
             changed = False
             for err in exc.errors():
@@ -456,7 +475,10 @@ def read_lenient(model: type[_Model], body: Any) -> Lenient[_Model]:
             if not changed:
                 return Lenient(None, tuple(filled), describe_error(exc))
     try:
-        return Lenient(model.model_validate(data), tuple(filled))
+        value = model.model_validate(data)
+        value._filled = tuple(dict.fromkeys(filled))
+        value._sent = {key: body[key] for key in value._filled if key in body}
+        return Lenient(value, value._filled)
     except ValidationError as exc:
         return Lenient(None, tuple(filled), describe_error(exc))
 

@@ -117,3 +117,14 @@ def test_answers() -> None:
     assert m.confirm_accept_answer() == {"status": "acknowledged"}
     assert m.acknowledgement() == {"status": "Acknowledged"}
     assert m.ms_to_iso(m.iso_to_ms("2020-02-20T08:08:05.825Z")) == "2020-02-20T08:08:05.825Z"
+
+
+def test_a_body_read_liberally_is_copied_as_the_eo_sent_it() -> None:
+    """What had to be filled in to read a body (a role sent as null, a missing environmentUUID)
+    is not put back into the EO's mouth when the body is passed on (``eo/verdict``)."""
+    sent = {"speaker": "Human", "addressee": "Celia", "text": "hi", "role": None, "roundId": "r1", "permitted": False}
+    read = m.read_lenient(m.LogEntry, sent)
+    assert read.value is not None and read.value.role == "buyer" and "role" in read.filled
+    assert read.value.as_sent() == sent
+    complete = m.read_lenient(m.LogEntry, {**sent, "role": "buyer", "environmentUUID": "e1"})
+    assert complete.value is not None and complete.value.as_sent()["role"] == "buyer"
