@@ -31,6 +31,9 @@ from hardware.session_files import AUDIO_FILE, media_file
 
 log = logging.getLogger(__name__)
 
+AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".aac", ".raw")
+"""The audio files a folder is searched for (anything else ffmpeg reads can still be named)."""
+
 RAW_SUFFIXES = (".raw", ".pcm", ".s16")
 """Headerless files taken as 16 kHz mono int16 little-endian (pocketsphinx test data style)."""
 

@@ -102,3 +102,21 @@ def test_models_whisper_without_a_network_is_one_line(tmp_path: Path) -> None:
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("humaine-env models:") and name in lines[0], proc.stderr
     assert not any(tmp_path.iterdir())  # nothing half-downloaded left behind
+
+
+def test_a_folder_is_its_audio_files_and_an_empty_one_is_one_line(tmp_path: Path) -> None:
+    """``transcribe DIR``: every audio file of the folder, in name order (a recorded session
+    folder: its audio.wav); a folder with none says so, rather than asking for DIR/audio.wav."""
+    folder = tmp_path / "takes"
+    folder.mkdir()
+    good = Path("/usr/share/pocketsphinx/test/data/goforward.raw")
+    (folder / "b.raw").write_bytes(good.read_bytes())
+    (folder / "a.raw").write_bytes(good.read_bytes())
+    (folder / "notes.txt").write_text("not audio\n")
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    proc = run(str(folder), str(empty), "--engine", "pocketsphinx")
+    assert proc.returncode == 1, proc.stderr
+    assert [json.loads(line)["file"] for line in proc.stdout.splitlines()] == [str(folder / "a.raw"), str(folder / "b.raw")]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("humaine-env transcribe:")]
+    assert errors == [f"humaine-env transcribe: {empty}: no audio files (.wav, .flac, .mp3, .ogg, .opus, .m4a, .aac, .raw) in the folder"]

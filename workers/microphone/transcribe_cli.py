@@ -30,9 +30,31 @@ EXIT_FILE_FAILED = 1
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="audio files (WAV, raw 16 kHz, anything ffmpeg reads)")
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                        help="audio files (WAV, raw 16 kHz, anything ffmpeg reads), folders of them, or recorded session folders")
     parser.add_argument("--engine", choices=ENGINE_CHOICES, help="speech recognition engine")
     parser.add_argument("--numbers", choices=("digits", "words"), help="numbers and money as digits (default) or as spoken words")
+
+
+def audio_files_of(paths: list[Path]) -> tuple[list[Path], list[str]]:
+    """The files to transcribe: each file named, a recorded session folder's audio, or every
+    audio file of a folder (sorted); and a line for each folder that holds none."""
+    from hardware.audio_files import AUDIO_SUFFIXES
+    from hardware.session_files import AUDIO_FILE
+
+    files: list[Path] = []
+    problems: list[str] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+        elif (path / AUDIO_FILE).is_file():
+            files.append(path / AUDIO_FILE)
+        else:
+            found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
+            files += found
+            if not found:
+                problems.append(f"{path}: no audio files ({', '.join(AUDIO_SUFFIXES)}) in the folder")
+    return files, problems
 
 
 def transcribe_file(path: Path, transcriber_factory: Callable[[SourceKind, list[Transcript]], Transcriber]) -> list[dict[str, object]]:
@@ -92,7 +114,11 @@ def main(args: argparse.Namespace, config: Config) -> int:
         return Transcriber.from_settings(settings, recognizer, kind, lambda _event: None, finals.append)
 
     status = 0
-    for path in args.files:
+    files, missing = audio_files_of(args.files)
+    for line in missing:
+        print(f"humaine-env transcribe: {line}", file=sys.stderr)
+        status = EXIT_FILE_FAILED
+    for path in files:
         try:
             lines = transcribe_file(path, factory)
         except AudioSourceError as exc:
