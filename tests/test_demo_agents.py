@@ -155,14 +155,15 @@ def test_an_unaddressed_acceptance_takes_up_the_latest_offer_in_the_room_and_a_c
 
 
 def test_the_agent_knows_who_made_the_latest_offer_and_when_a_deal_closed() -> None:
+    """The EO forwards another agent's message without its bid: the words tell an offer and a
+    closed deal ("You've got it! ..."), after which nobody undercuts it."""
     async def scenario() -> None:
         agent = SellerAgent(celia(), "http://127.0.0.1:9", ["Watson"])
-        rival = {"speaker": "Watson", "addressee": "Human", "text": "4 eggs for 2.5 USD", "role": "seller",
-                 "bid": {"type": "SellOffer", "quantity": {"egg": 4}, "price": {"unit": "USD", "value": 2.5}}}
+        rival = {"speaker": "Watson", "addressee": "Human", "text": "How about 4 eggs for 2.5 USD.", "role": "seller"}
         agent.receive_message(rival)
         assert agent.latest_offer_by == "Watson"
         agent.receive_message({"speaker": "Human", "addressee": "Watson", "text": "Watson, 4 eggs for 2 dollars", "role": "buyer"})
-        agent.receive_message({**rival, "text": "You've got it! 4 eggs for 2 USD.", "bid": {**rival["bid"], "type": "Accept"}})
+        agent.receive_message({**rival, "text": "You've got it! 4 eggs for 2.0 USD."})
         assert agent.latest_offer_by is None and agent.turn is not None and agent.turn.rival_closed
         await agent.aclose()
 

@@ -85,7 +85,7 @@ def test_display_shows_round_speech_gestures_and_the_buyer(
         thread.start()
         button = page.locator("#confirms .confirm-accept")
         expect(button).to_be_visible(timeout=UI_TIMEOUT_MS)
-        expect(page.locator("#confirms")).to_contain_text("2 egg for $3.50")
+        expect(page.locator("#confirms")).to_contain_text("2 eggs for $3.50")
         page.screenshot(path=str(artifacts_dir / "avatar-display-confirm.png"))
         button.click()
         thread.join(HTTP_TIMEOUT)

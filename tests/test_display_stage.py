@@ -304,12 +304,12 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
         summary = page.locator("#summary")
         expect(summary).to_be_visible(timeout=UI_TIMEOUT_MS)
         expect(page.locator("#deals tbody tr")).to_have_count(1)
-        expect(page.locator("#deals tbody tr")).to_have_text("Celia2 egg3.50 USD")
+        expect(page.locator("#deals tbody tr")).to_have_text("Celia2 eggs3.50 USD")
         assert http.post(ep.RECEIVE_ROUND_TOTALS, json=captured("/receiveRoundTotals")).status_code == 200
         totals = page.locator("#totals tbody tr")
         expect(totals).to_have_count(2, timeout=UI_TIMEOUT_MS)
-        expect(totals.nth(0)).to_have_text("Human2 eggpaid 3.500.00 USD")
-        expect(totals.nth(1)).to_have_text("Celia2 eggearned 3.502.74 USD")
+        expect(totals.nth(0)).to_have_text("Human2 eggspaid 3.500.00 USD")
+        expect(totals.nth(1)).to_have_text("Celia2 eggsearned 3.502.74 USD")
         page.screenshot(path=str(artifacts_dir / "display-1080p-round-end.png"))
 
     # a page opened now shows the same summary (the hub keeps deals and totals)

@@ -26,7 +26,7 @@ from typing import Any
 
 from orchestrator_client.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts
 from orchestrator_client.models import ACCEPT_BID_TYPES, HUMAN, OFFER_BID_TYPES, SELLER, ms_to_iso
-from standins.demo_agents.parsing import ParsedOffer, parse_offer
+from standins.demo_agents.parsing import ParsedOffer, closes_a_deal, parse_offer
 from standins.demo_agents.strategy import Reply, Seller
 from standins.eo.round_setup import CURRENCY, unit_costs
 
@@ -159,18 +159,21 @@ class SellerAgent:
             self._schedule(self.timing.follow_delay_s + self.follow_offset_s, turn, follow=True)
 
     def _on_rival(self, speaker: str, body: dict[str, Any]) -> None:
+        # the EO passes agents each other's words without the bid: what was said tells a deal
         bid = body.get("bid") if isinstance(body.get("bid"), dict) else {}
         kind = bid.get("type")
-        if kind in ACCEPT_BID_TYPES:
+        text = str(body.get("text", ""))
+        closed = kind in ACCEPT_BID_TYPES or closes_a_deal(text)
+        if closed:
             self.latest_offer_by = None  # the offers on the table were taken up
-        elif kind in OFFER_BID_TYPES:
+        elif kind in OFFER_BID_TYPES or parse_offer(text).price is not None:
             self.latest_offer_by = speaker
         turn = self.turn
         if turn is None or turn.spoken:
             return
         turn.rival_spoke = True
-        turn.rival_closed = kind in ACCEPT_BID_TYPES
-        turn.rival_price = parse_offer(str(body.get("text", ""))).price
+        turn.rival_closed = closed
+        turn.rival_price = parse_offer(text).price
         if turn.addressee == speaker:
             window_left = self.timing.unaddressed_wait_s - (time.monotonic() - turn.received)
             self._schedule(max(self.timing.follow_after_rival_s, window_left), turn, follow=True)

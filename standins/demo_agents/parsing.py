@@ -51,6 +51,8 @@ ACCEPT_PATTERNS: Final = (
     r"\bdeal\b", r"\baccept", r"\bagreed?\b", r"\bi'?ll take (it|them|that)\b", r"\bsounds good\b",
     r"\byes\b", r"\bok(ay)?\b.*\b(deal|fine|good)\b", r"\bsold\b", r"\bit'?s a deal\b",
 )
+SELLER_CLOSE_PATTERNS: Final = (r"\byou'?ve got it\b", r"\bit'?s yours\b", r"\bthat is yours\b", r"\bsold\b")
+"""How a seller says it has just closed a deal (the EO passes agents each other's words, not bids)."""
 REJECT_PATTERNS: Final = (r"\bno deal\b", r"\btoo (much|expensive|high)\b", r"\bno thanks?\b", r"\bi reject\b", r"\bnope\b")
 BETTER_PATTERNS: Final = (
     r"\bdo better\b", r"\bbetter (price|deal|offer)\b", r"\b(lower|cheaper|discount)\b", r"\bcome down\b",
@@ -226,3 +228,10 @@ def parse_offer(text: str) -> ParsedOffer:
     accept = not (reject or question) and any(re.search(p, lowered) for p in ACCEPT_PATTERNS)
     return ParsedOffer(quantities={g: q for g, q in quantities.items() if q > 0}, price=price, accept=accept,
                        reject=reject, better=better, question=question)
+
+
+def closes_a_deal(text: str) -> bool:
+    """Whether another seller's words close a deal ("You've got it! ...", "Deal: that is yours"):
+    the EO forwards an agent's message to the other agents without its bid."""
+    lowered = text.lower().replace("’", "'")
+    return any(re.search(p, lowered) for p in SELLER_CLOSE_PATTERNS) or parse_offer(text).accept

@@ -305,7 +305,9 @@
   }
   setInterval(tick, 250);
 
-  const goods = (quantity) => Object.entries(quantity || {}).map(([k, v]) => v + " " + k).join(", ") || "-";
+  const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", but "2 eggs"
+  const goods = (quantity) => Object.entries(quantity || {})
+    .map(([k, v]) => v + " " + k + (v === 1 || UNCOUNTED.has(k) || /s$/.test(k) ? "" : "s")).join(", ") || "-";
   const money = (value, unit) => (typeof value === "number" ? value.toFixed(2) : String(value)) + (unit ? " " + unit : "");
 
   function row(table, cells) {
