@@ -420,3 +420,27 @@ def test_a_round_the_eo_does_not_know_is_never_relayed(setup: Setup) -> None:
             (outcome,) = room.outcomes(1)
         assert outcome.outcome == "undelivered" and "unknown to the EO" in outcome.reason
         assert eo.bodies(ep.RELAY_MESSAGE) == []
+
+
+def test_the_documented_r0_note_only_when_no_agent_answered(setup: Setup) -> None:
+    """A message sent soon after the buyer's last one gets the "documented R0 would block it"
+    note only when no agent answered in between: that is when it explains a silence."""
+    with RecordingServer() as eo:
+        config, room = setup(**{"eo.url": eo.url})
+        room.round("r1", "round")
+        with running(config, room):
+            t = now_ms()
+            room.say("Celia one egg please", t, t + 300, source="typed")
+            room.outcomes(1)
+            room.bus.publish(room.topics.eo_verdict(), EOVerdict(
+                source="avatar", via="log", permitted=True, rationale=None,
+                message={"speaker": "Celia", "addressee": "Human", "text": "Sure, 1 egg for 1 USD.", "role": "seller"}))
+            time.sleep(0.3)
+            t = now_ms()
+            room.say("Celia two eggs then", t, t + 300, source="typed")
+            outcomes = room.outcomes(2)
+            t = now_ms()
+            room.say("Celia three eggs", t, t + 300, source="typed")  # nobody answered the last one
+            outcomes = room.outcomes(3)
+        assert "rule_note" not in (outcomes[1].model_extra or {})
+        assert "R0" in (outcomes[2].model_extra or {}).get("rule_note", "")

@@ -133,6 +133,10 @@ class TranscriptWorker(Worker):
         """The EO's recent verdicts on human messages, by (timestamp, text) of the message."""
         self._verdict_waiters: dict[tuple[object, object], asyncio.Future[EOVerdict]] = {}
         self._sent: list[Entry] = []
+        self._last_sent_ms = 0
+        self._agent_replied_ms = 0
+        """When an agent's message was last permitted (the EO's verdicts): a documented-R0 note on
+        a message sent after an agent answered would be noise."""
         """Our delivered messages, to explain outcomes with the documented rules."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._inbox: asyncio.Queue[Transcript | VadEvent] | None = None
@@ -205,6 +209,8 @@ class TranscriptWorker(Worker):
         """Every verdict on a human message is kept a while: a rejection gives a blocked message
         its rationale, and a permitted log decides a relay whose answer was lost."""
         if message.message.get("speaker") != HUMAN:
+            if message.permitted:
+                self._agent_replied_ms = now_ms()
             return
         loop = self._loop
         if loop is not None:
@@ -491,11 +497,13 @@ class TranscriptWorker(Worker):
         apply R0 as documented, so a message it forwarded may still be one a conforming EO
         would block - worth a line in the log when agents seem not to answer."""
         verdict = evaluate(self._sent, proposal, RuleSettings.documented())
+        answered = self._agent_replied_ms > self._last_sent_ms  # an agent spoke since our last message
         if isinstance(outcome, Delivered):
             self._sent.append(Entry(proposal, Verdict(True)))
             del self._sent[:-50]
-        if verdict.permitted:
-            return ""
+            self._last_sent_ms = now_ms()
+        if verdict.permitted or (verdict.rule == "R0" and answered):
+            return ""  # R0 only explains agents that do not answer: a note where they did is noise
         return f"the documented {verdict.rule} would block it ({verdict.rationale})"
 
     def _record_outcome(self, job: _Job, outcome: Outcome, note: str = "") -> None:
