@@ -28,23 +28,25 @@ EO_SCRIPT = "environment-orchestrator.js"
 EO_SOURCES = (EO_SCRIPT, "enforce-rules.js", "package.json")
 
 
-def eo_tree() -> Path:
-    """The cached EO tree (fetched by the set-up step's own function when missing)."""
+def set_up(name: str) -> Any:
+    """``name`` of the set-up step's ``scripts/fetch_assets.py`` (its fetchers cache the
+    platform's trees; the tests use the same functions, so a missing tree is fetched the same way)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        from fetch_assets import environment_orchestrator
+        import fetch_assets
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    return environment_orchestrator()
+    return getattr(fetch_assets, name)
+
+
+def eo_tree() -> Path:
+    """The cached EO tree (fetched by the set-up step's own function when missing)."""
+    return set_up("environment_orchestrator")()
 
 
 def loopback_preload() -> Path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from fetch_assets import LOOPBACK_PRELOAD
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return LOOPBACK_PRELOAD
+    """``scripts/loopback-preload.js``: makes the platform's services bind 127.0.0.1 only."""
+    return set_up("LOOPBACK_PRELOAD")
 
 
 @dataclass

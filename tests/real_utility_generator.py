@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 
 from tests.helpers import free_port, wait_for
+from tests.real_eo import loopback_preload, set_up
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = "utility-generator.js"
@@ -26,22 +26,7 @@ SCRIPT = "utility-generator.js"
 
 def utility_generator_tree() -> Path:
     """The cached utility generator's tree (fetched by the set-up step's own function when missing)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from fetch_assets import utility_generator
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return utility_generator()
-
-
-def loopback_preload() -> Path:
-    """``scripts/loopback-preload.js``: makes the generator bind 127.0.0.1 only."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from fetch_assets import LOOPBACK_PRELOAD
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return LOOPBACK_PRELOAD
+    return set_up("utility_generator")()
 
 
 @dataclass

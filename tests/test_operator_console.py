@@ -194,17 +194,24 @@ def _observer(config: Config) -> tuple[Bus, list[RoundState]]:
     return bus, rounds
 
 
-def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path: Path, page: Page, artifacts_dir: Path) -> None:
-    port = free_port()
-    config_path = suite_config(tmp_path, port)
-    avatar_url = f"http://127.0.0.1:{tomllib.loads(config_path.read_text())['avatar']['port']}"
+def start_run(config_path: Path, cwd: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    """``humaine-env run`` without the microphone and the camera, in a session of its own (the
+    test stops it with one SIGINT to the group); its terminal's lines are collected as they come."""
     suite = subprocess.Popen(
         [*CLI, "run", "--config", str(config_path), "--without", "mic,camera"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=cwd,
         start_new_session=True,
     )
     output: list[str] = []
     threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+    return suite, output
+
+
+def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path: Path, page: Page, artifacts_dir: Path) -> None:
+    port = free_port()
+    config_path = suite_config(tmp_path, port)
+    avatar_url = f"http://127.0.0.1:{tomllib.loads(config_path.read_text())['avatar']['port']}"
+    suite, output = start_run(config_path, tmp_path)
     mic: subprocess.Popen[str] | None = None
     bus: Bus | None = None
     try:

@@ -9,8 +9,6 @@ import csv
 import io
 import os
 import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
 from avatar.operator.routes import DAY_CSV_PATH
 from tests.helpers import free_port, wait_for
-from tests.test_operator_console import CLI, UI_TIMEOUT_MS, _observer
+from tests.test_operator_console import UI_TIMEOUT_MS, _observer, start_run
 from tests.test_suite_cli import suite_config
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -50,13 +48,7 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
     text = config_path.read_text().replace("warm_up_s = 0.5\n", f"warm_up_s = {warm_up}\nround_s = {negotiation}\npost_s = {post}\n")
     config_path.write_text(text)
     avatar_url = f"http://127.0.0.1:{tomllib.loads(text)['avatar']['port']}"
-    suite = subprocess.Popen(
-        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=tmp_path,
-        start_new_session=True,
-    )
-    output: list[str] = []
-    threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+    suite, output = start_run(config_path, tmp_path)
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
