@@ -69,6 +69,25 @@ class MicrophoneSettings(Section):
     numbers: Literal["digits", "words"] = "digits"
     """``digits``: numbers, quantities and money as digits and ``$x.yy`` after every engine,
     as the platform's examples write them; ``words``: the engine's own words."""
+    name_recovery: bool = True
+    """Write a leading avatar name the recogniser misheard ("Sally, no deal", "What's a no deal")
+    as the name, when it sounds like it, the decoder was unsure of it and it stands apart from the
+    sentence (``workers/microphone/names.py``); the final's ``doubts`` says so. Measured with
+    ``bench/names.py`` (six synthetic voices, 108 sentences naming an avatar first, 108 real
+    sentences starting with a sound-alike)."""
+    name_recovery_threshold: float = Field(default=0.9, ge=0.5, le=1.0)
+    """How alike the heard words and the name must sound (Jaro-Winkler of their Metaphone codes)."""
+    name_recovery_max_conf: float = Field(default=0.6, ge=0.0, le=1.0)
+    """Only a first word the decoder gave a probability below this is taken for a misheard name:
+    a word it was sure of ("Sadly," at 0.65-0.94) is what was said."""
+    quantity_doubts: bool = True
+    """List the quantities a final should not be trusted on in its ``doubts`` (an unsure number
+    or unit, or one implausible for the goods: "60 spoons" for "six teaspoons";
+    ``workers/microphone/quantities.py``). The text is never changed for it."""
+    quantity_doubt_conf: float = Field(default=0.4, ge=0.0, le=1.0)
+    """A number, or the unit after it, the decoder gave less than this probability is unsure.
+    Measured (``bench/quantities.py``, 36 sentences by six synthetic voices): 22 of 27 wrong
+    quantities flagged and 17 of 74 right ones; at 0.3: 19 and 13; at 0.5: 23 and 25."""
     vosk_model: str = Field(default="", json_schema_extra={"env": "VOSK_MODEL"})
     """Folder of an unpacked Vosk model; empty: ``<data_dir>/models/vosk-model-small-en-us-0.15``."""
     biasing: bool = True

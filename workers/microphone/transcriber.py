@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 from hardware.audio import AudioBlock, SourceKind
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
-from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
+from workers.microphone.names import NameRecovery
+from workers.microphone.normalize import AVATAR_NAMES, NumberStyle, normalize_hypothesis, normalize_text
 from workers.microphone.prosody import PitchTracker
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
+from workers.microphone.review import review
 from workers.microphone.settings import SPECULATE_MS
 from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
 from workers.runtime.messages import BargeIn, Transcript, VadEvent, Word
@@ -94,13 +96,18 @@ class Transcriber:
         barge_in: BargeInDetector | None = None,
         emit_barge_in: Callable[[BargeIn], None] | None = None,
         measure_pitch: bool = False,
+        names: NameRecovery | None = None,
+        quantity_doubts: float | None = None,
     ) -> None:
         """``numbers``: how the normalisation step after the engine writes numbers and money
         (``normalize``); it runs on every interim and final, whatever the engine.
         ``speculate_ms``: pause after which a :class:`SpeculativeStream` starts its final
         (None: never). ``barge_in``: detect the buyer talking over an avatar; ``emit_barge_in``
         gets each one. ``measure_pitch``: finals carry ``pitch_end`` (only worth its per-block
-        cost when the merger reads it: ``[transcript] merge_hold_level_pitch_st``)."""
+        cost when the merger reads it: ``[transcript] merge_hold_level_pitch_st``). ``names``:
+        recover a misheard leading avatar name; ``quantity_doubts``: list doubtful quantities, a
+        number or unit below this probability being unsure (None: not checked); both in the
+        final's ``doubts`` (:mod:`workers.microphone.review`)."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -115,6 +122,8 @@ class Transcriber:
         self.barge_in = barge_in
         self.emit_barge_in = emit_barge_in
         self.measure_pitch = measure_pitch
+        self.names = names
+        self.quantity_doubts = quantity_doubts
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
@@ -137,6 +146,9 @@ class Transcriber:
         kwargs.setdefault("numbers", s.numbers)
         kwargs.setdefault("speculate_ms", s.speculate_ms or None)
         kwargs.setdefault("barge_in", BargeInDetector(s.barge_in_margin_db, s.barge_in_min_ms) if s.barge_in else None)
+        recovery = NameRecovery.build(AVATAR_NAMES, s.name_recovery_threshold, s.name_recovery_max_conf) if s.name_recovery else None
+        kwargs.setdefault("names", recovery)
+        kwargs.setdefault("quantity_doubts", s.quantity_doubt_conf if s.quantity_doubts else None)
         return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
@@ -279,6 +291,7 @@ class Transcriber:
             self.stats.empty += 1
             return
         base = current.start_ms
+        hyp, doubts = review(hyp, base, self.names, self.quantity_doubts)
         words = [Word(word=w.word, start=base + w.start_ms, end=base + w.end_ms, conf=w.conf) for w in hyp.words]
         self.stats.finals += 1
         self.stats.echo_tagged += int(echo)
@@ -286,6 +299,7 @@ class Transcriber:
         transcript = self._transcript(True, hyp.text, hyp.confidence, words, current.start_ms, end.t_ms, echo)
         transcript.utterance_id = current.utterance_id
         transcript.pitch_end = current.pitch.ending_st() if current.pitch is not None else None
+        transcript.doubts = doubts
         self.emit_transcript(transcript)
 
     def _transcript(

@@ -133,6 +133,28 @@ class Word(BaseModel):
     conf: float = 1.0
 
 
+class Doubt(BaseModel):
+    """A part of a final transcript not to be trusted as written: a ``quantity`` the recogniser
+    was unsure of or that is implausible for the goods ("60 spoons"), or a ``name`` it wrote as an
+    avatar's name from words it heard unsurely ("Sally," as "Celia,")."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: Literal["quantity", "name"]
+    text: str
+    """The words as they stand in the transcript's text."""
+    heard: str = ""
+    """``name``: the words the recogniser wrote before they were read as the name."""
+    start: int
+    """ms since the epoch, from the audio clock."""
+    end: int
+    conf: float = 1.0
+    reasons: list[str] = Field(default_factory=list)
+    """``quantity``: ``unsure``, ``implausible``, ``not_a_unit``; ``name``: ``sounds_like``."""
+    maybe: str = ""
+    """What a quantity may have been when its sound says ("6 teaspoons"); never in the text."""
+
+
 class Transcript(Envelope):
     """An interim (``final=False``) or final recognition result for one utterance."""
 
@@ -156,6 +178,9 @@ class Transcript(Envelope):
     """Finals: semitones from the utterance's median pitch to the pitch of its last voiced 50 ms
     (negative: it fell, as a finished statement does; see ``workers/microphone/prosody.py``);
     ``None`` with too little voiced speech, or from a source that does not measure it."""
+    doubts: list[Doubt] = Field(default_factory=list)
+    """Finals: what not to trust as written (``workers/microphone/quantities.py``, ``names.py``);
+    empty from sources that do not check."""
 
 
 class VadEvent(Envelope):
