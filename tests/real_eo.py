@@ -49,8 +49,26 @@ def loopback_preload() -> Path:
     return set_up("LOOPBACK_PRELOAD")
 
 
+class NodeProcess:
+    """What the tests ask of any of the platform's Node.js services they start: is it alive,
+    and the end of its log (for the message of a failed test)."""
+
+    process: subprocess.Popen[bytes] | None
+    log_file: Path
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
 @dataclass
-class RealEO:
+class RealEO(NodeProcess):
     """One EO process on 127.0.0.1 whose human-side service is ``human_host:human_port``."""
 
     workdir: Path
@@ -124,15 +142,6 @@ class RealEO:
             return False
         return True
 
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            text = self.log_file.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
 
     def pause(self) -> None:
         assert self.process is not None

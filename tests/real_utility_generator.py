@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 
+from orchestrator_client import endpoints as ep
 from tests.helpers import free_port, wait_for
-from tests.real_eo import loopback_preload, set_up
+from tests.real_eo import NodeProcess, loopback_preload, set_up
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = "utility-generator.js"
@@ -30,7 +31,7 @@ def utility_generator_tree() -> Path:
 
 
 @dataclass
-class RealUtilityGenerator:
+class RealUtilityGenerator(NodeProcess):
     """One utility generator process on 127.0.0.1; its log goes to ``workdir``."""
 
     workdir: Path
@@ -69,19 +70,10 @@ class RealUtilityGenerator:
 
     def answers(self) -> bool:
         try:
-            return httpx.get(f"{self.url}/generateUtility/buyer", timeout=0.5).status_code == 200
+            return httpx.get(f"{self.url}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}", timeout=0.5).status_code == 200
         except httpx.HTTPError:
             return False
 
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            text = self.log_file.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
 
     # -- its routes ---------------------------------------------------------------------------------
     def _client(self) -> httpx.Client:
@@ -90,18 +82,18 @@ class RealUtilityGenerator:
 
     def generate_utility(self, role: str = "buyer") -> dict[str, Any]:
         """``GET /generateUtility/<role>``: ``{"currencyUnit", "utility": {...}}``."""
-        answer = self._client().get(f"/generateUtility/{role}")
+        answer = self._client().get(f"{ep.GENERATE_UTILITY}/{role}")
         answer.raise_for_status()
         return answer.json()
 
     def calculate_utility(self, utility: dict[str, Any], products: dict[str, Any], role: str = "buyer") -> httpx.Response:
         """``POST /calculateUtility/<role>`` with competition-ui's body (the answer unread: some are errors)."""
         body = {"currencyUnit": "USD", "utility": utility, "bundle": {"products": products}}
-        return self._client().post(f"/calculateUtility/{role}", json=body)
+        return self._client().post(f"{ep.CALCULATE_UTILITY}/{role}", json=body)
 
     def check_allocation(self, ingredients: dict[str, Any], products: dict[str, Any]) -> httpx.Response:
         """``POST /checkAllocation`` with competition-ui's body."""
-        return self._client().post("/checkAllocation", json={"ingredients": ingredients, "allocation": {"products": products}})
+        return self._client().post(ep.CHECK_ALLOCATION, json={"ingredients": ingredients, "allocation": {"products": products}})
 
     def stop(self) -> None:
         if self.http is not None:
