@@ -22,7 +22,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confirm", choices=CONFIRM_MODES,
                         help="who answers a seller's Accept (/confirmAccept): the buyer (default, on /buyer or by voice), "
                              "the operator, nobody (auto), or the platform's competition-ui beside this service")
-    parser.add_argument("--list-voices", action="store_true", help="print the espeak-ng voices and exit")
+    parser.add_argument("--list-voices", action="store_true", help="print every speech engine's voices and exit")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -36,9 +36,16 @@ def main(args: argparse.Namespace, config: Config) -> int:
         except SpeakerError as exc:
             print(f"humaine-env avatar: {exc}", file=sys.stderr)
             return EXIT_UNAVAILABLE
+        from hardware.tts_festival import installed_voices
+        from hardware.tts_piper import installed_packaged_voices
+
+        print("festival (engine = \"festival\"):", ", ".join(installed_voices()) or "none installed")
+        print("piper (engine = \"piper\"):", ", ".join(installed_packaged_voices()) or "none installed",
+              "(or a path to a .onnx voice)")
+        print("espeak-ng (engine = \"espeak\"):")
         for voice in voices:
-            print(f"{voice.id:32} {voice.gender or '':7} {voice.name}")
-        print("variants: add +f1..+f5 (female) or +m1..+m7 (male) to a voice, e.g. en-us+f3")
+            print(f"  {voice.id:32} {voice.gender or '':7} {voice.name}")
+        print("  variants: add +f1..+f5 (female) or +m1..+m7 (male) to a voice, e.g. en-us+f3")
         return 0
 
     overrides: dict[str, object] = {}

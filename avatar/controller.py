@@ -125,7 +125,7 @@ class AvatarController:
     def check(self) -> None:
         """Fail early, with a readable reason, on a voice espeak-ng does not have."""
         for avatar in self.avatars:
-            self.speaker.engine.check_voice(self.settings.voice_for(avatar))
+            self.speaker.check_voice(self.settings.voice_for(avatar))
 
     def start(self) -> None:
         # A controller that died mid-sentence left a retained "begin" behind, which would gate

@@ -12,7 +12,9 @@ Example (``humaine-env.toml``)::
                                      # "operator", "auto", "competition-ui"
 
     [avatar.voices.Celia]
-    voice = "en-us+f3"
+    engine = "festival"              # "festival", "piper" or "espeak"
+    voice = "cmu_us_slt_arctic_hts"
+    fallback = "en-us+f3"            # espeak-ng, when the voice is not installed
     rate = 170
 
 Every key can also be set with ``HUMAINE_ENV_AVATAR_<KEY>`` or ``--set avatar.<key>=...``.
@@ -27,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from avatar.ssml import DEFAULT_LIMITS, SsmlLimits
 from hardware.speaker import VoiceSettings
+from hardware.speech_engines import EngineName
 from orchestrator_client.http_edge import DEFAULT_MAX_BODY_BYTES
 from orchestrator_client.rules import DEFAULT_R4_MAX_WORDS
 from workers.runtime.config import Section
@@ -42,25 +45,34 @@ CONFIRM_MODES: tuple[str, ...] = typing.get_args(ConfirmMode)
 
 
 class AvatarVoice(BaseModel):
-    """One avatar's voice (pyttsx3 conventions)."""
+    """One avatar's voice: an engine, a voice of it, and pyttsx3's rate/volume conventions."""
 
     model_config = ConfigDict(extra="forbid")
 
+    engine: EngineName = "espeak"
+    """``festival`` (a Festival voice, e.g. the HTS ``cmu_us_slt_arctic_hts``), ``piper`` (a
+    packaged Piper voice such as ``en_US-joe-medium``, or a ``.onnx`` model path) or ``espeak``."""
     voice: str = "en-us"
-    """An espeak-ng voice, optionally with a variant: ``en-us+f3`` is female, ``+m3`` male."""
+    """The engine's voice. espeak-ng: a name, optionally with a variant (``en-us+f3`` female,
+    ``+m3`` male)."""
+    fallback: str = "en-us"
+    """The espeak-ng voice that speaks when ``voice`` is not installed (one line says what to install)."""
     rate: int = Field(175, ge=80, le=450)
     """Words per minute."""
     volume: float = Field(1.0, ge=0.0, le=2.0)
     pitch: int | None = Field(None, ge=0, le=100)
 
     def settings(self) -> VoiceSettings:
-        return VoiceSettings(self.voice, self.rate, self.volume, self.pitch)
+        return VoiceSettings(self.voice, self.rate, self.volume, self.pitch, engine=self.engine,
+                             fallback=self.fallback if self.engine != "espeak" else None)
 
 
 def _default_voices() -> dict[str, AvatarVoice]:
+    """Natural voices a listener understands the first time (``bench/voices.py`` measures them):
+    Celia female (Festival HTS), Watson male (Piper); espeak-ng formant voices as fallbacks."""
     return {
-        "Celia": AvatarVoice(voice="en-us+f3", rate=170),
-        "Watson": AvatarVoice(voice="en-us+m3", rate=165),
+        "Celia": AvatarVoice(engine="festival", voice="cmu_us_slt_arctic_hts", fallback="en-us+f3", rate=170),
+        "Watson": AvatarVoice(engine="piper", voice="en_US-joe-medium", fallback="en-us+m3", rate=165),
     }
 
 
@@ -82,8 +94,8 @@ class AvatarSettings(Section):
     """``auto`` (the sound card, or WAV files under ``data_dir``/speech when there is none),
     ``soundcard``, ``soundcard:DEVICE``, ``wav:DIR`` (paced like a sound card) or ``wav-fast:DIR``."""
     voices: dict[str, AvatarVoice] = Field(default_factory=_default_voices)
-    """Per avatar, merged over the defaults (Celia ``en-us+f3``, Watson ``en-us+m3``); any
-    other avatar speaks with espeak's default ``en-us``."""
+    """Per avatar, merged over the defaults (Celia: Festival ``cmu_us_slt_arctic_hts``; Watson:
+    Piper ``en_US-joe-medium``); any other avatar speaks with espeak-ng's default ``en-us``."""
     queue_max: int = Field(8, ge=1)
     """Messages waiting to be spoken; a message arriving when the queue is full is not spoken."""
     stale_after_s: float = Field(20.0, gt=0)

@@ -10,7 +10,9 @@ agent must not turn a reply into silence) and rebuilt:
 * every other element is dropped and its text kept (``<voice>`` too: an agent must not turn
   Celia's voice male), except elements whose content is not speech (``desc``, ``metadata``…),
   which are dropped with their content;
-* text is XML-escaped, so ``&`` and ``<`` in plain text are spoken as words, not parsed.
+* text is XML-escaped, so ``&`` and ``<`` in plain text are spoken as words, not parsed;
+* dollar amounts are written out as a person says them ("$4.50": "four dollars fifty",
+  :mod:`avatar.spoken_amounts`) for the voice, while the captions keep "$4.50".
 
 The result is always well-formed: unclosed elements are closed, stray end tags ignored.
 
@@ -43,6 +45,8 @@ import re
 from dataclasses import dataclass, field
 from html import escape, unescape
 from html.parser import HTMLParser
+
+from avatar import spoken_amounts
 
 KEPT_ELEMENTS: dict[str, tuple[str, ...]] = {
     "prosody": ("rate", "pitch", "volume", "range"),
@@ -393,7 +397,8 @@ class _Rebuilder(HTMLParser):
         data = self._budgeted_text(data)
         if not data:
             return
-        self.out.append(escape(data, quote=False))
+        said = data if any(self.spelling) else spoken_amounts.spoken(data)
+        self.out.append(escape(said, quote=False))
         self.plain.append(data)
 
     def handle_comment(self, data: str) -> None:

@@ -46,7 +46,7 @@ def run(margin_db: float, min_ms: int, echo_levels: list[float], over_levels: li
         "bench": "barge_in",
         "margin_db": margin_db,
         "min_ms": min_ms,
-        "echo": f"{len(echoes)} avatar replies (espeak-ng, both avatars' voices) at {echo_levels} dBFS",
+        "echo": f"{len(echoes)} avatar replies (both avatars' configured voices) at {echo_levels} dBFS",
         "buyers": f"{len(buyers)} human read-speech recordings (pocketsphinx test data)",
         "false_triggers": report.false_triggers(),
         "echo_only_trials": report.echo_only(),

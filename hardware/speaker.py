@@ -24,71 +24,39 @@ volume 0.0-1.0, rate in words per minute). This module knows nothing about MQTT 
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import re
 import threading
 import time
 import wave
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
+
+from hardware.speech_engines import EngineSet
+from hardware.speech_types import SAMPLE_WIDTH, SpeakerError, SpeechEvent, VoiceSettings
+from hardware.tts_espeak import EspeakEngine, list_voices
+
+__all__ = [
+    "SAMPLE_WIDTH",
+    "AudioSink",
+    "EspeakEngine",
+    "SoundCardSink",
+    "Speaker",
+    "SpeakerError",
+    "SpeechEvent",
+    "SpokenUtterance",
+    "VoiceSettings",
+    "WavSink",
+    "list_voices",
+]
 
 log = logging.getLogger(__name__)
 
 BLOCK_S = 0.02
 """Granularity of output writes, hence of pacing and event timing (20 ms)."""
-ESPEAK_BUFFER_MS = 40
-"""espeak hands audio over in buffers of about this length: small enough for a quick first
-sample, large enough to keep callback overhead negligible."""
 SOUNDCARD_LEAD_S = 0.12
 """How far ahead of the audible position we keep the sound card's buffer filled."""
-SAMPLE_WIDTH = 2
-"""16-bit signed mono PCM, espeak-ng's native output."""
-EVENT_PHONEME = 7
-"""``espeakEVENT_PHONEME`` (speak_lib.h; pyttsx3's binding names only types 0-6)."""
-INITIALIZE_PHONEME_EVENTS = 0x0001
-"""``espeakINITIALIZE_PHONEME_EVENTS``: report a phoneme event as each phoneme starts."""
-PHONEME_NAME_BYTES = 8
-"""A phoneme event's ``id`` holds the phoneme's mnemonic as ``char string[8]``."""
-
-INSTALL_HINT = "install espeak-ng (Debian/Ubuntu: apt-get install espeak-ng libespeak-ng1)"
-
-
-class SpeakerError(Exception):
-    """A speaker problem, worded for the operator (missing engine, voice, or device)."""
-
-
-# -- voices -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class VoiceSettings:
-    """How one avatar sounds. ``voice`` is an espeak-ng voice name or id, optionally with a
-    variant (``en-us+f3``: American English, female variant 3)."""
-
-    voice: str = "en-us"
-    rate: int = 175
-    """Words per minute (espeak's default is 175)."""
-    volume: float = 1.0
-    """0.0-2.0 (pyttsx3's scale: 1.0 is espeak's normal volume)."""
-    pitch: int | None = None
-    """0-100, ``None`` keeps the voice's own (50)."""
-
-
-@dataclass(frozen=True)
-class SpeechEvent:
-    """A point in an utterance's audio: a word or a phoneme starting, or a ``<mark>`` reached."""
-
-    kind: Literal["word", "mark", "phoneme"]
-    name: str
-    """The word as written in the input, the mark's name, or the phoneme's espeak-ng mnemonic
-    (``t``, ``u:``, ``aI``; ``_`` and ``_:`` are pauses)."""
-    audio_ms: int
-    """Offset of the event in the utterance's audio."""
-    text_position: int = 0
-    """0-based character offset in the synthesised (SSML) text; 0 for marks."""
-    at: float = 0.0
-    """``time.monotonic()`` when the output reached the event (set when fired)."""
 
 
 @dataclass
@@ -116,178 +84,6 @@ class SpokenUtterance:
     @property
     def duration_s(self) -> float:
         return self.samples / self.sample_rate if self.sample_rate else 0.0
-
-
-class _EspeakBinding:
-    """The process-wide libespeak-ng state (espeak can be initialised once per process)."""
-
-    lock = threading.RLock()
-    module: Any = None
-    sample_rate = 0
-
-    @classmethod
-    def get(cls) -> Any:
-        with cls.lock:
-            if cls.module is not None:
-                return cls.module
-            try:
-                from pyttsx3.drivers import _espeak
-                from pyttsx3.drivers.espeak import EspeakDriver
-            except Exception as exc:  # the binding raises RuntimeError when the .so is absent
-                raise SpeakerError(f"espeak-ng library not found ({exc}); {INSTALL_HINT}") from None
-            rate = _espeak.Initialize(_espeak.AUDIO_OUTPUT_SYNCHRONOUS, ESPEAK_BUFFER_MS, None, INITIALIZE_PHONEME_EVENTS)
-            if rate <= 0:
-                raise SpeakerError(f"espeak-ng could not be initialised; {INSTALL_HINT}")
-            # pyttsx3's own espeak driver would initialise espeak a second time (and take over
-            # the synthesis callback); tell it the library is already up.
-            EspeakDriver._moduleInitialized = True
-            cls.sample_rate = rate
-            cls.module = _espeak
-            return _espeak
-
-
-def list_voices() -> list[Any]:
-    """The installed voices as ``pyttsx3.voice.Voice`` objects (id, name, languages, gender)."""
-    _EspeakBinding.get()
-    from pyttsx3.drivers.espeak import EspeakDriver
-
-    with _EspeakBinding.lock:
-        return list(EspeakDriver.getProperty("voices"))
-
-
-_MARK = re.compile(r"""<mark\s+name\s*=\s*["']([^"']*)["']\s*/>""")
-
-
-_TOKEN = re.compile(r"[^\s<>]+")
-"""A written word in the SSML: the run of characters up to the next space or tag (espeak's
-reported lengths are not reliable enough to cut the word out)."""
-_TRAILING_PUNCTUATION = ".,;:!?\"')"
-
-
-class _MarkTracker:
-    """Makes every ``<mark>`` fire exactly once, in document order.
-
-    espeak-ng reports most marks itself, but drops a mark that opens a sentence
-    (``fifty.<mark name="gesture:nod"/> Deal?`` yields no mark event). So a mark espeak has
-    not reported by the time the next word starts is fired with that word - the word-callback
-    timing pyttsx3 users know - and one still missing at the end fires with the last sample.
-    A late report of a mark already fired that way is ignored."""
-
-    def __init__(self, ssml: str) -> None:
-        self.pending = [(m.end(), m.group(1)) for m in _MARK.finditer(ssml)]
-
-    def reported(self, name: str) -> bool:
-        for index, (_, pending_name) in enumerate(self.pending):
-            if pending_name == name:
-                del self.pending[index]
-                return True
-        return False
-
-    def before_word(self, text_start: int, audio_ms: int) -> list[SpeechEvent]:
-        due = [p for p in self.pending if p[0] <= text_start]
-        self.pending = [p for p in self.pending if p[0] > text_start]
-        return [SpeechEvent("mark", name, audio_ms) for _, name in due]
-
-    def remaining(self, audio_ms: int) -> list[SpeechEvent]:
-        due, self.pending = self.pending, []
-        return [SpeechEvent("mark", name, audio_ms) for _, name in due]
-
-
-class EspeakEngine:
-    """Streaming SSML synthesis with espeak-ng. One utterance at a time per process."""
-
-    def __init__(self) -> None:
-        self._espeak = _EspeakBinding.get()
-        self.sample_rate = _EspeakBinding.sample_rate
-        self._callback_ref: Any = None
-
-    def check_voice(self, settings: VoiceSettings) -> None:
-        """Raise :class:`SpeakerError` when espeak-ng does not know the voice."""
-        with _EspeakBinding.lock:
-            self._apply(settings)
-
-    def _apply(self, settings: VoiceSettings) -> None:
-        es = self._espeak
-        if es.SetVoiceByName(settings.voice.encode("utf-8")) != es.EE_OK:
-            raise SpeakerError(
-                f"espeak-ng has no voice {settings.voice!r}; list them with "
-                f"`espeak-ng --voices=en` (a variant is added as +f3, +m3, ...)"
-            )
-        es.SetParameter(es.RATE, int(settings.rate), 0)
-        es.SetParameter(es.VOLUME, round(settings.volume * 100), 0)
-        if settings.pitch is not None:
-            es.SetParameter(es.PITCH, int(settings.pitch), 0)
-
-    def synthesize(
-        self,
-        ssml: str,
-        settings: VoiceSettings,
-        on_audio: Callable[[bytes, list[SpeechEvent]], bool],
-    ) -> None:
-        """Synthesise ``ssml`` (an espeak-ng SSML document) with ``settings``, calling
-        ``on_audio(pcm, events)`` for each buffer as it is produced (on this thread).
-        ``on_audio`` returns False to abort. Raises the first exception ``on_audio`` raised."""
-        es = self._espeak
-        failure: list[BaseException] = []
-        marks = _MarkTracker(ssml)
-        produced = [0]
-        last_word = [0]
-
-        def callback(wav: Any, numsamples: int, events: Any) -> int:
-            try:
-                found: list[SpeechEvent] = []
-                i = 0
-                while True:
-                    ev = events[i]
-                    if ev.type == es.EVENT_LIST_TERMINATED:
-                        break
-                    if ev.type == es.EVENT_MSG_TERMINATED:
-                        found.extend(marks.remaining(produced[0] * 1000 // self.sample_rate))
-                        break
-                    if ev.type == es.EVENT_WORD:
-                        start = max(ev.text_position - 1, 0)
-                        # after a sentence end espeak-ng reports positions one character late
-                        # ("eal" for "Deal"): move back to the start of the word
-                        while 0 < start < len(ssml) and ssml[start - 1].isalnum() and ssml[start].isalnum():
-                            start -= 1
-                        found.extend(marks.before_word(start, ev.audio_position))
-                        # words only move forward; espeak-ng sometimes ends an utterance with a
-                        # word event pointing back at the text's start
-                        backwards = start < last_word[0]
-                        last_word[0] = max(last_word[0], start)
-                        skip = backwards or ssml.rfind("<", 0, start + 1) > ssml.rfind(">", 0, start)
-                        token = None if skip else _TOKEN.match(ssml, start)
-                        word = token.group(0).rstrip(_TRAILING_PUNCTUATION) if token else ""
-                        if word:
-                            found.append(SpeechEvent("word", word, ev.audio_position, start))
-                    elif ev.type == EVENT_PHONEME:
-                        raw = ctypes.string_at(ctypes.addressof(ev.id), PHONEME_NAME_BYTES).split(b"\0", 1)[0]
-                        if raw:
-                            found.append(SpeechEvent("phoneme", raw.decode("ascii", "replace"), ev.audio_position))
-                    elif ev.type == es.EVENT_MARK and ev.id.name:
-                        name = ev.id.name.decode("utf-8", "replace")
-                        if marks.reported(name):
-                            found.append(SpeechEvent("mark", name, ev.audio_position))
-                    i += 1
-                pcm = ctypes.string_at(wav, numsamples * SAMPLE_WIDTH) if numsamples > 0 else b""
-                produced[0] += numsamples if numsamples > 0 else 0
-                if not pcm and not found:
-                    return 0
-                return 0 if on_audio(pcm, found) else 1
-            except BaseException as exc:  # re-raised after synthesis returns
-                failure.append(exc)
-                return 1
-
-        with _EspeakBinding.lock:
-            self._apply(settings)
-            self._callback_ref = callback
-            es.SetSynthCallback(callback)
-            flags = es.SSML | es.CHARS_UTF8 | es.ENDPAUSE
-            rc = es.Synth(ssml, flags=flags)
-        if failure:
-            raise failure[0]
-        if rc != es.EE_OK:
-            raise SpeakerError(f"espeak-ng refused the text (error {rc})")
 
 
 # -- outputs ----------------------------------------------------------------------------------
@@ -447,8 +243,14 @@ class Speaker:
 
     def __init__(self, sink: AudioSink, engine: EspeakEngine | None = None) -> None:
         self.sink = sink
-        self.engine = engine or EspeakEngine()
+        self.engines = EngineSet(espeak=engine or EspeakEngine())
         self._cancel = threading.Event()
+
+    def check_voice(self, voice: VoiceSettings) -> VoiceSettings:
+        """Load ``voice``'s engine now (not at the first reply); the settings that will really
+        speak (the espeak-ng fallback when the voice is missing). Raises :class:`SpeakerError`
+        when neither can."""
+        return self.engines.resolve(voice)[1]
 
     def cancel(self) -> None:
         """Stop the current utterance (shutdown); the next :meth:`speak` runs normally."""
@@ -457,6 +259,7 @@ class Speaker:
     def close(self) -> None:
         self.cancel()
         self.sink.close()
+        self.engines.close()
 
     def speak(
         self,
@@ -474,7 +277,8 @@ class Speaker:
         ``max_s``: at most this much audio (pauses included), the rest is not synthesised, so
         no text can hold the output longer (``result.cut``)."""
         self._cancel.clear()
-        rate = self.engine.sample_rate
+        engine, voice = self.engines.resolve(voice)
+        rate = engine.sample_rate
         max_samples = None if max_s is None else max(int(max_s * rate), 0)
         result = SpokenUtterance(name=name, sample_rate=rate, requested_at=time.monotonic())
         sink = self.sink
@@ -539,7 +343,7 @@ class Speaker:
             return not result.cut
 
         try:
-            self.engine.synthesize(ssml, voice, on_audio)
+            engine.synthesize(ssml, voice, on_audio)
             if "t0" in state:
                 end_at = state["t0"] + sink.latency_s + result.samples / rate if sink.realtime else 0.0
                 while not result.cancelled:

@@ -3,7 +3,7 @@ trigger it) and real human speech over them (should), through the detector the m
 worker runs.
 
 The echo is what the Avatar Controller really produces: each reply synthesised by the speaker
-(espeak-ng, the avatar's configured voice) into a WAV, resampled to the microphone's 16 kHz and
+(each avatar's configured voice and engine) into a WAV, resampled to the microphone's 16 kHz and
 set to a given level. The buyer is read human speech (pocketsphinx's LibriVox and other test
 recordings), mixed in 1 s after the avatar starts, a given number of dB louder than the echo.
 """

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from avatar import gestures
+from avatar import gestures, lipsync
 from avatar.display import AUDIO_PATH
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
@@ -41,6 +40,9 @@ MEASURE = """() => ({
 MIN_AVATAR_SHARE = 0.45
 MIN_CAPTION_SHARE = 0.035
 LIPSYNC_TOLERANCE_MS = 100
+"""The page shows a shape within this of its time in the audio (animation frames, the browser's clock)."""
+LIPSYNC_AUDIO_TOLERANCE_MS = 60
+"""The engine's own timing against its audio (``avatar.lipsync``): the voices' target."""
 GESTURE_TOLERANCE_MS = 250
 """A gesture at its word: within a quarter second reads as "at the word" (the mouth needs 100 ms)."""
 SPEECH_TIMEOUT_S = 30
@@ -178,32 +180,6 @@ def test_message_gestures_then_a_marked_one_at_its_word(start_avatar: AvatarRunn
 
 # -- lip-sync ---------------------------------------------------------------------------------------
 LIPSYNC_TEXT = "Eggs. Flour, sugar. Milk and chocolate. Vanilla. Blueberry, please."
-FRAME_MS = 5
-SILENCE_BEFORE_ONSET_MS = 150
-
-
-def voiced_onsets(path: Path) -> list[int]:
-    """Where speech starts again after a pause, in ms: the energy envelope (10 ms window, 5 ms
-    hop) rises over 5% of its peak after at least 150 ms below it."""
-    with wave.open(str(path)) as wav:
-        rate = wav.getframerate()
-        samples = np.frombuffer(wav.readframes(wav.getnframes()), np.int16).astype(np.float64)
-    hop = rate * FRAME_MS // 1000
-    energy = np.sqrt(np.convolve(samples**2, np.ones(2 * hop) / (2 * hop), "same"))[::hop]
-    active = energy > 0.05 * energy.max()
-    onsets, quiet = [], SILENCE_BEFORE_ONSET_MS // FRAME_MS
-    for index, on in enumerate(active):
-        if on and quiet >= SILENCE_BEFORE_ONSET_MS // FRAME_MS:
-            onsets.append(index * FRAME_MS)
-        quiet = 0 if on else quiet + 1
-    return onsets
-
-
-def speech_starts(visemes: list[tuple[int, str]]) -> list[int]:
-    """Where the timeline opens the mouth after a rest."""
-    return [ms for i, (ms, shape) in enumerate(visemes) if shape != "rest" and (i == 0 or visemes[i - 1][1] == "rest")]
-
-
 def test_lipsync_timeline_matches_the_audio_and_the_page_follows_it(
     start_avatar: AvatarRunner, browser: Any, tmp_path: Path, artifacts_dir: Path
 ) -> None:
@@ -229,10 +205,10 @@ def test_lipsync_timeline_matches_the_audio_and_the_page_follows_it(
     # the engine's timing against the audio it produced: every word after a pause starts
     # where the timeline opens the mouth
     wav = next((tmp_path / "wav").glob(f"*Celia-{end.message_id}.wav"))
-    onsets, starts = voiced_onsets(wav), speech_starts(timeline)
-    assert len(onsets) == len(starts) == 7, (onsets, starts)
+    onsets, starts = lipsync.voiced_onsets(wav), lipsync.mouth_opens(timeline)
+    assert len(onsets) == len(starts) >= 5, (onsets, starts)
     errors = [abs(a - b) for a, b in zip(onsets, starts, strict=True)]
-    assert max(errors) <= LIPSYNC_TOLERANCE_MS, (onsets, starts)
+    assert max(errors) <= LIPSYNC_AUDIO_TOLERANCE_MS, (onsets, starts)
 
     # the page shows each shape at its time in the audio (shapes held less than two frames may
     # be skipped by the page's animation frames)

@@ -1,0 +1,56 @@
+"""Amounts of money as a seller says them: "$4.50" → "four dollars fifty".
+
+Engines read currency badly and differently: espeak-ng says "$4.50" as "dollar four point five
+zero" and spells "USD" out letter by letter; a buyer must understand a price the first time it
+is said. So amounts are written out in words before any engine sees them, the way a person
+says them: "four dollars fifty", "a dollar twenty" is left as written, "$0.75" is "seventy five
+cents", "$4.05" is "four dollars and five cents". Number words come from ``num2words``.
+Only the spoken text changes: captions keep "$4.50".
+"""
+
+from __future__ import annotations
+
+import re
+
+from num2words import num2words
+
+_AMOUNT = re.compile(
+    r"(?:\b(?:US|USD)\s?)?\$\s?(?P<a>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<ac>\d{1,2}))?(?!\d)"
+    r"|\bUSD\s?(?P<b>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<bc>\d{1,2}))?(?!\d)"
+    r"|\b(?P<c>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<cc>\d{1,2}))?\s?USD\b",
+    re.IGNORECASE,
+)
+_BARE_USD = re.compile(r"\bUSD\b", re.IGNORECASE)
+MAX_DOLLARS = 10**9
+"""Larger amounts are left to the engine (no seller asks for them; num2words has limits)."""
+
+
+def _words(number: int) -> str:
+    return str(num2words(number)).replace("-", " ").replace(",", "")
+
+
+def say_amount(dollars: int, cents: int) -> str:
+    """``dollars`` and ``cents`` as said aloud."""
+    if dollars == 0 and cents:
+        return f"{_words(cents)} cent" + ("s" if cents != 1 else "")
+    unit = "dollar" if dollars == 1 else "dollars"
+    if not cents:
+        return f"{_words(dollars)} {unit}"
+    if cents < 10:
+        return f"{_words(dollars)} {unit} and {_words(cents)} cent" + ("s" if cents != 1 else "")
+    return f"{_words(dollars)} {unit} {_words(cents)}"
+
+
+def _replace(match: re.Match[str]) -> str:
+    whole = match.group("a") or match.group("b") or match.group("c")
+    fraction = match.group("ac") or match.group("bc") or match.group("cc") or ""
+    dollars = int(whole.replace(",", ""))
+    if dollars >= MAX_DOLLARS:
+        return match.group(0)
+    cents = int(fraction.ljust(2, "0")) if fraction else 0
+    return say_amount(dollars, cents)
+
+
+def spoken(text: str) -> str:
+    """``text`` with every dollar amount in words and "USD" said "dollars"."""
+    return _BARE_USD.sub("dollars", _AMOUNT.sub(_replace, text))
