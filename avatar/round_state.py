@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 
 from orchestrator_client.models import EndRound, RoundId, RoundMetadata, RoundTotals, StartRound
-from workers.runtime.messages import RoundPhase, RoundState, now_ms
+from workers.runtime.messages import RoundPhase, RoundState, new_id, now_ms
 
 WARMUP_KEY = "warmUp"
 ROUND_KEY = "round"
@@ -29,6 +29,9 @@ class RoundTracker:
         self._clock = clock_ms
         self._lock = threading.Lock()
         self._state = RoundState(source=source)
+        self._next_buyer = ""
+        """The buyer the operator named for the next round (kept for the rounds after it too,
+        as the day book does, until another is named)."""
 
     @property
     def state(self) -> RoundState:
@@ -46,6 +49,7 @@ class RoundTracker:
         with self._lock:
             same_round = self._state.round_id == round_id
             kept = dict(self._state.durations) if same_round else {}
+            buyer = self._state.buyer if same_round else self._next_buyer
             if durations:
                 kept.update(durations)
             self._state = RoundState(
@@ -55,7 +59,19 @@ class RoundTracker:
                 durations=kept,
                 phase_started=now,
                 phase_deadline=None if length_s is None else now + round(length_s * 1000),
+                buyer=buyer,
             )
+            return self._state
+
+    def name_buyer(self, label: str, round_id: RoundId | None = None) -> RoundState | None:
+        """The buyer of the next round, and of ``round_id`` when it is the current round (with the
+        platform's EO, whose rounds start there, the operator names the buyer of the round in
+        progress); returns the current round's new state to publish, None when it is unchanged."""
+        with self._lock:
+            self._next_buyer = label
+            if round_id is None or self._state.round_id != round_id or self._state.buyer == label:
+                return None
+            self._state = self._state.model_copy(update={"buyer": label, "ts": self._clock(), "id": new_id()})
             return self._state
 
     def adopt(self, state: RoundState) -> bool:
@@ -66,6 +82,7 @@ class RoundTracker:
             if self._state.round_id is not None or state.round_id is None:
                 return False
             self._state = state.model_copy(update={"source": self.source})
+            self._next_buyer = self._next_buyer or state.buyer
             return True
 
     def metadata(self, body: RoundMetadata) -> RoundState:

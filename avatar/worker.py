@@ -40,7 +40,8 @@ class AvatarWorker(Worker):
         self.controller.check()
         self.server = AvatarServer(self.controller, self.settings.host, self.settings.port)
         if self.settings.display:
-            mount_console(self.server.app, config, self.bus, lambda: self.bus.connected, self.controller.buyer)
+            mount_console(self.server.app, config, self.bus, lambda: self.bus.connected, self.controller.buyer,
+                          self.controller.rounds)
             mount_buyer_page(self.server.app, config, self.controller.buyer, self.controller.rounds, DISPLAY_WS_PATH)
 
     def serve(self) -> None:

@@ -10,6 +10,9 @@ from pathlib import Path
 
 AUDIO_FILE = "audio.wav"
 VIDEO_FILE = "video.mp4"
+SESSIONS_DIR = "sessions"
+"""Under ``data_dir``: the transcript worker's session logs and, per date, the rounds recorded
+as sessions (``sessions/<date>/<round>-<buyer>/``)."""
 
 
 def media_file(path: str | Path, name: str, what: str) -> tuple[Path, str | None]:

@@ -24,10 +24,19 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from humaine_env.cli import available, commands, status_name
+from humaine_env.terminal import BuyerPrompt, feed_line, keyboard_feed
 from orchestrator_client.models import Bid
 from workers.runtime.broker import StartedBroker, broker_for
 from workers.runtime.bus import Bus
-from workers.runtime.config import Config, OrchestratorSettings, Section, check_level, inherited_flags_env, parse_flag_value
+from workers.runtime.config import (
+    Config,
+    OrchestratorSettings,
+    Section,
+    check_level,
+    inherited_flags_env,
+    parse_flag_value,
+    section_model,
+)
 from workers.runtime.logs import console_level, level_number, line_level, relay_line, setup_logging
 from workers.runtime.messages import PHASE_NAMES, AgentMessageSeen, OutgoingMessage, RoundState, Status
 from workers.runtime.parent import PARENT_ENV
@@ -45,8 +54,9 @@ speech models take several seconds to load on a small machine)."""
 KILL_GRACE_S = 3.0
 """Extra time a child gets past its own stop deadline before it is killed: children stop
 together and share the CPU while they do."""
-ROOM_WORKERS = ("avatar", "transcript", "mic", "camera")
-"""The room's own workers, in start order: services that others call first, sensors last."""
+ROOM_WORKERS = ("avatar", "transcript", "record-rounds", "mic", "camera")
+"""The room's own workers, in start order: services that others call first, then the recorder
+of the rounds (before anything is said), sensors last."""
 STAND_INS = ("orchestrator", "demo-agents")
 """Started before the room when no EO is configured: the stand-in EO and the demo sellers."""
 SUITE_ORDER = STAND_INS + ROOM_WORKERS
@@ -82,6 +92,9 @@ class Child:
     env: dict[str, str] | None = None
     """The child's whole environment (None: this process's)."""
     console: bool = False
+    stdin: int | None = None
+    """A file descriptor for the child's standard input (the buyer's keyboard, fed by the
+    supervisor: :mod:`humaine_env.terminal`); None: the terminal's when ``console``, else none."""
     process: subprocess.Popen[bytes] | None = None
     relay: threading.Thread | None = None
     """Reads the child's stderr into this process's log (see :func:`relay_stderr`)."""
@@ -93,7 +106,7 @@ class Child:
     def start(self) -> None:
         """Start the child; it ends when this process ends, even by ``kill -9`` (see
         :mod:`workers.runtime.parent`)."""
-        stdin = None if self.console else subprocess.DEVNULL
+        stdin = self.stdin if self.stdin is not None else None if self.console else subprocess.DEVNULL
         env = {**(self.env if self.env is not None else os.environ), PARENT_ENV: str(os.getpid())}
         self.process = subprocess.Popen(self.argv, stdin=stdin, stderr=subprocess.PIPE, env=env)
         self.started = time.monotonic()
@@ -126,11 +139,22 @@ def eo_configured(config: Config) -> bool:
     return bool(eo.url or eo.app_settings)
 
 
-def choose_workers(args: argparse.Namespace, settings: RunSettings, with_stand_ins: bool) -> list[str]:
+def switched_on(name: str, config: Config) -> bool:
+    """Whether a worker whose command names a switch (``Command.enabled_by``) is on."""
+    switch = commands()[name].enabled_by
+    if not switch:
+        return True
+    section, _, key = switch.partition(".")
+    return bool(getattr(config.section(section_model(section)), key))
+
+
+def choose_workers(args: argparse.Namespace, settings: RunSettings, with_stand_ins: bool, config: Config | None = None) -> list[str]:
+    """The workers to start: ``--only`` or ``[run] workers`` as named, else every available one
+    of the suite (switched on, with ``config``), less ``--without`` and ``[run] exclude``."""
     wanted = [w.strip() for w in (args.only or "").split(",") if w.strip()] or settings.workers
     excluded = {w.strip() for w in args.without.split(",") if w.strip()} | set(settings.exclude)
     default = SUITE_ORDER if with_stand_ins else ROOM_WORKERS
-    names = wanted or [name for name in default if available(name)]
+    names = wanted or [name for name in default if available(name) and (config is None or switched_on(name, config))]
     unknown = [n for n in names if n not in commands()]
     if unknown:
         raise SystemExit(f"humaine-env run: unknown worker(s): {', '.join(unknown)}")
@@ -220,7 +244,7 @@ def setup_run_logging(args: argparse.Namespace, config: Config, settings: RunSet
 def main(args: argparse.Namespace, config: Config) -> int:
     with_stand_ins = not eo_configured(config)
     settings = config.section(RunSettings)
-    names = choose_workers(args, settings, with_stand_ins)
+    names = choose_workers(args, settings, with_stand_ins, config)
     children_level = setup_run_logging(args, config, settings)
     extra = stand_in_overrides(config) if with_stand_ins and any(n in STAND_INS for n in names) else {}
     config = config.with_overrides({k: parse_flag_value(v) for k, v in extra.items()})
@@ -248,7 +272,9 @@ def _run_suite(
     install_stop_signals(stop.set)
     console_taker = "mic" if "mic" in names and sys.stdin is not None and sys.stdin.isatty() else None
     env = child_env(args)
-    children = [Child(n, child_argv(n, args, broker_url, extra, children_level), env, console=(n == console_taker))
+    keyboard = keyboard_feed() if console_taker else None  # (ours, the microphone worker's)
+    children = [Child(n, child_argv(n, args, broker_url, extra, children_level), env, console=(n == console_taker),
+                      stdin=keyboard[1] if keyboard and n == console_taker else None)
                 for n in names]
 
     statuses: dict[str, Status] = {}
@@ -287,8 +313,12 @@ def _run_suite(
     for child in children:
         child.start()
     _print_table(children, statuses, stop)
-    if console_taker:
+    prompt: BuyerPrompt | None = None
+    if keyboard is not None:
         print("humaine-env: type what the buyer says ('@Celia ...', 'Watson, ...'); Ctrl-C stops the suite", flush=True)
+        feed = keyboard[0]
+        prompt = BuyerPrompt(lambda line: feed_line(feed, line))
+        prompt.start()
 
     try:
         bus_lost = False
@@ -303,8 +333,12 @@ def _run_suite(
                 bus_lost = True
                 log.error("run's own MQTT connection died: utterance and reply lines stop here (the workers go on)")
     finally:
+        if prompt is not None:
+            prompt.stop()
         _stop_children(children)
         bus.stop()
+        for fd in keyboard or ():
+            os.close(fd)
 
 
 def describe_utterance(message: OutgoingMessage) -> str:

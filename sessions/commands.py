@@ -6,5 +6,7 @@ COMMANDS = (
     Command("record", "sessions.record_cli", "record the devices and the bus traffic into a session folder"),
     Command("replay", "sessions.replay_cli", "feed a recorded session through the real workers (deterministic)", section="replay"),
     Command("eval", "sessions.eval_cli", "replay sessions with ground truth; one JSON line of accuracy figures", section="replay"),
+    Command("record-rounds", "sessions.rounds_cli", "record every round as a session folder (run starts it)",
+            worker="recorder", section="sessions", enabled_by="sessions.record_rounds"),
     Command("label", "sessions.label_cli", "write a recorded session's truth.json (utterances, addressees, gaze)"),
 )

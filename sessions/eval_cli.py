@@ -43,6 +43,11 @@ def _main(args: argparse.Namespace, config: Config) -> int:
 
     try:
         sessions = [Session(p) for p in args.sessions]
+        unrecorded = [str(s.path) for s in sessions if not s.info.audio and s.info.camera is None]
+        if unrecorded:  # a round typed at the keyboard with no camera: its parts are not "missing"
+            print(f"humaine-env eval: cannot evaluate {', '.join(unrecorded)}: it holds no audio or video (the bus "
+                  "traffic of a round: typed input, or recorded by run), so there is nothing to replay", file=sys.stderr)
+            return 1
         coverage = [check(s) for s in sessions]
         for report in coverage:
             for line in report.problems:

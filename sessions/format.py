@@ -149,6 +149,16 @@ def save_truth(folder: str | Path, truth: Truth) -> Path:
     return path
 
 
+def write_info(folder: str | Path, info: SessionInfo) -> Path:
+    """Write ``session.json``, the file that makes a folder a complete session: atomically (a
+    reader never sees half of it), and by every writer of sessions through here."""
+    path = Path(folder) / SESSION_FILE
+    tmp = path.with_name(SESSION_FILE + ".tmp")
+    tmp.write_text(json.dumps(info.to_json(), indent=1), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
 class Session:
     """A session folder opened for reading."""
 
@@ -267,9 +277,7 @@ class SessionWriter:
         if self._wav is not None:
             self._wav.close()
         self._events.close()
-        tmp = self.path / (SESSION_FILE + ".tmp")
-        tmp.write_text(json.dumps(self.info.to_json(), indent=1), encoding="utf-8")
-        tmp.replace(self.path / SESSION_FILE)
+        write_info(self.path, self.info)
 
     def __enter__(self) -> SessionWriter:
         return self

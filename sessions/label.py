@@ -78,6 +78,8 @@ def _poses(payloads: Iterable[tuple[int, dict[str, Any]]]) -> list[tuple[int, fl
 
 def _gaze_spans(changes: Sequence[tuple[int, str]], poses: Sequence[tuple[int, float, float]], end_ms: int) -> list[GazeSpan]:
     spans = []
+    if not changes:  # no camera: no gaze to draft
+        return spans
     for (start, target), following in zip(changes, [*changes[1:], (end_ms, "")], strict=True):
         stop = max(start, following[0])
         inside = [(yaw, pitch) for t, yaw, pitch in poses if start <= t < stop]
@@ -97,7 +99,8 @@ def _attention_at(changes: Sequence[tuple[int, str]], t_ms: int) -> str:
 
 
 def _message_addressee(messages: Iterable[dict[str, Any]], start: int, end: int) -> str | None:
-    best, best_overlap = None, 0
+    # a typed line has no duration: the message that holds its instant is its own
+    best, best_overlap = None, 0 if end > start else -1
     for m in messages:
         overlap = min(end, int(m.get("utteranceEnd", 0))) - max(start, int(m.get("utteranceStart", 0)))
         if overlap > best_overlap:

@@ -37,8 +37,8 @@ ENGINES = {"festival": FESTIVAL, "piper": PIPER, "espeak": ESPEAK}
 HELDOUT = json.loads((Path(__file__).parent / "fixtures" / "seller-lines-heldout.json").read_text())
 LIPSYNC_MAX_MS = 60
 WER_MAX = 0.08
-"""Measured 0.017 (Celia, Festival) and 0.019 (Watson, Piper) on this machine; the target is
-0.05 (``bench/voices.py``). The test keeps a margin for another CPU's decode."""
+"""Measured 0.017-0.034 (Celia, Festival) and 0.019 (Watson, Piper) on this machine; the target
+is 0.05 (``bench/voices.py``). The test keeps a margin for another CPU's decode."""
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +183,7 @@ def test_a_listener_understands_each_default_voice(speaker: Speaker, avatar: str
     heard = [transcribe(recognizer, in_the_room(load_audio(speaker.speak(prepare(line).ssml, voice, name=avatar).path))).text  # type: ignore[arg-type]
              for line in lines]
     assert wer(lines, heard) <= WER_MAX, list(zip(lines, heard, strict=True))
-    assert sum(deal_terms(a) == deal_terms(b) for a, b in zip(lines, heard, strict=True)) >= 12
+    assert sum(deal_terms(a) == deal_terms(b) for a, b in zip(lines, heard, strict=True)) >= 11  # measured 13-14
 
 
 _RECOGNIZER: list[Any] = []

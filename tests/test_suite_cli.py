@@ -125,9 +125,10 @@ def test_broker_that_cannot_serve_says_why_in_one_line(mosquitto: MosquittoBroke
 @pytest.mark.parametrize(
     ("eo", "expected"),
     [
-        ({}, ["orchestrator", "demo-agents", "avatar", "transcript", "mic", "camera"]),
-        ({"eo.url": "http://eo-host:14010"}, ["avatar", "transcript", "mic", "camera"]),
-        ({"eo.app_settings": "/etc/humaine/appSettings.json"}, ["avatar", "transcript", "mic", "camera"]),
+        ({}, ["orchestrator", "demo-agents", "avatar", "transcript", "record-rounds", "mic", "camera"]),
+        ({"eo.url": "http://eo-host:14010"}, ["avatar", "transcript", "record-rounds", "mic", "camera"]),
+        ({"eo.app_settings": "/etc/humaine/appSettings.json"}, ["avatar", "transcript", "record-rounds", "mic", "camera"]),
+        ({"eo.url": "http://eo-host:14010", "sessions.record_rounds": False}, ["avatar", "transcript", "mic", "camera"]),
     ],
 )
 def test_run_starts_stand_ins_only_without_an_eo(eo: dict[str, str], expected: list[str]) -> None:
@@ -136,8 +137,8 @@ def test_run_starts_stand_ins_only_without_an_eo(eo: dict[str, str], expected: l
     config = Config(file_data={}, environ={}, overrides=eo)
     args = argparse.Namespace(only=None, without="")
     with_stand_ins = not eo_configured(config)
-    assert choose_workers(args, config.section(RunSettings), with_stand_ins) == expected
-    assert with_stand_ins == (not eo)
+    assert choose_workers(args, config.section(RunSettings), with_stand_ins, config) == expected
+    assert with_stand_ins == (not eo.get("eo.url") and not eo.get("eo.app_settings"))
 
 
 SIGNAL_TO_ANOTHER_THREAD = """
@@ -227,8 +228,8 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         assert "stand-in EO at http://127.0.0.1:" in output
         assert "display page http://127.0.0.1:" in output
         table = {ln.split()[0]: ln.split(None, 2)[2].strip() for ln in lines if ln.split() and ln.split()[0] in commands()}
-        assert set(table) == {"orchestrator", "demo-agents", "avatar", "transcript", "mic", "camera"}, output
-        for worker in ("orchestrator", "demo-agents", "avatar", "transcript"):
+        assert set(table) == {"orchestrator", "demo-agents", "avatar", "transcript", "record-rounds", "mic", "camera"}, output
+        for worker in ("orchestrator", "demo-agents", "avatar", "transcript", "record-rounds"):
             assert table[worker].startswith("online"), output
         # no microphone here and no console to type at: said why, not restarted
         # (the table may catch it between its error status and its exit)

@@ -77,7 +77,12 @@ class SessionLog:
         return cls(directory / f"{prefix}-{stamp}-{os.getpid()}.jsonl", on_error, on_recovered)
 
     def write(self, kind: str, **fields: Any) -> None:
-        record = {"t": now_ms(), "kind": kind, **fields}
+        self.write_record({"t": now_ms(), "kind": kind, **fields})
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        """One record as it is (a caller with its own record shape: a recorded session's
+        ``events.jsonl``), with the same guarantees as :meth:`write`."""
+        kind = record.get("kind")
         try:
             # ensure_ascii: whatever a string holds (a lone surrogate included) is written as an escape
             line = (json.dumps(record, default=str, separators=(",", ":")) + "\n").encode()
@@ -166,6 +171,7 @@ class SessionLog:
                 return True, written, gap
             try:
                 if self._fd < 0:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)  # a folder that could not be made yet
                     self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
                 if self.lost:
                     record = {"t": now_ms(), "kind": "log_gap", "lost": self.lost,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hardware.clock import Clock, RealClock
+from hardware.session_files import SESSIONS_DIR
 from orchestrator_client.client import Blocked, Delivered, Failed, Outcome, Undelivered
 from orchestrator_client.models import HUMAN
 from orchestrator_client.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
@@ -120,7 +121,7 @@ class TranscriptWorker(Worker):
         self.clock: Clock = clock or RealClock()
         self.session_log: SessionLog | None = None
         if s.session_log:
-            directory = Path(s.session_dir) if s.session_dir else core.data_dir / "sessions"
+            directory = Path(s.session_dir) if s.session_dir else core.data_dir / SESSIONS_DIR
             self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error,
                                                  self._disk_recovered)
         self.counts: dict[str, int] = {

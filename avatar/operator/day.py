@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.messages import now_ms
+from workers.runtime.messages import MAX_BUYER_CHARS, now_ms
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
@@ -30,7 +30,6 @@ DAY_DIR: Final = "day"
 """Under ``data_dir``: one JSON and one CSV file per date."""
 CSV_COLUMNS: Final = ("date", "round", "buyer", "started", "deals", "paid", "allocation_saved", "buyer_utility",
                       "seller_revenue", "seller_utility", "undelivered")
-MAX_BUYER_CHARS: Final = 80
 
 
 def _number(value: Any) -> float | None:

@@ -31,6 +31,7 @@ from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.runtime.messages import (
     PHASE_NAMES,
     Attention,
+    Calibration,
     EOVerdict,
     HeadPose,
     OutgoingMessage,
@@ -108,6 +109,8 @@ class OperatorFeed:
         bus.subscribe(self.topics.outgoing_message(), OutgoingMessage, self.on_outgoing)
         bus.subscribe(self.topics.all_speaking(), Speaking, self.on_speaking)
         bus.subscribe(self.topics.eo_verdict(), EOVerdict, self.on_verdict)
+        self._calibration: dict[str, Any] | None = None
+        bus.subscribe(self.topics.camera_calibration(), Calibration, self.on_calibration)
 
     # -- the picture a newly opened console gets -------------------------------------------------
     def view(self) -> dict[str, Any]:
@@ -125,6 +128,7 @@ class OperatorFeed:
                 "utterances": [view(u) for u in self._utterances],
                 "alerts": [view(a) for a in self._alerts],
                 "day": self._day,
+                "calibration": self._calibration,
             }
 
     def utterances(self) -> list[UtteranceView]:
@@ -156,6 +160,30 @@ class OperatorFeed:
         with self._lock:
             self._round = round_view
         self.hub.emit({"type": "round", **round_view, "now": now_ms()})
+
+    def on_calibration(self, _topic: str, message: Calibration) -> None:
+        """The calibration's progress; once done, the head-pose plot shows the new targets."""
+        state = message.model_dump(include={"state", "phase", "phase_deadline", "detail", "targets", "tolerance_deg", "source"})
+        with self._lock:
+            self._calibration = state
+            if message.state == "done":
+                self._camera = {**self._camera, "targets": message.targets,
+                                "tolerance_deg": message.tolerance_deg or self._camera["tolerance_deg"]}
+            camera = dict(self._camera)
+        self.hub.emit({"type": "calibration", **state, "now": now_ms()})
+        if message.state == "done":
+            self.hub.emit({"type": "camera", **camera})
+
+    def camera_unavailable(self) -> str | None:
+        """Why the camera worker cannot calibrate now (None: it is online and heard of)."""
+        with self._lock:
+            worker = self._workers.get(CAMERA_WORKER)
+        if worker is None:
+            return "no camera: the camera worker is not running"
+        if worker.state != "online" or worker.silent:
+            why = "not heard of" if worker.state == "online" else worker.state
+            return f"no camera: the camera worker is {why}{': ' + worker.detail if worker.detail else ''}"
+        return None
 
     def on_attention(self, _topic: str, attention: Attention) -> None:
         attention_view = {"target": attention.target, "since": attention.since}

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import httpx
 from fastapi import FastAPI, Request, WebSocket
@@ -26,13 +26,15 @@ from avatar.buyer.book import BuyerBook
 from avatar.display.socket import serve_hub
 from avatar.operator.day import DAY_DIR, DayBook
 from avatar.operator.feed import OperatorFeed, Subscriber
+from avatar.round_state import RoundTracker
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from orchestrator_client.wiring import eo_probe_url
 from workers.camera.settings import CameraSettings
 from workers.runtime.config import Config, OrchestratorSettings
-from workers.runtime.messages import MAX_PHASE_S, now_ms
+from workers.runtime.messages import MAX_PHASE_S, Calibration, Envelope, now_ms
+from workers.runtime.topics import Topic
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +46,12 @@ BUYER_PATH: Final = "/operator/buyer"
 DAY_JSON_PATH: Final = "/operator/day.json"
 DAY_CSV_PATH: Final = "/operator/day.csv"
 END_ROUND_PATH: Final = "/operator/round/end"
+CALIBRATE_PATH: Final = "/operator/calibrate"
 ROUND_CONTROL_TIMEOUT_S: Final = 10.0
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 PAGE_FILE: Final = "console.html"
+CONSOLE_SOURCE: Final = "operator-console"
+"""The ``source`` of what the console publishes."""
 LINK_POLL_S: Final = 0.5
 """How often the broker connection is looked at (a change reaches the consoles this fast)."""
 EO_PROBE_INTERVAL_S: Final = 5.0
@@ -58,7 +63,8 @@ def _page() -> str:
     """The console's HTML with the addresses of its files and feed filled in."""
     html = (STATIC_DIR / PAGE_FILE).read_text(encoding="utf-8")
     for key, value in (("static", CONSOLE_STATIC_PATH), ("feed", CONSOLE_FEED_PATH), ("next", NEXT_ROUND_PATH),
-                       ("end", END_ROUND_PATH), ("buyer", BUYER_PATH), ("day_json", DAY_JSON_PATH), ("day_csv", DAY_CSV_PATH)):
+                       ("end", END_ROUND_PATH), ("buyer", BUYER_PATH), ("day_json", DAY_JSON_PATH), ("day_csv", DAY_CSV_PATH),
+                       ("calibrate", CALIBRATE_PATH)):
         html = html.replace("{{" + key + "}}", value)
     return html
 
@@ -136,11 +142,18 @@ def _durations(data: Any) -> dict[str, float] | None:
     return None if found.get("round") == 0 else found
 
 
-def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connected: Callable[[], bool],
-                  buyer_book: BuyerBook | None = None) -> OperatorFeed:
+class ConsoleBus(Subscriber, Protocol):
+    """The console also publishes: the round state with its buyer, calibration requests."""
+
+    def publish(self, topic: Topic, message: Envelope) -> None: ...
+
+
+def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connected: Callable[[], bool],
+                  buyer_book: BuyerBook | None = None, rounds: RoundTracker | None = None) -> OperatorFeed:
     """Add the console to ``app`` and subscribe its feed on ``bus`` (before the bus starts,
     so retained statuses arrive with the first connection). With ``buyer_book``, the day's
-    rounds are kept (:class:`DayBook`) and shown."""
+    rounds are kept (:class:`DayBook`) and shown; with ``rounds`` (the controller's round state),
+    the buyer named here rides on the round state, for whoever files things per round."""
     camera = config.section(CameraSettings)
     feed = OperatorFeed(
         bus, {name: target.model_dump() for name, target in camera.targets.items()}, camera.tolerance_deg,
@@ -158,6 +171,14 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
         buyer_book.listen(lambda view: _day_changed(day, feed, view))
     feed.on_undelivered = day.undelivered
     feed.set_day(day.summary())
+
+    def name_buyer(label: str, round_id: Any = None) -> None:
+        """The buyer on the round state: the next round's, and the running round's (published again)."""
+        if rounds is None:
+            return
+        changed = rounds.name_buyer(label, round_id)
+        if changed is not None:
+            bus.publish(feed.topics.round_state(), changed)
 
     inner = app.router.lifespan_context
 
@@ -196,7 +217,7 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
         except BodyRefused as exc:
             return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
         if isinstance(data, dict) and "buyer" in data:
-            day.set_buyer(data["buyer"])
+            name_buyer(day.set_buyer(data["buyer"]))
             feed.set_day(day.summary())
         durations = _durations(data)
         if durations is None:
@@ -218,6 +239,7 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
         current = feed.view()["round"] or {}
         running = current.get("phase") in ("warmup", "round", "post")
         label = day.set_buyer(data["buyer"], current.get("round_id") if running else None)
+        name_buyer(label, current.get("round_id") if running else None)
         feed.set_day(day.summary())
         return JSONResponse({"ok": True, "buyer": label})
 
@@ -229,6 +251,19 @@ def mount_console(app: FastAPI, config: Config, bus: Subscriber, broker_connecte
     async def day_csv() -> Response:
         return Response(day.csv_text(), media_type="text/csv",
                         headers={"Content-Disposition": f'attachment; filename="humaine-day-{day.date}.csv"'})
+
+    @app.post(CALIBRATE_PATH, include_in_schema=False)
+    async def calibrate() -> JSONResponse:
+        """The operator's Calibrate (a new buyer in the seat): the camera worker, which holds the
+        webcam, measures each avatar's direction; its progress reaches the consoles on the feed."""
+        why_not = feed.camera_unavailable()
+        if why_not is not None:
+            return JSONResponse({"ok": False, "reason": why_not}, status_code=409)
+        request = Calibration(source=CONSOLE_SOURCE, state="requested")
+        bus.publish(feed.topics.camera_calibration(), request)
+        feed.on_calibration("", request)
+        log.info("the operator asked the camera worker to calibrate")
+        return JSONResponse({"ok": True, "calibration": "requested", "request_id": request.id})
 
     @app.post(END_ROUND_PATH, include_in_schema=False)
     async def end_round() -> JSONResponse:

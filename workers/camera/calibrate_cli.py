@@ -9,15 +9,12 @@ from pathlib import Path
 from workers.camera.settings import SOURCE_HELP
 from workers.runtime.config import DEFAULT_CONFIG_FILE, Config
 
-DEFAULT_SECONDS = 3.0
-SETTLE_S = 1.0
-"""Frames of the first second of a phase are skipped: the head is still turning."""
-
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", help=SOURCE_HELP)
-    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help="measuring time per phase (default 3)")
-    parser.add_argument("--settle", type=float, default=SETTLE_S, help="seconds skipped at the start of each phase")
+    parser.add_argument("--seconds", type=float, help="measuring time per phase (default: [camera] calibrate_s)")
+    parser.add_argument("--settle", type=float,
+                        help="seconds skipped at the start of each phase (default: [camera] calibrate_settle_s)")
     parser.add_argument(
         "--output", metavar="PATH", help="TOML file to write (default: the --config file or ./humaine-env.toml)"
     )
@@ -34,6 +31,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if args.source:
         config = config.with_overrides({"camera.source": args.source})
     settings = config.section(CameraSettings)
+    args.seconds = settings.calibrate_s if args.seconds is None else args.seconds
+    args.settle = settings.calibrate_settle_s if args.settle is None else args.settle
     output = Path(args.output or config.path or DEFAULT_CONFIG_FILE)
     interactive = not args.no_prompt and sys.stdin.isatty()
     try:

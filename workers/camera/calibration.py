@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hardware.video import Frame
-from workers.camera.pipeline import CameraPipeline
+from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.settings import CameraSettings, Seat, Target
 
 if sys.version_info >= (3, 11):
@@ -55,32 +55,81 @@ class PhaseResult:
     """The buyer's median face box over the phase."""
 
 
+class PhaseMeter:
+    """One phase measured frame by frame: the command reads its own frames, the camera worker
+    hands over the frames its pipeline has processed anyway (it holds the webcam)."""
+
+    def __init__(self, name: str, seconds: float, settle_s: float) -> None:
+        self.name, self.seconds, self.settle_s = name, seconds, settle_s
+        self.yaws: list[float] = []
+        self.pitches: list[float] = []
+        self.boxes: list[tuple[float, float, float, float]] = []
+        self.start: int | None = None
+
+    def add(self, result: FrameResult) -> bool:
+        """Take one processed frame; True once the phase has lasted ``settle_s + seconds``."""
+        t_ms = result.frame.t_ms
+        self.start = t_ms if self.start is None else self.start
+        elapsed = (t_ms - self.start) / 1000.0
+        if elapsed >= self.settle_s and result.pose is not None and result.buyer is not None:
+            self.yaws.append(result.pose.yaw)
+            self.pitches.append(result.pose.pitch)
+            self.boxes.append(result.buyer.face.box)
+        return elapsed >= self.settle_s + self.seconds
+
+    def result(self) -> PhaseResult:
+        if len(self.yaws) < MIN_SAMPLES:
+            raise CalibrationError(
+                f"calibration '{self.name}': saw a face in only {len(self.yaws)} frames; sit in front of the camera "
+                f"in the buyer's seat, check lighting, and try again"
+            )
+        yaw, pitch = statistics.median(self.yaws), statistics.median(self.pitches)
+        spread = statistics.median(abs(y - yaw) for y in self.yaws)
+        return PhaseResult(self.name, yaw, pitch, len(self.yaws), spread, _median_seat(self.boxes))
+
+
 def measure_phase(
     name: str, frames: Iterator[Frame], pipeline: CameraPipeline, seconds: float, settle_s: float
 ) -> PhaseResult:
     """Consume ``settle_s + seconds`` of frame time from ``frames`` and summarise the poses."""
-    yaws: list[float] = []
-    pitches: list[float] = []
-    boxes: list[tuple[float, float, float, float]] = []
-    start: int | None = None
+    meter = PhaseMeter(name, seconds, settle_s)
     for frame in frames:
-        start = frame.t_ms if start is None else start
-        elapsed = (frame.t_ms - start) / 1000.0
-        result = pipeline.process(frame)
-        if elapsed >= settle_s and result.pose is not None and result.buyer is not None:
-            yaws.append(result.pose.yaw)
-            pitches.append(result.pose.pitch)
-            boxes.append(result.buyer.face.box)
-        if elapsed >= settle_s + seconds:
+        if meter.add(pipeline.process(frame)):
             break
-    if len(yaws) < MIN_SAMPLES:
-        raise CalibrationError(
-            f"calibration '{name}': saw a face in only {len(yaws)} frames; sit in front of the camera "
-            f"in the buyer's seat, check lighting, and try again"
-        )
-    yaw, pitch = statistics.median(yaws), statistics.median(pitches)
-    spread = statistics.median(abs(y - yaw) for y in yaws)
-    return PhaseResult(name, yaw, pitch, len(yaws), spread, _median_seat(boxes))
+    return meter.result()
+
+
+class LiveCalibration:
+    """Every phase in turn (each avatar, then away) on frames handed over one by one."""
+
+    def __init__(self, avatars: Iterable[str], seconds: float, settle_s: float) -> None:
+        self.names = [*avatars, AWAY]
+        self.seconds, self.settle_s = seconds, settle_s
+        self.phases: list[PhaseResult] = []
+        self.meter = PhaseMeter(self.names[0], seconds, settle_s)
+
+    @property
+    def phase(self) -> str:
+        """The phase being measured (what the buyer should look at now)."""
+        return self.meter.name
+
+    @property
+    def phase_s(self) -> float:
+        return self.settle_s + self.seconds
+
+    @property
+    def done(self) -> bool:
+        return len(self.phases) == len(self.names)
+
+    def add(self, result: FrameResult) -> bool:
+        """Take one processed frame; True when a phase ended (:class:`CalibrationError` when it
+        failed). After the last one, :attr:`done`."""
+        if self.done or not self.meter.add(result):
+            return False
+        self.phases.append(self.meter.result())
+        if not self.done:
+            self.meter = PhaseMeter(self.names[len(self.phases)], self.seconds, self.settle_s)
+        return True
 
 
 def _median_seat(boxes: list[tuple[float, float, float, float]]) -> Seat:

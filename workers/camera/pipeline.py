@@ -18,6 +18,7 @@ first frame it is the buyer.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hardware.video import Frame
@@ -26,7 +27,7 @@ from workers.camera.facemesh import Box, DetectedFace, FaceMeshDetector
 from workers.camera.headpose import HeadPoseEstimator, Pose
 from workers.camera.one_euro import PoseFilter
 from workers.camera.scanner import BackgroundScanner, Face, FaceScanner, Scan, same_face
-from workers.camera.settings import CameraSettings
+from workers.camera.settings import CameraSettings, Seat, Target
 from workers.camera.tracking import FaceTracker, TrackedFace, buyer_score
 
 SCAN_STALE_INTERVALS = 3.0
@@ -86,6 +87,14 @@ class CameraPipeline:
         """Boxes of the faces of the last frame, to grey out around the buyer."""
         self._buyer_id: int | None = None
         """The latest buyer's id."""
+
+    def recalibrate(self, targets: Mapping[str, Target], tolerance_deg: float, seat: Seat | None) -> None:
+        """Use a new calibration from the next frame on (the console calibrated a new buyer)."""
+        self.settings = self.settings.model_copy(update={"targets": dict(targets), "tolerance_deg": tolerance_deg,
+                                                         "seat": seat or self.settings.seat})
+        self.addressee.targets = dict(targets)
+        self.addressee.tolerance_deg = tolerance_deg
+        self.tracker.seat = self.settings.seat
 
     def process(self, frame: Frame) -> FrameResult:
         started = time.perf_counter()

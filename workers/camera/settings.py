@@ -94,6 +94,10 @@ class CameraSettings(Section):
     """A new target must hold this long (and at least two frames) before attention changes."""
     retry_s: float = Field(3.0, gt=0)
     """Seconds between attempts to reopen a lost camera."""
+    calibrate_s: float = Field(3.0, gt=0, le=60)
+    """Calibration: seconds measured per phase (each avatar, then away)..."""
+    calibrate_settle_s: float = Field(1.0, ge=0, le=10)
+    """...after this many seconds at the start of each phase, while the head still turns."""
 
     @model_validator(mode="after")
     def _check_targets(self) -> CameraSettings:

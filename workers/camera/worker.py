@@ -15,18 +15,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from hardware.clock import Clock
 from hardware.video import NoCameraError, VideoSource, VideoSourceError, WebcamSource, frames, open_source
 from workers.camera import WORKER_ID
+from workers.camera.calibration import CalibrationError, LiveCalibration, derive, save, seat_of
 from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.preview import Preview
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
-from workers.runtime.config import Config
+from workers.runtime.config import DEFAULT_CONFIG_FILE, Config
 from workers.runtime.logs import NOTICE
-from workers.runtime.messages import NOBODY, Attention, HeadPose
+from workers.runtime.messages import NOBODY, Attention, Calibration, CalibrationState, HeadPose, now_ms
 from workers.runtime.worker import Worker, WorkerUnavailable
 
 
@@ -64,6 +66,11 @@ class CameraWorker(Worker):
         self._started = time.monotonic()
         self._latency_ms = 0.0
         self._last_frame_ms: int | None = None
+        self._calibration_request: Calibration | None = None
+        """The console's latest request, taken up by the frame loop (set on the MQTT thread)."""
+        self._calibration: LiveCalibration | None = None
+        self._calibration_id = ""
+        self.bus.subscribe(self.topics.camera_calibration(), Calibration, self._on_calibration)
 
     # -- health ------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
@@ -137,6 +144,7 @@ class CameraWorker(Worker):
 
     def handle(self, result: FrameResult) -> None:
         """Publish what one processed frame says (rate-limited pose, attention changes)."""
+        self._calibrate(result)
         self.frames_processed += 1
         self._latency_ms = result.latency_ms
         frame_ms = result.frame.t_ms
@@ -162,8 +170,72 @@ class CameraWorker(Worker):
         if self.preview is not None:
             self.preview.show(result)
 
+    # -- calibration from the console -------------------------------------------------------
+    def _on_calibration(self, _topic: str, message: Calibration) -> None:
+        """A calibration request (this worker's own answers come back here too, and are not)."""
+        if message.state != "requested":
+            return
+        if self.pipeline is None or self.source is None:
+            self._answer(message.id, "failed", detail="the camera delivers no frames yet (still starting, or no camera)")
+            return
+        self._calibration_request = message
+
+    def _calibrate(self, result: FrameResult) -> None:
+        """Feed one frame to the calibration under way (or the one just requested)."""
+        request, self._calibration_request = self._calibration_request, None
+        if request is not None:
+            self._calibration = LiveCalibration(self.config.core.avatars, self.settings.calibrate_s, self.settings.calibrate_settle_s)
+            self._calibration_id = request.id
+            self.log.log(NOTICE, "calibrating for the buyer in the seat (asked by %s)", request.source)
+            self._measuring(self._calibration)
+        calibration = self._calibration
+        if calibration is None:
+            return
+        try:
+            if not calibration.add(result):
+                return
+        except CalibrationError as exc:
+            self._calibration = None
+            self._answer(self._calibration_id, "failed", detail=str(exc))
+            self.log.warning("%s", exc)
+            return
+        if not calibration.done:
+            self._measuring(calibration)
+            return
+        self._calibration = None
+        self._calibrated(calibration)
+
+    def _measuring(self, calibration: LiveCalibration) -> None:
+        deadline = now_ms() + round(calibration.phase_s * 1000)
+        self._answer(self._calibration_id, "measuring", phase=calibration.phase, phase_deadline=deadline)
+
+    def _calibrated(self, calibration: LiveCalibration) -> None:
+        """Use the new directions at once, keep them in the configuration file, say so."""
+        targets, tolerance = derive(calibration.phases)
+        seat = seat_of(calibration.phases)
+        assert self.pipeline is not None
+        self.pipeline.recalibrate(targets, tolerance, seat)
+        path = Path(self.config.path or DEFAULT_CONFIG_FILE)
+        try:
+            save(path, targets, tolerance, seat)
+            detail = f"in use; saved to {path}"
+        except OSError as exc:
+            detail = f"in use until the camera worker restarts; not saved to {path}: {exc.strerror or exc}"
+            self.log.warning("calibration %s", detail)
+        self.log.log(NOTICE, "calibrated: %s, tolerance %g deg (%s)",
+                     ", ".join(f"{n} yaw {t.yaw:+.1f} pitch {t.pitch:+.1f}" for n, t in targets.items()), tolerance, detail)
+        self._answer(self._calibration_id, "done", detail=detail, tolerance_deg=tolerance,
+                     targets={name: target.model_dump() for name, target in targets.items()})
+
+    def _answer(self, request_id: str, state: CalibrationState, **fields: Any) -> None:
+        self.bus.publish(self.topics.camera_calibration(),
+                         Calibration(source=self.worker_id, state=state, request_id=request_id, **fields))
+
     def _lost(self) -> None:
         """No frames any more: attention falls back to nobody (and the pipeline forgets)."""
+        if self._calibration is not None:
+            self._calibration = None
+            self._answer(self._calibration_id, "failed", detail="the camera stopped delivering frames")
         if self._attention != NOBODY:
             self._publish_attention(NOBODY, self._attention, self._last_frame_ms)
         if self.pipeline is not None:

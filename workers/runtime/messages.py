@@ -293,6 +293,31 @@ class ConfirmAnswer(Envelope):
     text: str = ""
 
 
+# -- camera calibration ------------------------------------------------------------------------
+CalibrationState = Literal["requested", "measuring", "done", "failed"]
+
+
+class Calibration(Envelope):
+    """The operator console asks the camera worker to calibrate for the buyer in the seat
+    (``requested``), and the worker answers on the same topic as it goes: ``measuring`` with the
+    ``phase`` (an avatar's name, or ``away``) the buyer should look at now, then ``done`` with
+    the learned ``targets`` and ``tolerance_deg``, or ``failed`` with the reason in ``detail``.
+    The camera worker does it because it holds the webcam: ``humaine-env calibrate`` could not
+    open it while the suite runs."""
+
+    type: Literal["calibration"] = "calibration"
+    state: CalibrationState
+    request_id: str = ""
+    """The ``id`` of the request this answers (a request: empty)."""
+    phase: str = ""
+    phase_deadline: int | None = None
+    """When the current phase's measurement ends, ms since the epoch."""
+    detail: str = ""
+    targets: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Avatar -> {"yaw", "pitch"} once ``done``."""
+    tolerance_deg: float | None = None
+
+
 RoundPhase = Literal["idle", "warmup", "round", "post", "ended"]
 PHASE_NAMES: dict[str, str] = {"idle": "waiting", "warmup": "warm-up", "round": "negotiation", "post": "post-round", "ended": "round over"}
 """What every screen and the console call each phase (one name each: the pages get them with
@@ -300,6 +325,8 @@ their first snapshot)."""
 MAX_PHASE_S = 24 * 3600.0
 """No phase of a negotiation round lasts longer: a longer one on the bus is refused."""
 MAX_ROUND_ID_CHARS = 128
+MAX_BUYER_CHARS = 80
+"""The operator's label for a buyer goes into file and folder names: one line, bounded."""
 MAX_WIRE_INT = 2**53
 """Ids and ms times beyond this are not exact in JavaScript (the display) and never real."""
 
@@ -316,6 +343,10 @@ class RoundState(Envelope):
     phase_started: int | None = None
     phase_deadline: int | None = None
     """When the current phase is expected to end, ms since the epoch."""
+    buyer: str = Field("", max_length=MAX_BUYER_CHARS)
+    """The buyer of this round as the operator named them on the console (``""``: unnamed):
+    whoever files something per round (the day book, the round's recorded session) files it
+    under the same name."""
 
     @field_validator("round_id", mode="before")
     @classmethod

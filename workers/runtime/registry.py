@@ -31,6 +31,9 @@ class Command:
     """The name the command's worker publishes its status under, when not the command's own."""
     section: str | None = None
     """The configuration section the command reads: its keys are listed by ``--help``."""
+    enabled_by: str = ""
+    """``section.key`` of a boolean setting that switches the worker on in ``run`` (empty: always
+    on): the setting is the operator's, the command line stays the same."""
 
 
 def registered(group: str) -> list[EntryPoint]:

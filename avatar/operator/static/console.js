@@ -3,6 +3,7 @@
 (function () {
   const RECONNECT_MS = 1000;
   const TRAIL = 45;
+  const CALIBRATION_ANSWER_MS = 10000;  // a camera worker that is online answers a request at once
   const SVG = "http://www.w3.org/2000/svg";
   let PHASES = {};  // the phases' names, from the first snapshot
   const token = new URLSearchParams(location.search).get("token");
@@ -95,6 +96,37 @@
   el("next-round").onclick = () => roundControl(document.body.dataset.next, { buyer: el("buyer-name").value, durations: {
     warmUp: Number(el("d-warmup").value), round: Number(el("d-round").value), post: Number(el("d-post").value) } });
   el("set-buyer").onclick = () => roundControl(document.body.dataset.buyer, { buyer: el("buyer-name").value });
+  // -- calibration of the buyer's seat (the camera worker measures; its progress comes on the feed)
+  let calibrationAsked = 0;
+  function setCalibration(c) {
+    const box = el("calibration");
+    const state = c ? c.state : "idle";
+    box.dataset.state = state;
+    if (state === "requested") calibrationAsked = Date.now();
+    const targets = c && c.targets ? Object.entries(c.targets).map(([n, t]) => n + " " + t.yaw + "°").join(", ") : "";
+    box.textContent = state === "idle" ? ""
+      : state === "requested" ? "calibration: asking the camera…"
+      : state === "measuring" ? "calibration: buyer, look " + (c.phase === "away" ? "away from both avatars" : "at " + c.phase) + " and hold still"
+      : state === "done" ? "calibrated: " + targets + " (" + (c.detail || "") + ")"
+      : state === "no-camera" ? c.detail
+      : "calibration failed: " + (c.detail || "no reason given");
+  }
+  setInterval(() => {
+    if (el("calibration").dataset.state === "requested" && Date.now() - calibrationAsked > CALIBRATION_ANSWER_MS)
+      setCalibration({ state: "failed", detail: "the camera worker did not answer" });
+  }, 1000);
+  el("calibrate").onclick = async () => {
+    setCalibration({ state: "requested" });
+    let answer = {};
+    try {
+      const response = await fetch(document.body.dataset.calibrate, { method: "POST", credentials: "same-origin" });
+      answer = await response.json();
+    } catch (e) { answer = { ok: false, reason: String(e) }; }
+    if (!answer.ok) {
+      const reason = answer.reason || "refused";
+      setCalibration({ state: reason.startsWith("no camera") ? "no-camera" : "failed", detail: reason });
+    }
+  };
   const money = (v) => (v === null || v === undefined ? "-" : "$" + Number(v).toFixed(2));
   function setDay(d) {
     if (!d) return;
@@ -280,7 +312,10 @@
       el("alerts").textContent = "";
       for (const a of s.alerts || []) addAlert(a);
       setDay(s.day);
+      setCalibration(s.calibration);
     },
+    calibration: setCalibration,
+    camera(c) { camera = c; drawPlot(); },
     day: setDay,
     status: setWorker,
     link: setLink,

@@ -1,0 +1,198 @@
+"""``run``'s terminal while the buyer types: the supervisor owns it, so that a log line never
+lands on top of a half-typed buyer line.
+
+Without a microphone the buyer types at ``run``'s terminal, and the same terminal shows the
+conversation, round events and problems, printed whenever they happen. When the microphone
+worker read the keyboard itself, a line printed meanwhile split what the buyer was typing in two
+(seen: "Celia, I'd li round r2: negotiation ke 2 eggs"). Here the supervisor reads the line
+with GNU readline on its own terminal and hands each finished line to the microphone worker
+through a pseudo-terminal (the worker sees a terminal, as before); every line the supervisor
+prints goes through :class:`LineSafeStream`, which clears the input line, prints, and has
+readline draw the prompt and the partial input again, the cursor where it was.
+
+Only with a terminal on standard input: with none (CI, a service, ``stdin`` closed) nothing here
+is used and ``run`` prints as it always did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import pty
+import sys
+import termios
+import threading
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from workers.runtime.logs import RateLimitedLog
+
+log = logging.getLogger(__name__)
+_notes = RateLimitedLog(log)
+
+PROMPT = "buyer> "
+CLEAR_LINE = "\r\x1b[K"
+"""Back to the start of the line, and erase it (the prompt and the partial input)."""
+END_OF_INPUT = b"\x04"
+"""What the terminal sends for Ctrl-D: the microphone worker's typed input ends."""
+
+
+def keyboard_feed() -> tuple[int, int] | None:
+    """A pseudo-terminal for the microphone worker's standard input: ``(ours, theirs)``. Its
+    echo is off (the supervisor's terminal shows what is typed, once). None where no
+    pseudo-terminal can be had: the worker then reads the terminal itself, as it used to."""
+    try:
+        ours, theirs = pty.openpty()
+    except OSError as exc:
+        log.warning("no pseudo-terminal for typed input (%s): lines printed while the buyer types may cut the typed line",
+                    exc.strerror or exc)
+        return None
+    attrs = termios.tcgetattr(theirs)
+    attrs[3] &= ~(termios.ECHO | termios.ECHONL)
+    termios.tcsetattr(theirs, termios.TCSANOW, attrs)
+    os.set_blocking(ours, False)  # a worker that does not read (a microphone after all) never blocks us
+    return ours, theirs
+
+
+def _readline_c() -> Any | None:
+    """GNU readline's C functions that redraw the input line (``rl_on_new_line``,
+    ``rl_redisplay``), which the ``readline`` module does not expose; None without them."""
+    try:
+        import readline
+
+        lib = ctypes.CDLL(readline.__file__)
+        lib.rl_on_new_line, lib.rl_redisplay  # noqa: B018 - present, or AttributeError
+        return lib
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+class LineSafeStream:
+    """A text stream for the supervisor's output while the prompt is up: whole lines are printed
+    above the input line, which is drawn again after them."""
+
+    def __init__(self, inner: TextIO, prompt: BuyerPrompt) -> None:
+        self.inner = inner
+        self.prompt = prompt
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        with self.prompt.lock:
+            self._partial += text
+            if "\n" not in self._partial:
+                return len(text)
+            lines, _, self._partial = self._partial.rpartition("\n")
+            self.prompt.print_above(self.inner, lines + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def fileno(self) -> int:
+        """The real terminal's: ``input()`` uses readline only when standard output is a terminal."""
+        return self.inner.fileno()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class BuyerPrompt:
+    """Reads the buyer's lines at the terminal and hands each to ``deliver`` (None at the end of
+    input); see the module docstring. :meth:`start` takes the terminal over, :meth:`stop` gives
+    it back as it was, whatever readline left it in."""
+
+    def __init__(self, deliver: Callable[[str | None], None], prompt: str = PROMPT) -> None:
+        self.deliver = deliver
+        self.prompt = prompt
+        self.lock = threading.RLock()
+        self.reading = False
+        """The prompt is on screen, waiting for the buyer (lines printed now are redrawn under)."""
+        self._c = _readline_c()
+        self._saved: tuple[TextIO, TextIO, list[tuple[logging.StreamHandler[Any], Any]], list[Any] | None] | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        import readline
+
+        readline.parse_and_bind("set enable-bracketed-paste off")  # nothing to undo in the terminal afterwards
+        try:
+            attrs: list[Any] | None = termios.tcgetattr(sys.stdin.fileno())
+        except (termios.error, ValueError, OSError):
+            attrs = None
+        streams = (sys.stdout, sys.stderr)
+        handlers = []
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and handler.stream in streams:
+                handlers.append((handler, handler.stream))
+                handler.setStream(LineSafeStream(handler.stream, self))  # type: ignore[arg-type]
+        self._saved = (sys.stdout, sys.stderr, handlers, attrs)
+        sys.stdout = LineSafeStream(sys.stdout, self)  # type: ignore[assignment]
+        sys.stderr = LineSafeStream(sys.stderr, self)  # type: ignore[assignment]
+        self._thread = threading.Thread(target=self._read, name="buyer-prompt", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while True:
+            with self.lock:
+                self.reading = True
+            try:
+                line = input(self.prompt)
+            except (EOFError, OSError, ValueError):
+                line = None
+            finally:
+                with self.lock:
+                    self.reading = False
+            self.deliver(line)
+            if line is None:
+                return
+
+    def print_above(self, out: TextIO, text: str) -> None:
+        """Print ``text`` (whole lines) above the input line, then draw it again (hold :attr:`lock`)."""
+        import readline
+
+        if not self.reading:
+            out.write(text)
+            out.flush()
+            return
+        out.write(CLEAR_LINE + text)
+        out.flush()
+        if self._c is not None:
+            self._c.rl_on_new_line()  # readline: the cursor is on a fresh line now
+            self._c.rl_redisplay()  # prompt, partial input, cursor at its place
+        else:
+            out.write(self.prompt + readline.get_line_buffer())
+            out.flush()
+
+    def stop(self) -> None:
+        """Give the terminal back: the streams, the log handlers and the terminal's settings."""
+        if self._saved is None:
+            return
+        stdout, stderr, handlers, attrs = self._saved
+        self._saved = None
+        with self.lock:
+            if self.reading:
+                stdout.write(CLEAR_LINE)
+                stdout.flush()
+            sys.stdout, sys.stderr = stdout, stderr
+            for handler, stream in handlers:
+                handler.setStream(stream)
+        if attrs is not None:
+            with contextlib.suppress(termios.error, ValueError, OSError):
+                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, attrs)
+
+
+def feed_line(fd: int, line: str | None) -> None:
+    """One typed line (None: the end of input) to the microphone worker's pseudo-terminal; a
+    worker that does not read it (a real microphone) costs the line, said once."""
+    data = END_OF_INPUT if line is None else (line.replace("\n", " ") + "\n").encode("utf-8", errors="replace")
+    try:
+        os.write(fd, data)
+    except BlockingIOError:
+        _notes.warning("unread", "the microphone worker is not reading typed lines (it listens to a microphone): line dropped")
+    except OSError as exc:
+        _notes.warning(("feed", exc.errno), "typed line not handed to the microphone worker: %s", exc.strerror or exc)

@@ -1,0 +1,257 @@
+"""Every round recorded as a session: ``data_dir/sessions/<date>/<round>-<buyer>/``.
+
+A competition day is many rounds; each should be ready for ``humaine-env label`` and ``eval``
+without anyone remembering to start ``humaine-env record``. The recorder is a worker of the
+suite (``run`` starts it): it follows the retained round state the Avatar Controller publishes
+(which carries the buyer the operator named on the console), opens a session folder when a
+round's negotiation starts, records the environment's bus traffic into it in the session
+format (:mod:`sessions.format`: utterances, transcripts, addressee changes, head poses,
+outcomes, the EO's verdicts), and completes it (``session.json`` last) ``close_after_s`` after
+the negotiation ends, when the last utterance's outcome and verdicts are in.
+
+What a session holds is what the bus carried: with typed input and no camera, the buyer's
+lines and what became of them (no audio, no video: ``label`` drafts its truth from the lines,
+``eval`` refuses it in one line, having nothing to replay).
+
+The disk is the recording's, not the round's: a full or read-only disk is one line and an
+``error`` status; the events go on being kept in memory and are written when the disk takes
+them again (:class:`~transcript.session_log.SessionLog`), and a ``session.json`` that could not
+be written is tried again every :data:`RETRY_S` until it is.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from sessions.format import EVENTS_FILE, SESSION_FILE, SessionInfo, write_info
+from sessions.settings import SessionsSettings
+from transcript.session_log import RETRY_S, SessionLog
+from workers.camera.settings import CameraSettings
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.logs import NOTICE
+from workers.runtime.messages import Envelope, RoundState, now_ms
+from workers.runtime.worker import Worker
+
+WORKER_ID = "recorder"
+UNNAMED = "unnamed"
+"""The folder name's buyer part when the operator named nobody."""
+NAME_CHARS = 48
+"""Longest round or buyer part of a folder name (the buyer's label may be 80 characters)."""
+TICK_S = 0.2
+"""How often the worker looks at what is due: a session to complete, a file to write again."""
+RECORDED_KIND = "mqtt"
+"""``kind`` of a bus message in ``events.jsonl`` (as ``humaine-env record`` writes them)."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def name_part(text: str) -> str:
+    """``text`` as part of a folder name on any file system: ASCII letters, digits, ``.``,
+    ``_`` and ``-`` (accents dropped, "Zoë" is "Zoe"; anything else a ``-``), bounded."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return _UNSAFE.sub("-", ascii_text).strip("-.")[:NAME_CHARS].strip("-.")
+
+
+def round_folder(root: Path, started_ms: int, round_id: object, buyer: str) -> Path:
+    """A new folder for a round: ``root/<local date>/<round>-<buyer>``, with ``-2``, ``-3`` ...
+    when one is there already (a second ``run`` on the same day numbers its rounds from r1 again)."""
+    day = datetime.datetime.fromtimestamp(started_ms / 1000).date().isoformat()
+    base = f"{name_part(str(round_id)) or 'round'}-{name_part(buyer) or UNNAMED}"
+    folder, n = root / day / base, 2
+    while folder.exists():
+        folder, n = root / day / f"{base}-{n}", n + 1
+    return folder
+
+
+@dataclass
+class RoundSession:
+    """One round being recorded (or completed, waiting for the disk)."""
+
+    round_id: int | str
+    folder: Path
+    info: SessionInfo
+    log: SessionLog
+    close_at: float | None = None
+    """Monotonic time at which it is completed (set when the negotiation ended)."""
+    events: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+class RoundRecorder(Worker):
+    """Records each round's negotiation as a session folder (see the module docstring)."""
+
+    name: ClassVar[str] = WORKER_ID
+
+    def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None) -> None:
+        super().__init__(config, worker_id, bus)
+        self.settings = config.section(SessionsSettings)
+        self.root = config.core.data_dir / self.settings.folder
+        self._camera = config.section(CameraSettings)
+        self._lock = threading.Lock()
+        self.current: RoundSession | None = None
+        self._unfinished: list[RoundSession] = []
+        """Completed rounds whose events or ``session.json`` the disk has not taken yet."""
+        self._retry_at = 0.0
+        self._last_attention: dict[str, Any] | None = None
+        """The retained attention, written first into a new session (the buyer's gaze when it starts)."""
+        self.recorded: list[Path] = []
+        self.disk_error = ""
+        self.bus.subscribe(self.topics.everything(), Envelope, self._on_message)
+
+    # -- the bus (MQTT network thread) ---------------------------------------------------------
+    def _on_message(self, topic: str, message: Envelope) -> None:
+        record = {"t_ms": now_ms(), "kind": RECORDED_KIND, "topic": topic, "payload": message.model_dump(mode="json")}
+        if self.topics.attention().matches(topic):
+            self._last_attention = record
+        state = self._round_state(topic, message)
+        with self._lock:
+            if state is not None:
+                self._follow(state)
+            if self.current is not None:
+                self._write(self.current, record)
+
+    def _round_state(self, topic: str, message: Envelope) -> RoundState | None:
+        if not self.topics.round_state().matches(topic):
+            return None
+        try:
+            return RoundState.model_validate(message.model_dump())
+        except ValidationError:
+            return None  # the bus's own checks said it already; garbage opens no session
+
+    def _follow(self, state: RoundState) -> None:
+        """Open a session when a negotiation starts; set the one recording to complete when
+        its negotiation is over (holds the lock)."""
+        current = self.current
+        if current is not None and state.round_id == current.round_id:
+            if state.phase == "round":
+                current.close_at = None
+                current.info.notes["buyer"] = state.buyer  # named on the console while it runs
+            elif current.close_at is None:
+                current.close_at = time.monotonic() + self.settings.close_after_s
+            return
+        if state.phase != "round" or state.round_id is None:
+            if current is not None and current.close_at is None:
+                current.close_at = time.monotonic() + self.settings.close_after_s
+            return
+        if current is not None:
+            self._complete(current)  # a new round began before the last one's linger ended
+        self.current = self._open(state)
+
+    def _open(self, state: RoundState) -> RoundSession:
+        assert state.round_id is not None
+        started = state.phase_started or now_ms()
+        folder = round_folder(self.root, started, state.round_id, state.buyer)
+        info = SessionInfo(
+            environment_uuid=self.config.core.environment_uuid, start_ms=started, duration_ms=0,
+            avatars=list(self.config.core.avatars),
+            targets={n: {"yaw": t.yaw, "pitch": t.pitch} for n, t in self._camera.targets.items()},
+            camera=None, audio=False, source="recorded",
+            notes={"round_id": state.round_id, "buyer": state.buyer, "recorder": self.worker_id,
+                   "durations": dict(state.durations)},
+        )
+        log = SessionLog(folder / EVENTS_FILE, on_error=self._log_failed, on_recovered=self._disk_recovered)
+        session = RoundSession(state.round_id, folder, info, log)
+        self.log.log(NOTICE, "round %s%s: recording into %s", state.round_id,
+                     f" (buyer {state.buyer})" if state.buyer else "", folder)
+        if self._last_attention is not None:
+            self._write(session, {**self._last_attention, "t_ms": started})
+        return session
+
+    def _write(self, session: RoundSession, record: dict[str, Any]) -> None:
+        session.log.write_record(record)
+        session.events += 1
+        kind = str(record["payload"].get("type", "?"))
+        session.kinds[kind] = session.kinds.get(kind, 0) + 1
+
+    # -- completing ----------------------------------------------------------------------------
+    def _complete(self, session: RoundSession) -> None:
+        """The round is over: ``session.json`` once every event is on disk (holds the lock)."""
+        if self.current is session:
+            self.current = None
+        session.info.duration_ms = max(0, now_ms() - session.info.start_ms)
+        session.info.notes["events"] = dict(sorted(session.kinds.items()))
+        if not self._finish(session):
+            self._unfinished.append(session)
+
+    def _finish(self, session: RoundSession) -> bool:
+        """Close the events and write ``session.json``; False while the disk does not take them."""
+        if session.log.error:
+            return False  # its events are kept in memory and written by the log's own retries
+        session.log.close()
+        try:
+            write_info(session.folder, session.info)
+        except OSError as exc:
+            self._disk_failed(f"session {session.folder}: {SESSION_FILE} cannot be written: {exc.strerror or exc}; "
+                              f"tried again every {RETRY_S:g} s")
+            return False
+        self.recorded.append(session.folder)
+        self.log.log(NOTICE, "round %s recorded: %s (%d events, %.0f s)", session.round_id, session.folder,
+                     session.events, session.info.duration_ms / 1000)
+        return True
+
+    def _due(self) -> None:
+        """What the clock makes due: a negotiation's linger ended, a retry of the disk."""
+        with self._lock:
+            current = self.current
+            if current is not None and current.close_at is not None and time.monotonic() >= current.close_at:
+                self._complete(current)
+            if self._unfinished and time.monotonic() >= self._retry_at:
+                self._retry_at = time.monotonic() + RETRY_S
+                self._unfinished = [s for s in self._unfinished if not self._finish(s)]
+                if not self._unfinished and self.disk_error:
+                    self._disk_recovered()
+
+    # -- the disk ------------------------------------------------------------------------------
+    def _disk_failed(self, detail: str) -> None:
+        """``session.json`` could not be written: one line, and the status says it."""
+        if detail != self.disk_error:
+            self.log.error("%s", detail)
+        self._log_failed(detail)
+
+    def _log_failed(self, detail: str) -> None:
+        """The events could not be written (the log has said so in its own line)."""
+        if detail != self.disk_error:
+            self.disk_error = detail
+            self.bus.set_status("error", detail)
+
+    def _disk_recovered(self) -> None:
+        if self._unfinished or (self.current is not None and self.current.log.error):
+            return
+        if self.disk_error:
+            self.log.log(NOTICE, "the rounds are recorded again")
+        self.disk_error = ""
+        self.report_ok(self._describe())
+
+    # -- the worker ----------------------------------------------------------------------------
+    def _describe(self) -> str:
+        return f"recording rounds into {self.root}"
+
+    def run(self, stop: threading.Event) -> None:
+        self.report_ok(self._describe())
+        try:
+            while not stop.wait(TICK_S):
+                self._due()
+        finally:
+            with self._lock:
+                if self.current is not None:
+                    self._complete(self.current)
+                for session in self._unfinished:
+                    session.log.close()
+                    self.log.error("session %s could not be completed before the recorder stopped (%s)",
+                                   session.folder, self.disk_error or "the disk did not take it")
+
+    def health(self) -> dict[str, Any]:
+        figures = super().health()
+        current = self.current
+        figures.update(recording=str(current.folder) if current is not None else None, rounds_recorded=len(self.recorded),
+                       unfinished=len(self._unfinished))
+        return figures
