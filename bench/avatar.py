@@ -4,6 +4,7 @@
   its speech handed to the output, over real HTTP on loopback, with the real speaker (each
   avatar's default engine: Festival for Celia, Piper for Watson) writing a WAV paced like a
   sound card. p50/p95, overall and per avatar. Target p95 ≤ 150 ms per avatar.
+* Real-time factor per avatar's engine: rendering time over audio time, into a fast WAV sink.
 * HTTP answer latency while an avatar speaks: a mix of the EO's calls (``/receiveLog``, the
   human's ``/receiveMessage``, ``/setUtility``, ``/startRound``) sent back to back on one
   keep-alive connection during a long utterance. p50/p99. Target p99 ≤ 20 ms.
@@ -30,6 +31,8 @@ import httpx
 
 from avatar.harness import LocalAvatar, Observer
 from avatar.settings import AvatarSettings
+from avatar.ssml import prepare
+from hardware.speaker import Speaker, WavSink
 from orchestrator_client import endpoints as ep
 from tests.helpers import MosquittoBroker
 from workers.runtime.config import Config
@@ -65,6 +68,29 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def real_time_factors(config: Config) -> dict[str, dict[str, object]]:
+    """Per avatar's voice: rendering time over audio time for the replies, into a fast WAV sink
+    (the engine's own speed; the first phrase's share of it is what TTFA measures)."""
+    settings = config.section(AvatarSettings)
+    out: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        speaker = Speaker(WavSink(tmp, realtime=False))
+        try:
+            for name in ("Celia", "Watson"):
+                voice = settings.voice_for(name)
+                used = speaker.check_voice(voice)
+                speaker.speak(prepare("Hello.").ssml, voice)
+                spent = audio = 0.0
+                for reply in REPLIES:
+                    result = speaker.speak(prepare(reply).ssml, voice)
+                    spent += (result.ended_at or 0.0) - result.requested_at
+                    audio += result.duration_s
+                out[name] = {"engine": used.engine, "voice": used.voice, "rtf": round(spent / max(audio, 1e-3), 3)}
+        finally:
+            speaker.close()
+    return out
 
 
 def main() -> int:
@@ -130,11 +156,13 @@ def main() -> int:
                     answer_ms.append((time.perf_counter() - start) * 1000)
                     i += 1
                 still_speaking = not local.controller.queue.idle()
+                rss = rss_mb()  # the controller's, before the real-time factors load a second set of voices
         finally:
             local.stop()
             observer.stop()
             broker.stop()
 
+    rtf = real_time_factors(config)
     result = {
         "bench": "avatar",
         "ttfa_ms_p50": round(statistics.median(ttfa_ms), 1),
@@ -144,11 +172,12 @@ def main() -> int:
         "ttfa_by_avatar": {name: {"engine": engines[name].engine, "voice": engines[name].voice,
                                   "p50": round(statistics.median(values), 1), "p95": round(percentile(values, 95), 1)}
                            for name, values in by_avatar.items()},
+        "rtf_by_avatar": rtf,
         "answer_ms_p50_while_speaking": round(statistics.median(answer_ms), 2),
         "answer_ms_p99_while_speaking": round(percentile(answer_ms, 99), 2),
         "answer_requests": len(answer_ms),
         "speaking_throughout": still_speaking,
-        "rss_mb": round(rss_mb(), 1),
+        "rss_mb": round(rss, 1),
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "targets": {"ttfa_ms_p50": 150, "ttfa_ms_p95": 300, "ttfa_by_avatar_p95": 150, "answer_ms_p99": 20},
     }
