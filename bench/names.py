@@ -16,7 +16,9 @@ microphone worker's own pipeline (VAD, Whisper with the ``[microphone]`` setting
 normalisation; :class:`workers.microphone.transcriber.Transcriber`) and its final transcript
 read by the Rich Transcript worker's :class:`~transcript.fusion.names.NameMatcher`, with the
 microphone's recovery of misheard names (:mod:`workers.microphone.names`) off, and on at the
-configured and each ``--thresholds`` x ``--max-conf`` setting (applied to the same decodes). Prints
+configured and each ``--thresholds`` x ``--max-conf`` setting (applied to the same decodes), and
+with the second pass (the same recording decoded with the names as Whisper's prompt, asked only
+about an unsure opening that sounds like a name: ``workers/microphone/names.py``). Prints
 one JSON line per setting: names heard, wrong names, false names, and the CPU time per final
 (``--prompt`` / ``--hotwords`` measure contextual biasing;
 hotwords need ``HUMAINE_ENV_MICROPHONE_WHISPER_CONTEXT=full``). ``--show`` prints every
@@ -44,7 +46,7 @@ if str(ROOT) not in sys.path:
 from scripts.synth_speech import FESTIVAL_VOICES, VOICES, synthesize  # noqa: E402
 from transcript.fusion.names import NameMatcher  # noqa: E402
 from transcript.settings import DEFAULT_GREETINGS  # noqa: E402
-from workers.microphone.names import NameRecovery  # noqa: E402
+from workers.microphone.names import NameRecovery, names_prompt  # noqa: E402
 from workers.microphone.recognizer import WordTiming  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 
@@ -156,17 +158,24 @@ def decode_all(voices: tuple[str, ...], prompt: str | None, hotwords: str | None
     return out
 
 
-def text_of(heard: Heard, recovery: NameRecovery | None) -> str:
-    """The final's text as the pipeline would publish it with ``recovery``."""
-    words = recovery.recover(heard.words)[0] if recovery is not None else list(heard.words)
-    return " ".join(w.word for w in words)
+Second = dict[tuple[str, str], tuple[WordTiming, ...]]
+"""(voice, sentence) -> the words of the second decode, with the names as Whisper's prompt."""
 
 
-def score(heard: list[Heard], matcher: NameMatcher, recovery: NameRecovery | None) -> dict[str, object]:
+def text_of(heard: Heard, recovery: NameRecovery | None, second: Second | None = None) -> str:
+    """The final's text as the pipeline would publish it with ``recovery`` (and its second pass
+    on the names-prompted decode of the same recording, when ``second`` is given)."""
+    if recovery is None:
+        return " ".join(w.word for w in heard.words)
+    confirm = (lambda: second.get((heard.voice, heard.said), ())) if second is not None else None
+    return " ".join(w.word for w in recovery.recover(heard.words, confirm)[0])
+
+
+def score(heard: list[Heard], matcher: NameMatcher, recovery: NameRecovery | None, second: Second | None = None) -> dict[str, object]:
     """Names heard right, wrong and invented on the transcripts."""
     named = [h for h in heard if h.named]
     alike = [h for h in heard if not h.named]
-    found = {id(h): matcher.leading_name(text_of(h, recovery)) for h in heard}
+    found = {id(h): matcher.leading_name(text_of(h, recovery, second)) for h in heard}
     right = sum(1 for h in named if found[id(h)] == h.named)
     wrong = sum(1 for h in named if found[id(h)] not in (None, h.named))
     false = [h for h in alike if found[id(h)] is not None]
@@ -175,7 +184,7 @@ def score(heard: list[Heard], matcher: NameMatcher, recovery: NameRecovery | Non
         "names_heard_share": round(right / len(named), 3) if named else None,
         "wrong_names": wrong,
         "false_names": f"{len(false)}/{len(alike)}",
-        "false_examples": sorted({f"{h.voice}: {text_of(h, recovery)}" for h in false})[:8],
+        "false_examples": sorted({f"{h.voice}: {text_of(h, recovery, second)}" for h in false})[:8],
     }
 
 
@@ -207,10 +216,17 @@ def main(argv: list[str] | None = None) -> int:
     thresholds = [settings.name_recovery_threshold] + [float(t) for t in args.thresholds.split(",") if t]
     bounds = [settings.name_recovery_max_conf] + [float(c) for c in args.max_conf.split(",") if c]
     print(json.dumps({"recovery": "off", **score(heard, matcher, None), **common}), flush=True)
+    second: Second | None = None
+    if args.prompt is None and args.hotwords is None:
+        second = {(h.voice, h.said): h.words for h in decode_all(voices, names_prompt(AVATARS), None)}
     for t in dict.fromkeys(thresholds):
         for c in dict.fromkeys(bounds):
             recovery = NameRecovery.build(AVATARS, t, c)
-            print(json.dumps({"recovery": f"threshold {t:g}, max_conf {c:g}", **score(heard, matcher, recovery), **common}), flush=True)
+            label = f"threshold {t:g}, max_conf {c:g}"
+            print(json.dumps({"recovery": label, **score(heard, matcher, recovery), **common}), flush=True)
+            if second is not None:
+                print(json.dumps({"recovery": f"{label}, second pass", **score(heard, matcher, recovery, second), **common}),
+                      flush=True)
     return 0
 
 

@@ -159,3 +159,42 @@ def test_whisper_recovery_adds_no_false_names_and_no_wrong_ones() -> None:
                 plain += before == name
                 recovered += after == name
     assert recovered >= plain
+
+
+# -- the second pass: a real word that sounds like a name, judged by a names-prompted decode ---------
+class Asked:
+    """A second decode that records whether it was asked."""
+
+    def __init__(self, heard: str) -> None:
+        self.heard, self.calls = heard, 0
+
+    def __call__(self) -> list[WordTiming]:
+        self.calls += 1
+        return words(self.heard)
+
+
+def test_an_unsure_real_word_is_the_name_when_the_second_decode_opens_with_it() -> None:
+    second = Asked("Celia,:0.4 the:0.5 light:0.6 will:0.9 take:0.9 it.:0.9")
+    recovered, found = RECOVERY.recover(words("Sadly,:0.02 the:0.28 light:0.6 will:0.9 take:0.9 it.:0.9"), second)
+    assert text(recovered) == "Celia, the light will take it." and second.calls == 1
+    assert found is not None and found.second_pass and found.heard == "Sadly,"
+    hyp, doubts = review(Hypothesis(text(words("Sadly,:0.02 the:0.3 deal.:0.9")), 0.4,
+                                    words("Sadly,:0.02 the:0.3 deal.:0.9")), 1000, RECOVERY, None, Asked("Celia,:0.4 the:0.5 deal.:0.9"))
+    assert hyp.text.startswith("Celia,") and doubts[0].reasons == ["sounds_like", "second_pass"]
+
+
+@pytest.mark.parametrize(
+    ("heard", "second_heard", "asked"),
+    [
+        ("Sadly,:0.02 that:0.9 is:0.9 too:0.9 expensive.:0.9", "Sadly, that is too expensive.", True),  # the second pass keeps the word
+        ("Sadly,:0.85 that:0.9 is:0.9 too:0.9 expensive.:0.9", "Celia, that is too expensive.", False),  # sure: never asked
+        ("Sadly:0.05 the:0.9 eggs:0.9 are:0.9 gone.:0.9", "Celia, the eggs are gone.", False),  # runs on: no name
+        ("Fairly,:0.05 good:0.9 price.:0.9", "Celia, good price.", False),  # not alike enough to ask
+    ],
+)
+def test_a_real_opening_word_stays_unless_the_second_decode_names_the_avatar(heard: str, second_heard: str, asked: bool) -> None:
+    second = Asked(" ".join(f"{w}:0.9" for w in second_heard.split()))
+    recovered, found = RECOVERY.recover(words(heard), second)
+    assert second.calls == int(asked)
+    if not asked or second_heard.startswith("Sadly"):
+        assert found is None and text(recovered) == text(words(heard))

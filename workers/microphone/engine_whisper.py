@@ -297,6 +297,11 @@ class WhisperStream:
             return speculation.result()
         return self._owner.decode_final(self._audio())
 
+    def redecode(self, prompt: str) -> Hypothesis:
+        """The finished utterance decoded again with ``prompt`` as Whisper's context (the
+        names' second pass, :mod:`workers.microphone.names`)."""
+        return self._owner.decode_final(self._audio(), prompt=prompt)
+
 
 class WhisperRecognizer:
     """A loaded CTranslate2 Whisper model (English), decoding one utterance at a time."""
@@ -385,12 +390,13 @@ class WhisperRecognizer:
             return ""
         return " ".join(s.text.strip() for s in segments if heard_speech(s) and is_spoken(s.text)).strip()
 
-    def decode_final(self, audio: np.ndarray) -> Hypothesis:
+    def decode_final(self, audio: np.ndarray, prompt: str | None = None) -> Hypothesis:
+        """``audio`` decoded as a final; ``prompt``: Whisper's context instead of the configured one."""
         if len(audio) < SAMPLE_RATE // 10:
             return Hypothesis("", 0.0, [])
         options: dict[str, Any] = {"beam_size": self.beam_size, "word_timestamps": True}
-        if self.prompt:
-            options["initial_prompt"] = self.prompt
+        if prompt or self.prompt:
+            options["initial_prompt"] = prompt or self.prompt
         segments = self._transcribe(audio, **options)
         if self.context == "utterance" and degenerate(segments, len(audio) / SAMPLE_RATE):
             self.full_window_retries += 1

@@ -17,7 +17,13 @@ same word said for itself ("See you tomorrow", "Sadly, that is too expensive") m
   "Shelly wants two eggs" and "Sell me two eggs" go on with their sentence instead;
 - it is not a word a sentence often starts with that sounds alike but means something else
   (``NOT_NAMES``: "sadly", "certainly", "so", "what", "watch", ...): spelling and sound cannot
-  tell "Sadly," misheard from "Sadly," said, so the real word wins.
+  tell "Sadly," misheard from "Sadly," said, so the real word wins - unless a second pass says
+  otherwise: when the recogniser can decode the utterance again with the avatars' names as its
+  context (Whisper's prompt, :func:`names_prompt`), an unsure, set-apart opening of a real word,
+  or one less alike (:data:`SECOND_PASS_THRESHOLD`), is taken for the name only if that second
+  decode opens with it. A prompt on every final found more
+  names but also made names of real sound-alike openings (README, ``bench/names.py``); asked
+  only about an unsure opening that already sounds like a name, it is the tie-breaker.
 
 A recovered name replaces the words it was heard as (first start, last end, their confidence
 kept: it stays as unsure as it was) and is reported as a doubt, never silently.
@@ -26,7 +32,7 @@ kept: it stays as unsure as it was) and is reported as a doubt, never silently.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import jellyfish
@@ -52,6 +58,9 @@ alone, they are taken as said. As the first of two words joined ("See you", "Wha
 may still be a name."""
 OBJECTS = frozenset({"me", "us", "him", "her", "it"})
 """A second word that is the object of the first ("Sell me", "Silly me") makes the two no name."""
+SECOND_PASS_THRESHOLD = 0.6
+"""How alike an unsure, set-apart opening must sound to be worth a second decode: "Sadly" and
+"Celia" are 0.61 apart in Metaphone (STL, SL), below the 0.9 a name is taken on sound alone."""
 PAUSE_MS = 150
 """A gap at least this long after the candidate sets it apart like a comma."""
 _CORE = re.compile(r"[^a-z0-9]+")
@@ -72,6 +81,15 @@ def similarity(heard: str, name: str) -> float:
     return jellyfish.jaro_winkler_similarity(a, b) if a and b else 0.0
 
 
+Confirm = Callable[[], Sequence[WordTiming]]
+"""A second decode of the same utterance with the names as context: its words."""
+
+
+def names_prompt(avatars: Iterable[str]) -> str:
+    """The second pass's context: the names as a list ("Celia, Watson.")."""
+    return ", ".join(avatars) + "."
+
+
 @dataclass(frozen=True)
 class Recovered:
     """A name recovered from the words it was heard as."""
@@ -83,6 +101,8 @@ class Recovered:
     end_ms: int
     conf: float
     score: float
+    second_pass: bool = False
+    """The name came from the second decode (the opening was a real word that sounds alike)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +114,7 @@ class NameRecovery:
     max_conf: float = 0.6
     greetings: frozenset[str] = field(default_factory=lambda: frozenset(DEFAULT_GREETINGS))
     max_prefix_words: int = 3
+    second_pass_threshold: float = SECOND_PASS_THRESHOLD
 
     @classmethod
     def build(cls, avatars: Iterable[str], threshold: float = 0.9, max_conf: float = 0.6,
@@ -115,8 +136,9 @@ class NameRecovery:
         nxt = words[last + 1]
         return nxt.start_ms - words[last].end_ms >= PAUSE_MS or _core(nxt.word) in _OPENERS_CORE
 
-    def find(self, words: Sequence[WordTiming]) -> tuple[int, int, Recovered] | None:
-        """Where a misheard leading name is: (first index, end index, what it was heard as)."""
+    def find(self, words: Sequence[WordTiming], confirm: Confirm | None = None) -> tuple[int, int, Recovered] | None:
+        """Where a misheard leading name is: (first index, end index, what it was heard as).
+        ``confirm``: the second decode, asked only about an opening of :data:`NOT_NAMES`."""
         names = {n.lower() for n in self.avatars}
         for start in range(min(len(words), self.max_prefix_words + 1)):
             first = _core(words[start].word)
@@ -129,31 +151,52 @@ class NameRecovery:
         if start >= len(words) or words[start].conf >= self.max_conf:
             return None
         best: tuple[float, int, str] | None = None
+        asked: tuple[float, int, str] | None = None
+        """The best opening only the second pass may take: a real word, or less alike."""
         for span in (1, 2):
             end = start + span
             if end > len(words) or not self._apart(words, end - 1):
                 continue
             heard_words = words[start:end]
             heard = " ".join(w.word.strip() for w in heard_words)
-            if span == 1 and _core(heard) in NOT_NAMES:
-                continue
             if span == 2 and _core(heard_words[1].word) in names | OBJECTS:
                 continue  # "hey, Celia": the name itself comes second; "sell me", "silly me": a verb and its object
             name, score = self._best(heard)
-            if score >= self.threshold and (best is None or score > best[0]):
-                best = (score, end, name)
+            real_word = span == 1 and _core(heard) in NOT_NAMES
+            if score >= self.threshold and not real_word:
+                if best is None or score > best[0]:
+                    best = (score, end, name)
+            elif score >= self.second_pass_threshold and (asked is None or score > asked[0]):
+                asked = (score, end, name)
+        second_pass = best is None and asked is not None
+        if second_pass:
+            assert asked is not None
+            if confirm is None or not self._opens_with(confirm(), asked[2]):
+                return None
+            best = asked
         if best is None:
             return None
         score, end, name = best
         span_words = words[start:end]
         heard = " ".join(w.word.strip() for w in span_words)
         conf = min(w.conf for w in span_words)
-        return start, end, Recovered(name, heard, span_words[0].start_ms, span_words[-1].end_ms, conf, round(score, 3))
+        return start, end, Recovered(name, heard, span_words[0].start_ms, span_words[-1].end_ms, conf, round(score, 3),
+                                     second_pass=second_pass)
 
-    def recover(self, words: Sequence[WordTiming]) -> tuple[list[WordTiming], Recovered | None]:
+    def _opens_with(self, words: Sequence[WordTiming], name: str) -> bool:
+        """Whether ``words`` start with ``name`` (after greetings)."""
+        for word in words[: self.max_prefix_words + 1]:
+            core = _core(word.word)
+            if core == name.lower():
+                return True
+            if core not in self.greetings:
+                return False
+        return False
+
+    def recover(self, words: Sequence[WordTiming], confirm: Confirm | None = None) -> tuple[list[WordTiming], Recovered | None]:
         """``words`` with a misheard leading name written as the name (its trailing punctuation
         kept, a comma added when none was heard), and what was recovered."""
-        found = self.find(words)
+        found = self.find(words, confirm)
         if found is None:
             return list(words), None
         start, end, rec = found

@@ -5,24 +5,27 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workers.microphone.names import NameRecovery
+from workers.microphone.names import Confirm, NameRecovery
 from workers.microphone.quantities import doubtful_quantities
 from workers.microphone.recognizer import Hypothesis
 from workers.runtime.messages import Doubt
 
 
-def review(hyp: Hypothesis, base_ms: int, names: NameRecovery | None, quantity_min_conf: float | None) -> tuple[Hypothesis, list[Doubt]]:
+def review(hyp: Hypothesis, base_ms: int, names: NameRecovery | None, quantity_min_conf: float | None,
+           confirm: Confirm | None = None) -> tuple[Hypothesis, list[Doubt]]:
     """``hyp`` (normalised) with a misheard leading name written as the name, and its doubts;
     ``base_ms``: the utterance's start on the audio clock (word times are relative to it);
     ``quantity_min_conf``: a number or unit below this probability is unsure (None: quantities
-    are not checked)."""
+    are not checked); ``confirm``: a second decode with the names as context, asked only when
+    the opening is a real word that sounds like a name (:mod:`workers.microphone.names`)."""
     doubts: list[Doubt] = []
     if names is not None and hyp.words:
-        words, found = names.recover(hyp.words)
+        words, found = names.recover(hyp.words, confirm)
         if found is not None:
             hyp = replace(hyp, text=" ".join(w.word for w in words), words=words)
             doubts.append(Doubt(kind="name", text=found.name, heard=found.heard, start=base_ms + found.start_ms,
-                                end=base_ms + found.end_ms, conf=round(found.conf, 3), reasons=["sounds_like"]))
+                                end=base_ms + found.end_ms, conf=round(found.conf, 3),
+                                reasons=["sounds_like", "second_pass"] if found.second_pass else ["sounds_like"]))
     if quantity_min_conf is not None:
         doubts += [
             Doubt(kind="quantity", text=d.text, start=base_ms + d.start_ms, end=base_ms + d.end_ms, conf=d.conf,

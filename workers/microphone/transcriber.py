@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.audio import AudioBlock, SourceKind
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
-from workers.microphone.names import NameRecovery
+from workers.microphone.names import Confirm, NameRecovery, names_prompt
 from workers.microphone.normalize import AVATAR_NAMES, NumberStyle, normalize_hypothesis, normalize_text
 from workers.microphone.prosody import PitchTracker
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
@@ -274,6 +274,15 @@ class Transcriber:
         self.stats.interims += 1
         self.emit_transcript(self._transcript(False, text, 0.0, [], self._open.start_ms, now_ms, echo))
 
+    def _names_second_pass(self, stream: object, speech_end_ms: int) -> Confirm | None:
+        """The names' second decode (:mod:`workers.microphone.names`), for an engine that can
+        decode an utterance again with a context (Whisper); normalised like the first."""
+        redecode = getattr(stream, "redecode", None)
+        if self.names is None or redecode is None:
+            return None
+        prompt = names_prompt(self.names.avatars)
+        return lambda: normalize_hypothesis(heard_before(redecode(prompt), speech_end_ms), self.numbers).words
+
     def _finish(self, end: SpeechEnd) -> None:
         assert self._open is not None
         current, self._open = self._open, None
@@ -291,7 +300,8 @@ class Transcriber:
             self.stats.empty += 1
             return
         base = current.start_ms
-        hyp, doubts = review(hyp, base, self.names, self.quantity_doubts)
+        second_pass = self._names_second_pass(current.stream, end.t_ms - current.start_ms)
+        hyp, doubts = review(hyp, base, self.names, self.quantity_doubts, second_pass)
         words = [Word(word=w.word, start=base + w.start_ms, end=base + w.end_ms, conf=w.conf) for w in hyp.words]
         self.stats.finals += 1
         self.stats.echo_tagged += int(echo)
