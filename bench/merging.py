@@ -15,7 +15,9 @@ Prints ONE JSON line: per kind of utterance, of those the recogniser heard as tw
 finals, the share that still became one message (target >= 0.95 for hesitation pauses), and
 for every message how long it waited after its last final (complete sentences: 0 ms, i.e. the
 merger adds nothing; a live worker adds its own processing, measured by ``bench/transcript.py``).
-``--engine`` picks the recogniser, ``--merge-hold`` the hold policy (default: the configured ones).
+``--engine`` picks the recogniser, ``--merge-hold`` the hold policy, ``--merge-turn`` how the
+end-of-turn model joins it (default: the configured ones); ``human`` sums the human sources up
+against the targets, ``turn_inference_ms`` is the end-of-turn model's time per final.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import paused_speech  # noqa: E402
 
 from sessions import merge_check  # noqa: E402
 from transcript.settings import TranscriptSettings  # noqa: E402
+from workers.microphone import turn as turn_model  # noqa: E402
 from workers.microphone.engines import load_recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402
@@ -69,6 +72,23 @@ def _kinds(report: merge_check.MergeReport) -> dict[str, Any]:
     return kinds
 
 
+def _human(reports: dict[str, merge_check.MergeReport]) -> dict[str, Any]:
+    """The issue's targets on the human sources together: paused items (all heard as two or
+    more finals) that became one message; complete items that waited, and how long."""
+    human = [r for name, part in reports.items() if name.startswith("human:") for r in part.items]
+    paused = [r for r in human if r.kind == "hesitation"]
+    complete = [r for r in human if r.kind == "complete"]
+    talk = [r for r in reports.get("human:conversation", merge_check.MergeReport()).items if r.kind == "complete"]
+    waits = [w for r in complete for w in r.wait_ms]
+    return {
+        "paused_one_message": f"{sum(r.one_message for r in paused)}/{len(paused)}",
+        "paused_heard_split": sum(len(r.finals) > 1 for r in paused),
+        "complete_waited": f"{sum(any(r.held_because) for r in complete)}/{len(complete)}",
+        "conversation_complete_waited": f"{sum(any(r.held_because) for r in talk)}/{len(talk)}",
+        "complete_wait_ms": {"p50": _percentile(waits, 50), "p95": _percentile(waits, 95), "max": _percentile(waits, 100)},
+    }
+
+
 def _failures(report: merge_check.MergeReport) -> list[dict[str, Any]]:
     """Paused items heard as two finals that left as two messages, and complete ones held."""
     return [
@@ -81,11 +101,13 @@ def _failures(report: merge_check.MergeReport) -> list[dict[str, Any]]:
 
 def run(
     engine: str | None, voices: tuple[str, ...] | None, merge_hold: str | None = None, corpus: str = "halves",
-    failures: bool = False,
+    failures: bool = False, merge_turn: str | None = None,
 ) -> dict[str, Any]:
     overrides: dict[str, Any] = {"microphone.engine": engine} if engine else {}
     if merge_hold:
         overrides["transcript.merge_hold"] = merge_hold
+    if merge_turn:  # the microphone measures what the merger reads, as the live worker does
+        overrides.update({"transcript.merge_turn": merge_turn, "microphone.end_of_turn": merge_turn != "off"})
     config = Config.load(None, os.environ, overrides)
     mic = config.section(MicrophoneSettings)
     settings = config.section(TranscriptSettings)
@@ -103,12 +125,19 @@ def run(
     kinds = _kinds(report)
     share = kinds["hesitation"]["one_message_share"]
     complete_waits = [w for r in report.of_kind("complete") for w in r.wait_ms]
+    model = turn_model.load(mic.turn_model_path) if mic.end_of_turn else None
+    inference = model.inference_ms if model is not None else []
     return {
         "bench": "merging",
         "corpus": corpus,
         "engine": recognizer.name,
         "merge_gap_s": settings.merge_gap_s,
         "merge_hold": settings.merge_hold,
+        "merge_turn": settings.merge_turn,
+        "vad_engine": mic.vad_engine,
+        "hangover_ms": mic.hangover_ms,
+        "human": _human(reports),
+        "turn_inference_ms": {"count": len(inference), "p50": _percentile(inference, 50), "p95": _percentile(inference, 95)},
         "voices": sorted({i.voice for i in items}),
         "pauses_ms": list(paused_speech.PAUSES_MS),
         "kinds": kinds,
@@ -127,13 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", default=None, help="microphone engine (default: the configured one)")
     parser.add_argument("--merge-hold", choices=("unfinished", "always"), default=None, help="default: the configured one")
+    parser.add_argument("--merge-turn", choices=("off", "alone", "or_text", "and_text"), default=None,
+                        help="how the end-of-turn model joins the text rules (default: the configured one)")
     parser.add_argument("--voices", default="", help="comma list of voices (default: the synthetic corpus's)")
     parser.add_argument("--corpus", choices=("halves", "spliced"), default="halves",
                         help="halves synthesised apart, or pauses inside whole synthetic and human recordings")
     parser.add_argument("--failures", action="store_true", help="list the split paused items and the held complete ones")
     args = parser.parse_args(argv)
     voices = tuple(v for v in args.voices.split(",") if v) or None
-    print(json.dumps(run(args.engine, voices, args.merge_hold, args.corpus, args.failures)))
+    print(json.dumps(run(args.engine, voices, args.merge_hold, args.corpus, args.failures, args.merge_turn)))
     return 0
 
 

@@ -56,6 +56,16 @@ Default run (≈15 min on two shared cores): 120 negotiation utterances (30 sent
 Festival voices and one espeak-ng voice; ``--voices all`` for all six), the 11 pocketsphinx
 test-data recordings, the first 10 plain-word Asterisk prompts. ``--asterisk N`` (0 = all 297),
 ``--hangovers 300,400,500`` (one line per engine and hangover), ``--engines``.
+
+Noisy venue (``--snr quiet,20,10,5,0``, ``--noise babble|venue``, ``--enhance none,webrtc,...``;
+``bench/noisy.py``): the negotiation corpus only, every sample set to the same active speech
+level, the project's noise set (``scripts/noise_set.py``; none of its talkers is in the corpus)
+running through the whole recording — the gaps too, as in a hall — at each speech-to-noise
+ratio; the pipeline exactly as ``[microphone]`` configures it (``Transcriber.from_settings``:
+name recovery and doubts included), optionally behind an enhancer. One line per engine, SNR and
+enhancer, with the issue's per-utterance scores (``exact``, ``prices_corrupted``,
+``names_heard``), and first one ``babble_alone`` line: VAD false starts per minute and barge-in
+false triggers on babble with no target speech.
 """
 
 from __future__ import annotations
@@ -70,6 +80,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +91,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from bench import noisy  # noqa: E402
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import ReplaySource, write_wav  # noqa: E402
 from hardware.clock import RealClock, VirtualClock  # noqa: E402
@@ -93,6 +105,7 @@ from scripts.synth_speech import (  # noqa: E402
     synthesize,
 )
 from workers.microphone.engines import biasing_vocabulary, vosk_model_path, whisper_hotwords, whisper_model_path  # noqa: E402
+from workers.microphone.enhance import ENHANCERS  # noqa: E402
 from workers.microphone.evaluation import Sample, asterisk_corpus, deal_score, pocketsphinx_corpus, wer  # noqa: E402
 from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
@@ -167,9 +180,13 @@ def korean_corpora() -> dict[str, list[Sample]]:
     return {"korean_espeak": [Sample(u.path.name, u.path, u.text) for u in utterances]}
 
 
-def lay_out(corpora: dict[str, list[Sample]], gap_ms: int, workdir: Path) -> tuple[Path, list[Slot], float]:
+def lay_out(
+    corpora: dict[str, list[Sample]], gap_ms: int, workdir: Path,
+    level: Callable[[np.ndarray], np.ndarray] | None = None, finish: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[Path, list[Slot], float]:
     """All samples in one recording with ``gap_ms`` of quiet noise before each and after the
-    last; returns the WAV, each sample's slot and the summed sample duration in seconds."""
+    last; returns the WAV, each sample's slot and the summed sample duration in seconds.
+    ``level``: applied to each sample first; ``finish``: to the whole recording (noise, enhancer)."""
     rng = np.random.default_rng(7)
     gap = int(SAMPLE_RATE * gap_ms / 1000)
     parts: list[np.ndarray] = []
@@ -178,7 +195,7 @@ def lay_out(corpora: dict[str, list[Sample]], gap_ms: int, workdir: Path) -> tup
     speech_s = 0.0
     for name, samples in corpora.items():
         for sample in samples:
-            audio = sample.audio()
+            audio = sample.audio() if level is None else level(sample.audio())
             parts += [rng.normal(0, NOISE_STD, gap).astype(np.int16), audio]
             start = cursor * 1000 // SAMPLE_RATE
             cursor += gap + len(audio)
@@ -186,8 +203,23 @@ def lay_out(corpora: dict[str, list[Sample]], gap_ms: int, workdir: Path) -> tup
             speech_s += len(audio) / SAMPLE_RATE
     parts.append(rng.normal(0, NOISE_STD, gap).astype(np.int16))
     path = workdir / "corpus.wav"
-    write_wav(path, np.concatenate(parts))
+    recording = np.concatenate(parts)
+    write_wav(path, recording if finish is None else finish(recording))
     return path, slots, speech_s
+
+
+def venue_noise_for(kind: str, corpora: dict[str, list[Sample]]) -> np.ndarray:
+    """The noise set's file for ``kind``, after checking that none of its talkers' recordings is
+    target speech in this run."""
+    from scripts.fetch_assets import CONVERSATION_WAV, noise_set
+    from scripts.noise_set import BABBLE_WAV, VENUE_WAV, babble_sources, load
+
+    noise_set()
+    talkers = {p.resolve() for paths in babble_sources(CONVERSATION_WAV).values() for p in paths}
+    clash = [s.name for samples in corpora.values() for s in samples if s.path.resolve() in talkers]
+    if clash:
+        raise SystemExit(f"babble talkers are target speech here: {clash[:3]}")
+    return load(VENUE_WAV if kind == "venue" else BABBLE_WAV)
 
 
 def _voices(spec: str) -> tuple[str, ...]:
@@ -277,7 +309,29 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     line.update(info)
     corpora = korean_corpora() if engine.startswith("vosk-ko") else english_corpora(args.asterisk, _voices(args.voices))
     workdir = Path(tempfile.mkdtemp(prefix="bench-stt-"))
-    wav, slots, speech_s = lay_out(corpora, args.gap_ms, workdir)
+    venue = args.snr is not None
+    if venue:  # bench/noisy.py: the negotiation corpus in the project's noise, behind an enhancer
+        corpora = {"negotiation": corpora["negotiation"]}
+        snr = noisy.parse_snrs(args.snr)[0]
+        noise = venue_noise_for(args.noise, corpora) if snr is not None else None
+        treated: dict[str, Any] = {}
+        continuous = args.noise_span == "continuous"
+        seeds = iter(range(1, 1_000_000))
+
+        def level(sample: np.ndarray) -> np.ndarray:
+            at_level = noisy.at_speech_level(sample)
+            return at_level if continuous else noisy.noisy(at_level, noise, snr, seed=next(seeds))
+
+        def finish(recording: np.ndarray) -> np.ndarray:
+            mixed = noisy.noisy(recording, noise, snr, seed=0) if continuous else recording
+            out, treated["info"] = noisy.enhanced(args.enhance, mixed)
+            return out
+
+        wav, slots, speech_s = lay_out(corpora, args.gap_ms, workdir, level, finish)
+        line.update({"snr_db": snr if snr is not None else noisy.QUIET, "noise": args.noise if snr is not None else None,
+                     "noise_span": args.noise_span, "speech_level_dbfs": noisy.SPEECH_LEVEL_DBFS, **treated["info"]})
+    else:
+        wav, slots, speech_s = lay_out(corpora, args.gap_ms, workdir)
 
     clock = RealClock() if args.pace == "realtime" else VirtualClock(start_ms=1_000_000, speed=None)
     source = ReplaySource(wav, clock=clock, block_ms=settings.block_ms)
@@ -306,7 +360,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     tr = Transcriber(
         recognizer, segmenter, "replay", vad.append, on_transcript, interim_hz=settings.interim_hz,
         numbers=settings.numbers, speculate_ms=settings.speculate_ms or None,
-    )
+    ) if not venue else Transcriber.from_settings(settings, recognizer, "replay", vad.append, on_transcript)
     busy = 0.0
     cpu0 = time.process_time()
     wall0 = time.perf_counter()
@@ -395,6 +449,10 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             "speculative_finals": int(getattr(recognizer, "speculations", 0)),
             "speculations_talked_over": int(getattr(recognizer, "retracted", 0)),
         }
+    if venue:
+        idx = [i for i, s in enumerate(slots) if s.corpus == "negotiation"]
+        line.update(noisy.utterance_scores([slots[i].sample.text for i in idx], [" ".join(texts[i]) for i in idx],
+                                           [len(texts[i]) for i in idx]))
     mean_conf = [f[0].confidence for f in finals]
     if mean_conf:
         line["mean_final_confidence"] = round(statistics.fmean(mean_conf), 3)
@@ -426,12 +484,26 @@ def main(argv: list[str] | None = None) -> int:
         help="Whisper interim re-decodes (default: [microphone] whisper_interims); compare cpu_percent of both for their cost",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run every combination this many times, interleaved")
+    parser.add_argument("--snr", default=None,
+                        help="noisy venue: comma list of speech-to-noise ratios in dB or 'quiet' (e.g. quiet,20,10,5,0); "
+                        "negotiation corpus only, one line per engine, SNR and enhancer (bench/noisy.py)")
+    parser.add_argument("--noise", choices=("babble", "venue"), default="babble", help="with --snr: six-talker babble or venue noise")
+    parser.add_argument("--enhance", default="none",
+                        help=f"with --snr: comma list of enhancers in front of the recogniser ({', '.join(ENHANCERS)})")
+    parser.add_argument(
+        "--noise-span", choices=("sample", "continuous"), default="sample",
+        help="with --snr: noise over each utterance's own file only (as the issue's test mixes them), or through "
+        "the whole recording, the quiet gaps between utterances too (a hall that never falls silent)")
+    parser.add_argument("--no-babble-alone", action="store_true", help="with --snr: skip the babble-alone VAD / barge-in line")
     args = parser.parse_args(argv)
     for spec in args.ps_options:
         try:
             parse_options(spec)
         except ValueError as exc:
             parser.error(str(exc))
+    enhancers = [e.strip() for e in args.enhance.split(",") if e.strip()]
+    if any(e not in ENHANCERS for e in enhancers):
+        parser.error(f"unknown enhancer in {args.enhance!r}; choose from {', '.join(ENHANCERS)}")
     if args.engine:
         if args.engine not in ENGINES:
             parser.error(f"unknown engine {args.engine!r}")
@@ -444,15 +516,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown engine(s) {unknown}; choose from {', '.join(ENGINES)}")
     hangovers = [int(h) for h in args.hangovers.split(",") if h.strip()] or [None]
     option_sets = args.ps_options or [""]
+    snrs = [s.strip() for s in args.snr.split(",") if s.strip()] if args.snr is not None else [None]
     runs = [
-        (engine, hangover, options)
+        (engine, hangover, options, snr, enhancer)
         for _ in range(max(1, args.repeat))
         for engine in engines
         for hangover in hangovers
         for options in (option_sets if engine.startswith("pocketsphinx") else [""])
+        for snr in snrs
+        for enhancer in (enhancers if args.snr is not None else ["none"])
     ]
+    if args.snr is not None and not args.no_babble_alone:
+        from scripts.fetch_assets import noise_set
+        from scripts.noise_set import BABBLE_WAV, load
+
+        noise_set()
+        settings = Config.load(None, os.environ, {}).section(MicrophoneSettings)
+        numeric = [float(s) for s in snrs if s != noisy.QUIET]
+        print(json.dumps(noisy.babble_alone(load(BABBLE_WAV), numeric, settings)), flush=True)
     status = 0
-    for engine, hangover, options in runs:
+    for engine, hangover, options, snr, enhancer in runs:
         cmd = [
             sys.executable,
             str(Path(__file__).resolve()),
@@ -475,6 +558,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--cpu", str(args.cpu)]
         if options:
             cmd += ["--ps-options", options]
+        if snr is not None:
+            cmd += ["--snr", snr, "--noise", args.noise, "--enhance", enhancer, "--noise-span", args.noise_span]
         proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
         out = proc.stdout.strip().splitlines()
         if proc.returncode != 0 or not out:

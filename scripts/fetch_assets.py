@@ -116,6 +116,63 @@ def conversation_sample() -> Path:
     return CONVERSATION
 
 
+from workers.microphone.turn import DEFAULT_MODEL, MODEL_FILE, PIPECAT_VERSION  # noqa: E402
+
+SMART_TURN = DEFAULT_MODEL.parent
+SMART_TURN_MEMBER = f"pipecat/audio/turn/smart_turn/data/{MODEL_FILE}"
+PIPECAT_LICENSE_MEMBER = f"pipecat_ai-{PIPECAT_VERSION}.dist-info/licenses/LICENSE"
+
+
+@fetcher
+def smart_turn_model() -> Path:
+    """Pipecat's end-of-turn model, smart-turn v3.2 (8.7 MB, BSD-2-Clause), and its licence,
+    taken from the pipecat-ai wheel: the microphone worker runs it with its own features, so it
+    needs neither Pipecat nor a download at run time (the worker looks here by default)."""
+    licence = SMART_TURN / "LICENSE"
+    if DEFAULT_MODEL.is_file() and licence.is_file():
+        return SMART_TURN
+    import zipfile
+
+    wheel = registry_wheel("pipecat-ai", PIPECAT_VERSION)
+    SMART_TURN.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as archive:
+        for member, target in ((PIPECAT_LICENSE_MEMBER, licence), (SMART_TURN_MEMBER, SMART_TURN / MODEL_FILE)):
+            tmp = target.with_suffix(".tmp")
+            tmp.write_bytes(archive.read(member))
+            tmp.replace(target)
+    log.info("smart-turn v3.2 in %s", SMART_TURN)
+    return SMART_TURN
+
+
+PIPECAT_REFERENCE = ASSETS / "pipecat-reference"
+PIPECAT_REFERENCE_PACKAGES = ("loguru==0.7.3", "soxr==1.1.0", "wait_for2==0.4.1")
+"""What ``import pipecat`` and its smart-turn analyzer need beyond numpy and onnxruntime."""
+
+
+@fetcher
+def pipecat_reference() -> Path:
+    """Pipecat itself, for one test only: ``tests/test_mic_turn.py`` checks our features against
+    its ``LocalSmartTurnAnalyzerV3`` on real recordings. Installed apart (``pip install
+    --target``, no dependencies: the few its smart-turn path imports are listed), never into the
+    suite's environment, which must not depend on Pipecat."""
+    ready = PIPECAT_REFERENCE / ".installed"
+    if ready.is_file():
+        return PIPECAT_REFERENCE
+    import shutil
+    import subprocess
+
+    wheel = registry_wheel("pipecat-ai", PIPECAT_VERSION)
+    shutil.rmtree(PIPECAT_REFERENCE, ignore_errors=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+         "--target", str(PIPECAT_REFERENCE), str(wheel), *PIPECAT_REFERENCE_PACKAGES],
+        check=True,
+    )
+    ready.write_text(PIPECAT_VERSION + "\n")
+    log.info("pipecat-ai %s (reference for the end-of-turn test) in %s", PIPECAT_VERSION, PIPECAT_REFERENCE)
+    return PIPECAT_REFERENCE
+
+
 PLATFORM = ROOT / ".cache" / "platform"
 """Where the platform's real Node.js services are cached, one folder each."""
 PLATFORM_SOURCE = ROOT.parent / "shared" / "platform"
@@ -193,6 +250,22 @@ def utility_generator() -> Path:
     tested against it (``tests/test_buyer_utility.py``). Fetched as the EO is."""
     return platform_service("utility-generator", UTILITY_GENERATOR_REPOSITORY, UTILITY_GENERATOR_COMMIT, "utility-generator.js",
                             UTILITY_GENERATOR_TREE, UTILITY_GENERATOR_SOURCE)
+
+
+NOISE_SET = ASSETS / "noise"
+
+
+@fetcher
+def noise_set() -> Path:
+    """Six-talker babble and venue noise (``babble.wav``, ``venue.wav``, 3 min each) built from
+    real recordings the set-up step installs (the pyannote conversation, LibriVox reads, CMU
+    test recordings, Asterisk prompts; ``scripts/noise_set.py`` has the recipe and licences):
+    ``bench/stt.py --snr`` and the noisy-venue tests mix speech into them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from noise_set import build
+
+    conversation_sample()
+    return build(CONVERSATION_WAV, CONVERSATION_STM, NOISE_SET)
 
 
 @fetcher

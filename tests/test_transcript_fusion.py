@@ -245,6 +245,48 @@ def test_a_level_pitch_holds_a_final_that_reads_complete_only_when_configured() 
     assert [u.text for u in off.add(first, now_ms=T0 + 1500)] == ["Can you give me up"]
 
 
+def said(text: str, start: float, end: float, turn_complete: float | None) -> Transcript:
+    part = final(text, start, end)
+    part.turn_complete = turn_complete
+    return part
+
+
+def test_the_end_of_turn_model_holds_an_unfinished_turn_and_releases_a_complete_one() -> None:
+    """``merge_turn``: a first half the recogniser wrote as a finished sentence waits when the
+    model heard the turn go on, and the continuation the model heard end releases it at once;
+    a complete turn leaves with its final. A final without the model's verdict is judged by
+    its text, whatever the mode."""
+    for mode in ("alone", "or_text"):
+        merger = Merger.from_settings(TranscriptSettings(merge_sources=["mic"], merge_turn=mode))
+        assert merger.add(said("This is Diane.", 0, 1400, 0.08), now_ms=T0 + 1500) == []
+        assert merger.pending is not None and "end-of-turn model" in merger.pending.held_because
+        (merged,) = merger.add(said("in New Jersey.", 2200, 3300, 0.93), now_ms=T0 + 3400)
+        assert merged.text == "This is Diane. in New Jersey."
+        assert [u.text for u in merger.add(said("I'll take two eggs.", 9000, 10400, 0.9), now_ms=T0 + 10500)] == [
+            "I'll take two eggs."
+        ]
+        # no verdict (a microphone without the model): the text rules
+        assert merger.add(said("two eggs and", 20000, 21000, None), now_ms=T0 + 21100) == []
+        assert merger.drain()[0].held_because == "ends in 'and'"
+
+
+def test_how_the_model_and_the_text_rules_combine() -> None:
+    """Text says unfinished ("and"), the model says complete: only ``or_text`` and ``off`` hold
+    it; both say unfinished: every mode holds it; only the model: ``alone`` and ``or_text``."""
+    cases = {  # mode -> (text only, both, model only)
+        "off": (True, True, False),
+        "alone": (False, True, True),
+        "or_text": (True, True, True),
+        "and_text": (False, True, False),
+    }
+    for mode, expected in cases.items():
+        held = []
+        for text, p in (("two eggs and", 0.9), ("two eggs and", 0.1), ("Two eggs.", 0.1)):
+            merger = Merger.from_settings(TranscriptSettings(merge_sources=["mic"], merge_turn=mode))
+            held.append(merger.add(said(text, 0, 1000, p), now_ms=T0 + 1100) == [])
+        assert tuple(held) == expected, mode
+
+
 def vad(event: str, utterance_start: float, at: float) -> VadEvent:
     return VadEvent(source="microphone", event=event, utterance_id=f"u{utterance_start:g}", at=int(T0 + at))  # type: ignore[arg-type]
 

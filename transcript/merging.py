@@ -103,6 +103,10 @@ class Merger:
     utterance is sent without it."""
     completeness: Completeness | None = None
     """Which finals wait for a continuation; ``None``: every mergeable final waits the gap."""
+    turn: str = "off"
+    """How the end-of-turn model's verdict joins the text rules (``[transcript] merge_turn``)."""
+    turn_threshold: float = 0.5
+    """Below this ``turn_complete`` a turn is unfinished."""
     pending: Utterance | None = None
     _started: VadEvent | None = None
     """The latest ``speech_start`` whose final has not arrived yet: speech that began before
@@ -129,6 +133,8 @@ class Merger:
             settings.merge_vad_wait_s * 1000,
             settings.merge_speech_wait_s * 1000,
             completeness,
+            settings.merge_turn,
+            settings.merge_turn_threshold,
         )
 
     def add(self, part: Transcript, now_ms: float, now_mono: float | None = None) -> list[Utterance]:
@@ -156,14 +162,14 @@ class Merger:
                 held.arrived_mono = mono
                 held.hold_until_ms = self._hold_until(part, now_ms, restarted)
                 held.awaiting = restarted
-                if self._hold_reason(held.text, restarted, part.pitch_end) is None:
+                if self._hold_reason(held.text, restarted, part) is None:
                     self.pending = None
                     ready.append(held)
                 return ready
             ready.append(self.pending)
             self.pending = None
         utterance = Utterance([part], mono, self._hold_until(part, now_ms, restarted), awaiting=restarted)
-        reason = self._hold_reason(part.text, restarted, part.pitch_end) if mergeable else None
+        reason = self._hold_reason(part.text, restarted, part) if mergeable else None
         if reason is not None:
             utterance.held_because = reason
             self.pending = utterance
@@ -171,14 +177,23 @@ class Merger:
             ready.append(utterance)
         return ready
 
-    def _hold_reason(self, text: str, restarted: str | None, pitch_end: float | None = None) -> str | None:
-        """Why an utterance should wait for a continuation, or ``None`` to send it now
-        (``pitch_end``: how the pitch of its latest part ended, when measured)."""
+    def _hold_reason(self, text: str, restarted: str | None, latest: Transcript) -> str | None:
+        """Why an utterance (``text`` so far, ``latest`` its last part: how its pitch ended and
+        what the end-of-turn model made of it) should wait for a continuation, or ``None``."""
         if restarted is not None:
             return "speech started again within the gap"
         if self.completeness is None:
             return f"waits {self.gap_ms:g} ms for a continuation"
-        return self.completeness.unfinished(text, pitch_end)
+        by_text = self.completeness.unfinished(text, latest.pitch_end)
+        p = latest.turn_complete
+        if self.turn == "off" or p is None:
+            return by_text
+        by_model = f"the end-of-turn model heard an unfinished turn (p {p:.2f})" if p < self.turn_threshold else None
+        if self.turn == "alone":
+            return by_model
+        if self.turn == "or_text":
+            return by_text or by_model
+        return f"{by_text}; {by_model}" if by_text and by_model else None
 
     def _speech_restarted(self, part: Transcript) -> str | None:
         """The id of speech that began within the gap after ``part``, before its final came."""

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from transcript.completeness import DEFAULT_HOLD_WORDS, GIVING_VERBS
+from workers.microphone.turn import COMPLETE_AT as TURN_COMPLETE_AT
 from workers.runtime.config import Section
 
 DEFAULT_GREETINGS = ("hey", "hi", "hello", "ok", "okay", "so", "um", "uh", "well", "excuse", "me", "yo", "and")
@@ -49,6 +50,16 @@ class TranscriptSettings(Section):
     with -4 (``bench/merging.py --corpus spliced``): paused human speech arrived as one message
     72 of 72 times (56 without), but in a real conversation 7 of 13 complete turns waited (2
     without): people end statements level or rising about as often as low."""
+    merge_turn: Literal["off", "alone", "or_text", "and_text"] = "off"
+    """How the end-of-turn model's verdict on a final (its ``turn_complete``, measured by the
+    microphone: ``[microphone] end_of_turn``) joins ``merge_hold``'s text rules: ``off``, the
+    text rules alone; ``alone``, the model alone (a turn it finds unfinished waits, one it finds
+    complete goes at once); ``or_text``, a final waits when either finds it unfinished;
+    ``and_text``, only when both do. A final without ``turn_complete`` is judged by its text.
+    An unfinished turn waits at most ``merge_gap_s`` for its continuation."""
+    merge_turn_threshold: float = Field(TURN_COMPLETE_AT, gt=0, lt=1)
+    """A final whose ``turn_complete`` is below this is an unfinished turn (the model's own
+    threshold by default)."""
     merge_vad_wait_s: float = Field(0.3, ge=0)
     """A held final also waits this long past the gap: the microphone announces speech that
     began within the gap only once its start is certain (the segmenter's 200 ms start window)

@@ -7,12 +7,18 @@ from typing import ClassVar, Literal, get_args
 from pydantic import Field, field_validator
 
 from workers.microphone.engine_whisper import CONTEXT_PAD_S
+from workers.microphone.noise_floor import CHECK_S as NOISE_CHECK_S
+from workers.microphone.noise_floor import WARN_OVER_DBFS as NOISE_WARN_DBFS
+from workers.microphone.vad_silero import THRESHOLD as SILERO_THRESHOLD
 from workers.runtime.config import Section
 
 EngineChoice = Literal["auto", "whisper", "vosk", "pocketsphinx"]
 ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
 """What ``[microphone] engine`` and every ``--engine`` flag accept."""
 
+
+EnhanceChoice = Literal["none", "webrtc", "rnnoise", "speex", "noisereduce"]
+"""``[microphone] enhance``: the enhancers of ``workers/microphone/enhance.py`` (``ENHANCERS``)."""
 
 SPECULATE_MS = 100
 """Default of ``[microphone] speculate_ms`` (measured there)."""
@@ -107,8 +113,27 @@ class MicrophoneSettings(Section):
     engine's measured defaults (``engine_pocketsphinx.DECODER_DEFAULTS``)."""
     block_ms: int = 20
     """Audio block and voice-activity frame length: 10, 20 or 30 ms."""
+    vad_engine: Literal["webrtc", "silero"] = "webrtc"
+    """What tells speech from silence, frame by frame: ``webrtc`` (webrtcvad) or ``silero``
+    (Silero VAD's ONNX model from the faster-whisper wheel, ``workers/microphone/vad_silero.py``)."""
     vad_aggressiveness: int = 2
     """webrtcvad's aggressiveness, 0 (keeps most sound as speech) to 3 (keeps least)."""
+    silero_threshold: float = Field(default=SILERO_THRESHOLD, gt=0, lt=1)
+    """Silero VAD: speech probability over which a frame is speech."""
+    end_of_turn: bool = False
+    """Finals carry the end-of-turn model's probability that the buyer's turn is complete
+    (``turn_complete``; smart-turn v3.2, ``workers/microphone/turn.py``). The worker also does
+    so whenever the room's transcript worker reads it (``[transcript] merge_turn``, off by
+    default). One inference per final, started when the pause begins, on the utterance's last
+    8 s; nothing while the buyer talks."""
+    turn_tail_ms: int = Field(default=0, ge=0, le=1000)
+    """Silence after the last voiced frame the end-of-turn model hears. Measured on the human
+    recordings of ``bench/merging.py --corpus spliced``: with none, 34 of 36 first halves read
+    as unfinished and 12 of 45 whole recordings too; with 200 ms (Pipecat's VAD ``stop_secs``),
+    27 and 8."""
+    turn_model_path: str = ""
+    """The smart-turn ONNX file; empty: the one the set-up step extracts from the pipecat-ai
+    wheel (``.cache/assets/smart-turn``). Missing: one warning, finals without ``turn_complete``."""
     preroll_ms: int = 300
     """Audio kept from before the detected speech start, so the recogniser hears the onset."""
     hangover_ms: int = 400
@@ -136,6 +161,20 @@ class MicrophoneSettings(Section):
     """...for most of this long."""
     retry_s: float = 3.0
     """Seconds between attempts to reopen a failed device."""
+
+    # -- a noisy venue (workers/microphone/noise_floor.py, enhance.py; README "Speech in a noisy venue")
+    noise_check_s: float = Field(default=NOISE_CHECK_S, ge=0.0, le=60.0)
+    """Seconds of input at start over which the room's noise floor is measured; one warning is
+    logged when it is too high for the recogniser (0: no check)."""
+    noise_warn_dbfs: float = Field(default=NOISE_WARN_DBFS, le=0.0)
+    """The floor (median block level, dBFS) over which that warning is logged: measured, names
+    and amounts collapse when babble is less than 15 dB under speech at the recommended gain."""
+    enhance: EnhanceChoice = "none"
+    """Speech enhancement in front of the VAD and the recogniser (``workers/microphone/enhance.py``):
+    ``none`` or ``webrtc``, ``rnnoise``, ``speex``, ``noisereduce`` when that package is installed.
+    Off by default: measured in babble (``bench/stt.py --snr --enhance``, README), ``speex`` and
+    ``webrtc`` help at 10 dB but not at 5 dB, ``rnnoise`` hurts, and their effect on quiet speech
+    is not understood yet. A package not installed: the worker exits unavailable with the pip line."""
 
     @field_validator("preroll_ms")
     @classmethod

@@ -10,10 +10,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hardware.audio import AudioBlock, SourceKind
+import numpy as np
+
+from hardware.audio import SAMPLE_RATE, AudioBlock, SourceKind
+from workers.microphone import turn as turn_model
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.names import Confirm, NameRecovery, names_prompt
@@ -22,7 +26,8 @@ from workers.microphone.prosody import PitchTracker
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
 from workers.microphone.review import review
 from workers.microphone.settings import SPECULATE_MS
-from workers.microphone.vad import Segmenter, SpeechAudio, SpeechEnd, SpeechStart
+from workers.microphone.turn import EndOfTurn
+from workers.microphone.vad import FrameClassifier, Segmenter, SpeechAudio, SpeechEnd, SpeechStart, WebrtcFrames
 from workers.runtime.messages import BargeIn, Transcript, VadEvent, Word
 
 if TYPE_CHECKING:
@@ -48,6 +53,10 @@ class _Open:
     """The buyer talked over an avatar: this utterance is speech, not echo."""
     pitch: PitchTracker | None = None
     """Measures how the utterance's pitch ends, when asked to (``measure_pitch``)."""
+    audio: list[np.ndarray] | None = None
+    """The utterance's samples (pre-roll included), kept when an end-of-turn model reads them."""
+    turn_early: tuple[int, Future[float]] | None = None
+    """The end-of-turn model asked when the pause began: where the speech ended, the answer."""
 
 
 @dataclass
@@ -79,6 +88,15 @@ def heard_before(hyp: Hypothesis, speech_end_ms: int) -> Hypothesis:
     return Hypothesis(" ".join(w.word for w in kept), confidence, kept)
 
 
+def frame_classifier(settings: MicrophoneSettings) -> FrameClassifier:
+    """The voice-activity frame classifier ``[microphone] vad_engine`` names."""
+    if settings.vad_engine == "silero":
+        from workers.microphone.vad_silero import SileroFrames
+
+        return SileroFrames(settings.silero_threshold)
+    return WebrtcFrames(settings.vad_aggressiveness)
+
+
 class Transcriber:
     def __init__(
         self,
@@ -98,6 +116,8 @@ class Transcriber:
         measure_pitch: bool = False,
         names: NameRecovery | None = None,
         quantity_doubts: float | None = None,
+        turn: EndOfTurn | None = None,
+        turn_tail_ms: int = 0,
     ) -> None:
         """``numbers``: how the normalisation step after the engine writes numbers and money
         (``normalize``); it runs on every interim and final, whatever the engine.
@@ -107,7 +127,8 @@ class Transcriber:
         cost when the merger reads it: ``[transcript] merge_hold_level_pitch_st``). ``names``:
         recover a misheard leading avatar name; ``quantity_doubts``: list doubtful quantities, a
         number or unit below this probability being unsure (None: not checked); both in the
-        final's ``doubts`` (:mod:`workers.microphone.review`)."""
+        final's ``doubts`` (:mod:`workers.microphone.review`). ``turn``: the end-of-turn model
+        whose probability that the turn is complete each final carries (``turn_complete``)."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -124,6 +145,8 @@ class Transcriber:
         self.measure_pitch = measure_pitch
         self.names = names
         self.quantity_doubts = quantity_doubts
+        self.turn = turn
+        self.turn_tail_ms = turn_tail_ms
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
@@ -141,7 +164,9 @@ class Transcriber:
         """The pipeline as ``[microphone]`` configures it (segmenter, interim rate, numbers):
         the live worker, ``humaine-env transcribe`` and bench/stt.py all build it here."""
         s = settings
-        segmenter = Segmenter(s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs)
+        segmenter = Segmenter(
+            s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs, frame_classifier(s)
+        )
         kwargs.setdefault("interim_hz", s.interim_hz)
         kwargs.setdefault("numbers", s.numbers)
         kwargs.setdefault("speculate_ms", s.speculate_ms or None)
@@ -149,6 +174,9 @@ class Transcriber:
         recovery = NameRecovery.build(AVATAR_NAMES, s.name_recovery_threshold, s.name_recovery_max_conf) if s.name_recovery else None
         kwargs.setdefault("names", recovery)
         kwargs.setdefault("quantity_doubts", s.quantity_doubt_conf if s.quantity_doubts else None)
+        if "turn" not in kwargs:
+            kwargs["turn"] = turn_model.load(s.turn_model_path) if s.end_of_turn else None
+        kwargs.setdefault("turn_tail_ms", s.turn_tail_ms)
         return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
@@ -221,6 +249,8 @@ class Transcriber:
             if self.measure_pitch:
                 self._open.pitch = PitchTracker()
                 self._open.pitch.accept(event.samples)
+            if self.turn is not None:
+                self._open.audio = [event.samples]
             if not self._gated(event.t_ms, event.onset_ms):
                 self._open.vad_published = True
                 self.emit_vad(self._vad("speech_start", event.utterance_id, event.onset_ms))
@@ -228,6 +258,8 @@ class Transcriber:
             self._open.stream.accept(event.samples)
             if self._open.pitch is not None:
                 self._open.pitch.accept(event.samples)
+            if self._open.audio is not None:
+                self._open.audio.append(event.samples)
             assert block is not None
             self._open.heard_until_ms = block.end_ms
             self._maybe_speculate(event.voiced, round(block.duration_ms))
@@ -258,6 +290,9 @@ class Transcriber:
         if not current.speculating and current.silent_ms >= self.speculate_ms:
             current.speculating = True
             current.stream.speculate()
+            if self.turn is not None and current.audio is not None and current.silent_ms >= self.turn_tail_ms:
+                speech_end = current.heard_until_ms - current.silent_ms
+                current.turn_early = (speech_end, self.turn.submit(self._turn_audio(current, speech_end)))
 
     def _maybe_interim(self, now_ms: int) -> None:
         assert self._open is not None
@@ -286,6 +321,8 @@ class Transcriber:
     def _finish(self, end: SpeechEnd) -> None:
         assert self._open is not None
         current, self._open = self._open, None
+        # before the final's decode is awaited: a speculative decode runs on meanwhile
+        turn_complete = self._turn_complete(current, end)
         decode_started = time.monotonic()
         hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
@@ -310,7 +347,27 @@ class Transcriber:
         transcript.utterance_id = current.utterance_id
         transcript.pitch_end = current.pitch.ending_st() if current.pitch is not None else None
         transcript.doubts = doubts
+        transcript.turn_complete = turn_complete
         self.emit_transcript(transcript)
+
+    def _turn_complete(self, current: _Open, end: SpeechEnd) -> float | None:
+        """The end-of-turn model's probability that the speaker is done, on the utterance up
+        to ``turn_tail_ms`` after its last voiced frame (``None``: no model, or the
+        utterance was cut by its maximum length, which says nothing about its end)."""
+        if self.turn is None or current.audio is None or end.forced:
+            return None
+        early = current.turn_early
+        if early is not None and early[0] == end.t_ms:  # asked when this pause began
+            return round(early[1].result(), 4)
+        return round(self.turn.probability(self._turn_audio(current, end.t_ms)), 4)
+
+    def _turn_audio(self, current: _Open, speech_end_ms: int) -> np.ndarray:
+        """The utterance's audio up to ``turn_tail_ms`` past its speech end (never more than
+        was heard)."""
+        assert current.audio is not None
+        audio = np.concatenate(current.audio)
+        keep = (speech_end_ms - current.start_ms + self.turn_tail_ms) * SAMPLE_RATE // 1000
+        return audio[: max(0, keep)]
 
     def _transcript(
         self, final: bool, text: str, confidence: float, words: list[Word], start: int, end: int, echo: bool

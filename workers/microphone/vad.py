@@ -1,6 +1,7 @@
 """Voice-activity segmentation: turns a block stream into utterances.
 
-webrtcvad classifies each 10/20/30 ms frame. An utterance starts when most frames of a short
+A frame classifier (webrtcvad, or Silero VAD: :mod:`workers.microphone.vad_silero`,
+``[microphone] vad_engine``) classifies each 10/20/30 ms frame. An utterance starts when most frames of a short
 window are voiced (so a click does not open one), and it includes the audio of the pre-roll
 before that point, because the detector fires only after the first syllable has begun and the
 recognizer needs that onset. It ends after ``hangover_ms`` of mostly unvoiced frames, so short
@@ -13,6 +14,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import webrtcvad
@@ -62,6 +64,34 @@ class SpeechEnd:
 SegmentEvent = SpeechStart | SpeechAudio | SpeechEnd
 
 
+class FrameClassifier(Protocol):
+    """Says whether one frame of int16 samples is speech (frames in order)."""
+
+    continuous: bool
+    """True: it must hear every frame (a recurrent model's state and context run on); False:
+    frames under the energy floor are not given to it (webrtcvad's adaptive noise model was
+    measured that way)."""
+
+    def is_speech(self, samples: np.ndarray) -> bool: ...
+
+
+@dataclass
+class WebrtcFrames:
+    """webrtcvad as a :class:`FrameClassifier`."""
+
+    aggressiveness: int = 2
+    continuous: bool = False
+    _vad: webrtcvad.Vad = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.aggressiveness <= 3:
+            raise ValueError(f"VAD aggressiveness must be 0..3, got {self.aggressiveness}")
+        self._vad = webrtcvad.Vad(self.aggressiveness)
+
+    def is_speech(self, samples: np.ndarray) -> bool:
+        return self._vad.is_speech(samples.astype("<i2").tobytes(), SAMPLE_RATE)
+
+
 @dataclass
 class _Frame:
     samples: np.ndarray
@@ -80,7 +110,8 @@ class Segmenter:
     energy_floor_dbfs: float = -55.0
     """Frames quieter than this are silence whatever webrtcvad says: its adaptive noise model
     can take a quiet, steady background for speech for seconds after a loud utterance."""
-    _vad: webrtcvad.Vad = field(init=False, repr=False)
+    classifier: FrameClassifier | None = None
+    """What tells speech from the rest; ``None``: webrtcvad at ``aggressiveness``."""
     _ring: collections.deque[_Frame] = field(init=False, repr=False)
     _window: collections.deque[bool] = field(init=False, repr=False)
     _current: str | None = field(default=None, init=False)
@@ -89,11 +120,10 @@ class Segmenter:
     _frame_ms: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        if not 0 <= self.aggressiveness <= 3:
-            raise ValueError(f"VAD aggressiveness must be 0..3, got {self.aggressiveness}")
         if self.preroll_ms < 0 or self.hangover_ms <= 0:
             raise ValueError("preroll_ms must be >= 0 and hangover_ms > 0")
-        self._vad = webrtcvad.Vad(self.aggressiveness)
+        if self.classifier is None:
+            self.classifier = WebrtcFrames(self.aggressiveness)
         self._ring = collections.deque()
         self._window = collections.deque()
 
@@ -106,9 +136,10 @@ class Segmenter:
         if frame_ms not in (10, 20, 30):
             raise ValueError(f"VAD frames must be 10, 20 or 30 ms, got {block.duration_ms} ms")
         self._frame_ms = frame_ms
-        voiced = frame_dbfs(block.samples) > self.energy_floor_dbfs and self._vad.is_speech(
-            block.samples.astype("<i2").tobytes(), SAMPLE_RATE
-        )
+        assert self.classifier is not None
+        loud = frame_dbfs(block.samples) > self.energy_floor_dbfs
+        speech = self.classifier.is_speech(block.samples) if loud or self.classifier.continuous else False
+        voiced = loud and speech
         frame = _Frame(block.samples, block.t_ms, voiced)
         if self._current is None:
             yield from self._idle(frame, frame_ms)

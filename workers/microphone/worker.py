@@ -17,8 +17,12 @@ from hardware.audio_sources import open_source
 from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
 from transcript import WORKER_ID as TRANSCRIPT_WORKER
+from workers.microphone import turn as turn_model
 from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
+from workers.microphone.enhance import EnhancerUnavailable, enhance_block
+from workers.microphone.enhance import load as load_enhancer
+from workers.microphone.noise_floor import NoiseFloorCheck
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
@@ -53,6 +57,8 @@ class MicrophoneWorker(Worker):
         self.source: AudioSource | None = None
         self.mode = "typed" if self.settings.typed else "audio"
         self.typed_published = 0
+        # a noisy venue: one warning when the room's floor is too high (workers/microphone/noise_floor.py)
+        self.noise_check = NoiseFloorCheck(self.settings.noise_check_s, self.settings.noise_warn_dbfs)
         self.bus.subscribe(self.topics.all_speaking(), Speaking, self._on_speaking)
         self.bus.subscribe(self.topics.microphone_control(), MicrophoneControl, self._on_control)
         # a broker restarted without persistence forgot the transcript worker's subscription:
@@ -118,6 +124,10 @@ class MicrophoneWorker(Worker):
         except EngineUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None  # no model: waiting cannot bring one
         self._recognizer = recognizer
+        try:  # [microphone] enhance: a noise suppressor in front of the VAD and the recogniser
+            enhancer = load_enhancer(self.settings.enhance)
+        except EnhancerUnavailable as exc:
+            raise WorkerUnavailable(str(exc)) from None
         pending = [first] if first is not None else []
 
         def open_fn() -> AudioSource:
@@ -137,7 +147,8 @@ class MicrophoneWorker(Worker):
 
         for block in resilient_blocks(open_fn, stop, failed, recovered, self.settings.retry_s):
             assert self.transcriber is not None
-            self.transcriber.process(block)
+            self.noise_check.observe(block.samples, block.duration_ms)
+            self.transcriber.process(enhance_block(enhancer, block))
         if self.transcriber is not None:
             self.transcriber.flush()
         if not stop.is_set() and self.source is not None:
@@ -160,6 +171,7 @@ class MicrophoneWorker(Worker):
             echo_mode=s.echo_mode,
             emit_barge_in=lambda event: self.bus.publish(self.topics.barge_in(), event),
             measure_pitch=self._merger_reads_pitch(),
+            turn=turn_model.load(s.turn_model_path) if s.end_of_turn or self._merger_reads_turn() else None,
         )
         if self.paused:
             transcriber.pause()
@@ -170,6 +182,13 @@ class MicrophoneWorker(Worker):
         from transcript.settings import TranscriptSettings
 
         return self.config.section(TranscriptSettings).merge_hold_level_pitch_st is not None
+
+    def _merger_reads_turn(self) -> bool:
+        """The room's transcript worker (same configuration) holds finals by the end-of-turn
+        model's verdict (``[transcript] merge_turn``): the finals must carry it."""
+        from transcript.settings import TranscriptSettings
+
+        return self.config.section(TranscriptSettings).merge_turn != "off"
 
     def _has_console(self) -> bool:
         """Someone can type: a stream was given, or standard input is a terminal."""
@@ -207,6 +226,7 @@ class MicrophoneWorker(Worker):
     def health(self) -> dict[str, Any]:
         figures = super().health()
         figures.update({"mode": self.mode, "paused": self.paused, "typed": self.typed_published})
+        figures["noise_floor_dbfs"] = self.noise_check.floor_dbfs
         if self._recognizer is not None:
             figures["engine"] = self._recognizer.name
         if self.source is not None:

@@ -181,6 +181,9 @@ class Transcript(Envelope):
     doubts: list[Doubt] = Field(default_factory=list)
     """Finals: what not to trust as written (``workers/microphone/quantities.py``, ``names.py``);
     empty from sources that do not check."""
+    turn_complete: float | None = Field(None, ge=0, le=1)
+    """Finals: the end-of-turn model's probability that the speaker's turn ends with this
+    utterance (``workers/microphone/turn.py``); ``None`` from a source without the model."""
 
 
 class VadEvent(Envelope):

@@ -1,0 +1,126 @@
+"""A noisy venue: the project's babble (real talkers), speech mixed into it at a speech-to-noise
+ratio, and the microphone worker's startup check that warns once when the room is too loud.
+
+Real recordings throughout: the noise set the set-up step builds (``scripts/noise_set.py``), a
+LibriVox read and the synthetic negotiation corpus as speech, the worker reading a WAV through
+``hardware``'s file source and decoding with pocketsphinx (the engine that loads fastest).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import get_args
+
+import numpy as np
+import pytest
+
+from bench.stt import venue_noise_for
+from hardware.audio import SAMPLE_RATE, AudioBlock
+from hardware.audio_files import load_audio, write_wav
+from scripts.fetch_assets import CONVERSATION_WAV, noise_set
+from scripts.noise_set import BABBLE_WAV, VENUE_WAV, babble_sources, load
+from scripts.synth_speech import synthesize
+from workers.microphone import enhance
+from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
+from workers.microphone.evaluation import POCKETSPHINX_DATA, asterisk_corpus, pocketsphinx_corpus
+from workers.microphone.noise import active_level_dbfs, mix_at_snr, noise_level_dbfs, set_active_level, to_int16
+from workers.microphone.noise_floor import SPEECH_LEVEL_DBFS, WARN_OVER_DBFS
+from workers.microphone.settings import EnhanceChoice
+from workers.microphone.vad import Segmenter, SpeechStart
+from workers.microphone.worker import MicrophoneWorker
+from workers.runtime.config import Config
+
+NOISE_LOGGER = "workers.microphone.noise_floor"
+
+
+@pytest.fixture(scope="module")
+def babble() -> np.ndarray:
+    noise_set()
+    return load(BABBLE_WAV)
+
+
+def test_noise_set_is_babble_of_real_talkers_none_of_them_target_speech(babble: np.ndarray) -> None:
+    assert len(babble) >= 120 * SAMPLE_RATE
+    venue = load(VENUE_WAV)
+    assert len(venue) == len(babble)
+    # babble is speech-like: the VAD hears voice in it nearly all the time (measured 0.98 at -46 dBFS)
+    segmenter = Segmenter(hangover_ms=400)
+    samples = to_int16(set_active_level(babble[: 30 * SAMPLE_RATE], SPEECH_LEVEL_DBFS - 10))
+    block = SAMPLE_RATE // 50
+    open_blocks = starts = 0
+    for i in range(0, len(samples) - block + 1, block):
+        starts += sum(isinstance(e, SpeechStart) for e in segmenter.process(AudioBlock(samples[i:i + block], i * 1000 // SAMPLE_RATE)))
+        open_blocks += segmenter.in_speech
+    assert starts >= 1 and open_blocks * block / len(samples) > 0.8
+    # the babble's prompts are never the scored Asterisk prompts; the CMU/LibriVox reads are
+    # scored only in quiet runs, which bench/stt.py --snr refuses to mix with this babble
+    sources = babble_sources(CONVERSATION_WAV)
+    talkers = {p.resolve() for paths in sources.values() for p in paths}
+    assert all(p.is_file() for p in talkers)
+    assert not {p.resolve() for p in sources["allison"]} & {s.path.resolve() for s in asterisk_corpus()}
+    with pytest.raises(SystemExit, match="target speech"):
+        venue_noise_for("babble", {"read": pocketsphinx_corpus()})
+
+
+@pytest.mark.parametrize("snr", [20.0, 10.0, 5.0, 0.0])
+def test_mix_hits_the_speech_to_noise_ratio(babble: np.ndarray, snr: float) -> None:
+    speech = load_audio(next((POCKETSPHINX_DATA / "librivox").glob("*.wav")))
+    mixed = mix_at_snr(speech, babble, snr, offset=12_345)
+    noise_part = mixed.astype(np.float64) - speech.astype(np.float64)  # no clipping at these levels
+    measured = active_level_dbfs(speech) - noise_level_dbfs(noise_part)
+    assert abs(measured - snr) < 0.2
+    assert mixed.dtype == np.int16 and len(mixed) == len(speech)
+
+
+def test_enhance_setting_names_the_enhancers() -> None:
+    assert get_args(EnhanceChoice) == enhance.ENHANCERS
+    assert enhance.load("none") is None
+    with pytest.raises(ValueError):
+        enhance.load("loud")
+
+
+def _room(path: Path, babble: np.ndarray | None, babble_dbfs: float) -> None:
+    """6 s of the room, then a buyer's sentence at the recommended level (babble throughout)."""
+    speech = to_int16(set_active_level(load_audio(synthesize("celia i want two eggs", "festival:kal_diphone").path),
+                                       SPEECH_LEVEL_DBFS))
+    rng = np.random.default_rng(3)
+    recording = np.concatenate([rng.normal(0, 20, 6 * SAMPLE_RATE), speech, rng.normal(0, 20, SAMPLE_RATE)])
+    if babble is not None:
+        part = babble[: len(recording)].astype(np.float64)
+        recording = recording + part * 10 ** ((babble_dbfs - noise_level_dbfs(part)) / 20)
+    write_wav(path, to_int16(recording))
+
+
+@pytest.mark.parametrize("loud", [False, True])
+def test_startup_check_warns_once_when_the_room_is_too_loud(
+    mosquitto: object, make_config: Callable[..., Config], babble: np.ndarray, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture, loud: bool,
+) -> None:
+    # babble 10 dB under the speech: names and amounts collapse there (bench/stt.py --snr)
+    path = tmp_path / "room.wav"
+    _room(path, babble if loud else None, SPEECH_LEVEL_DBFS - 10)
+    config = make_config(mosquitto.url, **{"microphone.source": f"wav:{path}"})  # type: ignore[attr-defined]
+    worker = MicrophoneWorker(config, recognizer=PocketsphinxRecognizer(cache_dir=tmp_path / "ps"))
+    worker.start()
+    try:
+        assert worker.bus.wait_connected(10)
+        with caplog.at_level(logging.INFO, logger=NOISE_LOGGER):
+            thread = threading.Thread(target=worker.run, args=(worker.stop_event,), daemon=True)
+            thread.start()
+            thread.join(60)
+        assert not thread.is_alive()
+    finally:
+        worker.close()
+    warnings = [r for r in caplog.records if r.name == NOISE_LOGGER and r.levelno == logging.WARNING]
+    floor = worker.health()["noise_floor_dbfs"]
+    assert floor is not None
+    if loud:
+        assert len(warnings) == 1, [r.getMessage() for r in warnings]
+        assert "close-talk" in warnings[0].getMessage()
+        assert abs(floor - (SPEECH_LEVEL_DBFS - 10)) < 3  # babble's median block level sits near its RMS
+    else:
+        assert warnings == []
+        assert floor < WARN_OVER_DBFS - 20

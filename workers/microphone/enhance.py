@@ -1,0 +1,199 @@
+"""Speech enhancement in front of the recogniser: the noise suppressors the field uses, as one
+block-in, block-out interface.
+
+Each :class:`Enhancer` takes the microphone's int16 blocks in order and returns blocks of the same
+length (a suppressor that works on other frame sizes or rates buffers inside and hands its output
+back late by a fixed delay, filled with zeros at the start). Measured on the negotiation corpus in
+six-talker babble (``bench/stt.py --snr ... --enhance ...``; README "Speech in a noisy venue"),
+which is why ``[microphone] enhance`` exists and what its default is.
+
+- ``webrtc``: ``webrtc-noise-gain`` — WebRTC's noise suppression and automatic gain, the front
+  end of Home Assistant's Wyoming satellites (10 ms frames);
+- ``rnnoise``: ``pyrnnoise`` — Xiph's RNNoise (a small recurrent network; 10 ms frames at 48 kHz,
+  resampled with ``soxr`` streams);
+- ``speex``: ``speexdsp-ns`` — the Speex DSP preprocessor's noise suppression;
+- ``noisereduce``: spectral gating (``noisereduce``, non-stationary), on one-second chunks: it
+  is not a streaming algorithm, so it runs with a one-second delay.
+
+The packages are optional: naming one that is not installed raises :class:`EnhancerUnavailable`
+with the ``pip install`` line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from hardware.audio import SAMPLE_RATE, AudioBlock
+
+log = logging.getLogger(__name__)
+
+ENHANCERS: tuple[str, ...] = ("none", "webrtc", "rnnoise", "speex", "noisereduce")
+"""What ``[microphone] enhance`` (``settings.EnhanceChoice``, checked equal by the tests) and
+``bench/stt.py --enhance`` accept."""
+PACKAGES: dict[str, str] = {
+    "webrtc": "webrtc-noise-gain",
+    "rnnoise": "pyrnnoise",
+    "speex": "speexdsp-ns",
+    "noisereduce": "noisereduce",
+}
+"""The PyPI package each enhancer needs."""
+WEBRTC_NOISE_SUPPRESSION = 2
+"""webrtc-noise-gain's suppression level (0-4); 2 is the level Home Assistant's voice satellites
+are set up with."""
+WEBRTC_AUTO_GAIN_DBFS = 0
+"""webrtc-noise-gain's automatic gain target (0: off): the recogniser and the VAD's energy floor
+were measured at the microphone's own level."""
+RNNOISE_RATE = 48_000
+NOISEREDUCE_CHUNK_S = 1.0
+
+
+class EnhancerUnavailable(RuntimeError):
+    """The enhancer's package is not installed."""
+
+
+class Enhancer(Protocol):
+    name: str
+    delay_samples: int
+    """How late the output is against the input (the first ``delay_samples`` out are zeros)."""
+
+    def process(self, samples: np.ndarray) -> np.ndarray:
+        """One block of int16 samples in; as many int16 samples out."""
+        ...
+
+
+@dataclass
+class _Framed:
+    """Runs ``frame_fn`` on fixed-size frames of the incoming blocks, returning as many samples
+    as were given (zeros until the first frame is done)."""
+
+    name: str
+    frame: int
+    frame_fn: Callable[[np.ndarray], np.ndarray]
+    _in: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16), init=False)
+    _out: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._out = np.zeros(self.frame, np.int16)  # one frame of delay at most
+
+    @property
+    def delay_samples(self) -> int:
+        return self.frame
+
+    def process(self, samples: np.ndarray) -> np.ndarray:
+        self._in = np.concatenate([self._in, samples.astype(np.int16, copy=False)])
+        done: list[np.ndarray] = [self._out]
+        while len(self._in) >= self.frame:
+            piece, self._in = self._in[:self.frame], self._in[self.frame:]
+            done.append(self.frame_fn(piece))
+        pending = np.concatenate(done)
+        out, self._out = pending[:len(samples)], pending[len(samples):]
+        return out
+
+
+def _import(module: str, enhancer: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise EnhancerUnavailable(f"enhance = {enhancer!r} needs {module} (pip install {PACKAGES[enhancer]})") from None
+
+
+def _webrtc() -> Enhancer:
+    module = _import("webrtc_noise_gain", "webrtc")
+    processor = module.AudioProcessor(WEBRTC_AUTO_GAIN_DBFS, WEBRTC_NOISE_SUPPRESSION)
+    ten_ms = SAMPLE_RATE // 100
+
+    def frame_fn(piece: np.ndarray) -> np.ndarray:
+        return np.frombuffer(processor.Process10ms(piece.astype("<i2").tobytes()).audio, dtype="<i2").astype(np.int16)
+
+    return _Framed("webrtc", ten_ms, frame_fn)
+
+
+def _speex() -> Enhancer:
+    module = _import("speexdsp_ns", "speex")
+    frame = SAMPLE_RATE // 50
+    suppressor = module.NoiseSuppression.create(frame, SAMPLE_RATE)
+
+    def frame_fn(piece: np.ndarray) -> np.ndarray:
+        return np.frombuffer(suppressor.process(piece.astype("<i2").tobytes()), dtype="<i2").astype(np.int16)
+
+    return _Framed("speex", frame, frame_fn)
+
+
+def _rnnoise() -> Enhancer:
+    rnnoise = _import("pyrnnoise.rnnoise", "rnnoise")
+    soxr = _import("soxr", "rnnoise")
+    state = rnnoise.create()
+    up = soxr.ResampleStream(SAMPLE_RATE, RNNOISE_RATE, 1, dtype="float32")
+    down = soxr.ResampleStream(RNNOISE_RATE, SAMPLE_RATE, 1, dtype="float32")
+    frame48 = int(rnnoise.FRAME_SIZE)
+    pending = np.zeros(0, np.float32)
+    produced = np.zeros(0, np.float32)
+    frame16 = frame48 * SAMPLE_RATE // RNNOISE_RATE
+
+    def frame_fn(piece: np.ndarray) -> np.ndarray:
+        nonlocal pending, produced
+        pending = np.concatenate([pending, up.resample_chunk(piece.astype(np.float32))])
+        while len(pending) >= frame48:
+            frame, pending = pending[:frame48], pending[frame48:]
+            # RNNoise takes and returns int16-scaled floats, in place
+            cleaned, _prob = rnnoise.process_mono_frame(state, np.clip(frame, -32768, 32767).astype(np.int16))
+            produced = np.concatenate([produced, down.resample_chunk(cleaned.astype(np.float32))])
+        take = min(len(produced), len(piece))
+        out = np.concatenate([np.zeros(len(piece) - take, np.float32), produced[:take]])
+        produced = produced[take:]
+        return np.clip(np.round(out), -32768, 32767).astype(np.int16)
+
+    return _Framed("rnnoise", frame16, frame_fn)
+
+
+def _noisereduce() -> Enhancer:
+    module = _import("noisereduce", "noisereduce")
+    chunk = int(SAMPLE_RATE * NOISEREDUCE_CHUNK_S)
+
+    def frame_fn(piece: np.ndarray) -> np.ndarray:
+        cleaned = module.reduce_noise(y=piece.astype(np.float32), sr=SAMPLE_RATE, stationary=False)
+        return np.clip(np.round(cleaned), -32768, 32767).astype(np.int16)
+
+    return _Framed("noisereduce", chunk, frame_fn)
+
+
+BUILDERS: dict[str, Callable[[], Enhancer]] = {
+    "webrtc": _webrtc,
+    "rnnoise": _rnnoise,
+    "speex": _speex,
+    "noisereduce": _noisereduce,
+}
+
+
+def load(name: str) -> Enhancer | None:
+    """The enhancer ``[microphone] enhance`` names; ``None`` for ``"none"``."""
+    if name == "none":
+        return None
+    if name not in BUILDERS:
+        raise ValueError(f"unknown enhancer {name!r}; choose from {', '.join(ENHANCERS)}")
+    enhancer = BUILDERS[name]()
+    log.info("speech enhancement: %s (%s), %d ms delay", name, PACKAGES[name], enhancer.delay_samples * 1000 // SAMPLE_RATE)
+    return enhancer
+
+
+def run(enhancer: Enhancer, samples: np.ndarray, block: int = SAMPLE_RATE // 50) -> np.ndarray:
+    """A whole recording through ``enhancer`` block by block, as the live worker would feed it,
+    with its delay taken back out (same length and alignment as ``samples``)."""
+    padded = np.concatenate([samples.astype(np.int16), np.zeros(enhancer.delay_samples + block, np.int16)])
+    out = np.concatenate([enhancer.process(padded[i:i + block]) for i in range(0, len(padded) - block + 1, block)])
+    return out[enhancer.delay_samples:enhancer.delay_samples + len(samples)]
+
+
+def enhance_block(enhancer: Enhancer | None, block: AudioBlock) -> AudioBlock:
+    """``block`` through ``enhancer`` (unchanged without one): what the worker hands the VAD and
+    the recogniser when ``[microphone] enhance`` names one."""
+    if enhancer is None:
+        return block
+    return AudioBlock(enhancer.process(block.samples), block.t_ms)

@@ -1,0 +1,103 @@
+"""End of turn: does the speaker's pause end their turn? Pipecat's smart-turn v3.2 decides.
+
+Voice activity only hears silence; it cannot tell "I'd like two eggs and..." from "I'd like two
+eggs." A trained end-of-turn model listens to how the words end (pitch, lengthening, the
+words themselves): smart-turn v3.2 (Daily, BSD-2-Clause) is a Whisper-encoder classifier
+trained on human speech in 23 languages. It gives the probability that the turn is complete
+from the last 8 s of audio. The model runs only where a pause ended an utterance, once per
+final, so it costs nothing while the buyer talks.
+
+The model file ships inside the ``pipecat-ai`` wheel; the set-up step extracts it and its
+licence (``scripts/fetch_assets.py``: :data:`DEFAULT_MODEL`), so nothing is downloaded at run
+time and the worker does not depend on Pipecat. The features are our own
+(:mod:`workers.microphone.turn_features`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from workers.microphone.turn_features import last_window, log_mel
+
+log = logging.getLogger(__name__)
+
+MODEL_FILE = "smart-turn-v3.2-cpu.onnx"
+PIPECAT_VERSION = "1.14.0"
+"""The ``pipecat-ai`` release whose wheel the model is taken from."""
+DEFAULT_MODEL = Path(__file__).resolve().parents[2] / ".cache" / "assets" / "smart-turn" / MODEL_FILE
+"""Where the set-up step puts the model (``[microphone] turn_model_path`` overrides it)."""
+COMPLETE_AT = 0.5
+"""The model's own decision threshold (Pipecat's): above it, the turn is complete."""
+
+
+class TurnModelMissing(RuntimeError):
+    """The model file is not where it should be (the set-up step was not run)."""
+
+
+@dataclass
+class EndOfTurn:
+    """smart-turn v3.2 on onnxruntime, one thread (the recogniser has the other core)."""
+
+    path: Path = DEFAULT_MODEL
+    threads: int = 1
+    inference_ms: list[float] = field(default_factory=list)
+    """Wall time of the latest inferences, features included (the last 100)."""
+    _session: object = field(init=False, repr=False)
+    _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.path.is_file():
+            raise TurnModelMissing(f"no end-of-turn model at {self.path} (run scripts/setup.sh)")
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.inter_op_num_threads = 1
+        options.intra_op_num_threads = self.threads
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(self.path), sess_options=options, providers=["CPUExecutionProvider"])
+
+    def probability(self, samples: np.ndarray) -> float:
+        """Probability that the turn whose audio ends with ``samples`` (16 kHz; int16, or float
+        in [-1, 1]) is complete."""
+        audio = samples.astype(np.float32) / 32768.0 if samples.dtype == np.int16 else samples.astype(np.float32)
+        started = time.perf_counter()
+        features = log_mel(last_window(audio))[None, :, :]
+        output = self._session.run(None, {"input_features": features})  # type: ignore[attr-defined]
+        self.inference_ms = [*self.inference_ms[-99:], (time.perf_counter() - started) * 1000.0]
+        return float(np.asarray(output[0]).reshape(-1)[0])
+
+    def submit(self, samples: np.ndarray) -> Future[float]:
+        """:meth:`probability` on the model's own thread: the microphone asks as soon as a pause
+        begins, so the answer is ready when the hangover ends the utterance (the recogniser's
+        speculative decode runs on its own thread meanwhile)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="end-of-turn")
+            return self._executor.submit(self.probability, samples)
+
+
+def load(path: str = "", threads: int = 1) -> EndOfTurn | None:
+    """The configured model, or ``None`` with one warning when it is missing: finals then
+    carry no ``turn_complete`` and the transcript worker's text rules decide alone. Loaded once
+    per process (an onnxruntime session may be shared: every transcriber built reuses it)."""
+    return _load(path, threads)
+
+
+@functools.cache
+def _load(path: str, threads: int) -> EndOfTurn | None:
+    try:
+        return EndOfTurn(Path(path).expanduser() if path else DEFAULT_MODEL, threads)
+    except TurnModelMissing as exc:
+        log.warning("%s; turns are judged by their text alone", exc)
+        return None
