@@ -465,8 +465,6 @@ class Bus:
             self._connected.set()
             for name, qos in sorted({(s.topic.name, s.topic.qos) for s in self._subscriptions}):
                 self._subscribe_locked(name, qos)
-            if not self._pending_subscriptions:
-                self._ready.set()
         state_lost = self.stats.connects > 1 and not flags.session_present
         if state_lost:
             for topic, _current in list(self._owned.values()):
@@ -475,6 +473,12 @@ class Bus:
             self._gate_on_connect(self._gate, state_lost)
         state = "online" if self._state == "starting" and self._ready_on_connect else self._state
         self.set_status(state, self._detail)
+        # ready only now, after the status went out: a worker that failed before the broker
+        # answered waits for this, then publishes "offline" on its way out, and that must come
+        # after (not before) the status published here, or the retained status stays "error"
+        with self._lock:
+            if not self._pending_subscriptions:
+                self._ready.set()
 
     def _on_subscribe(self, _client: mqtt.Client, _userdata: Any, mid: int, reasons: Any, _props: Any) -> None:
         for reason in reasons:
