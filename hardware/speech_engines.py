@@ -2,8 +2,8 @@
 
 A voice is ``(engine, voice)``: ``espeak`` (espeak-ng, in-process: always there, the
 fallback), ``festival`` (a Festival voice name) or ``piper`` (a packaged Piper voice or a
-``.onnx`` path). Engines are made once per voice and kept: loading one takes 0.2-1.5 s, which
-must not be paid by the first reply.
+``.onnx`` path). Engines are made once per voice and process and kept: loading one takes
+0.2-1.5 s, which must not be paid by the first reply (nor by every speaker a test starts).
 
 A voice that cannot be loaded gives one line naming what to install and the espeak-ng voice
 that speaks instead (the avatar's ``fallback``), so a machine without Festival or Piper still
@@ -12,6 +12,7 @@ has both avatars talking, each still recognisably itself.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from dataclasses import replace
@@ -56,6 +57,32 @@ def _make(engine: str, voice: str) -> SpeechEngine:
     raise SpeakerError(f"no speech engine {engine!r}; choose one of {', '.join(ENGINES)}")
 
 
+_SHARED: dict[tuple[str, str], SpeechEngine] = {}
+"""Sentence engines made in this process, by (engine, voice): a voice takes 0.2-1.5 s and a
+few hundred MB to load, so every speaker of the process (one in a controller; many in tests and
+benchmarks) shares it. Their rendering is serialised per engine. Closed when the process ends."""
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared(engine: str, voice: str) -> SpeechEngine:
+    with _SHARED_LOCK:
+        if (engine, voice) not in _SHARED:
+            _SHARED[(engine, voice)] = _make(engine, voice)
+        return _SHARED[(engine, voice)]
+
+
+@atexit.register
+def _close_shared() -> None:
+    """A Festival process of ours must not outlive us."""
+    with _SHARED_LOCK:
+        engines = list(_SHARED.values())
+        _SHARED.clear()
+    for engine in engines:
+        close = getattr(engine, "close", None)
+        if close is not None:
+            close()
+
+
 class EngineSet:
     """The engines of the voices in use, each made and loaded once, with their fallbacks."""
 
@@ -69,7 +96,8 @@ class EngineSet:
     def _engine(self, settings: VoiceSettings) -> SpeechEngine:
         key = (settings.engine, "" if settings.engine == FALLBACK_ENGINE else settings.voice)
         if key not in self._engines:
-            self._engines[key] = _make(settings.engine, settings.voice)
+            self._engines[key] = _make(settings.engine, settings.voice) if settings.engine == FALLBACK_ENGINE \
+                else _shared(settings.engine, settings.voice)
         return self._engines[key]
 
     def resolve(self, settings: VoiceSettings) -> tuple[SpeechEngine, VoiceSettings]:
@@ -94,7 +122,5 @@ class EngineSet:
             return resolved
 
     def close(self) -> None:
-        for engine in self._engines.values():
-            close = getattr(engine, "close", None)
-            if close is not None:
-                close()
+        """Nothing to release: espeak-ng is process-wide, and the sentence engines are shared
+        by the process's speakers (closed when it ends)."""

@@ -130,6 +130,12 @@ class RetryPolicy:
         return min(self.backoff_s * (2 ** (attempt - 1)), self.backoff_max_s)
 
 
+MIN_ATTEMPT_S = 0.05
+"""An attempt needs at least this much of its deadline left: one cut short sooner cannot tell
+"never connected" from "sent, no answer yet", and would record a message that was never sent as
+perhaps delivered (seen on a loaded machine: "no answer ... after 0.00 s")."""
+
+
 @dataclass(frozen=True)
 class Timeouts:
     connect_s: float = 0.5
@@ -194,7 +200,7 @@ class HttpPoster:
         last_reason = ""
         while True:
             attempt += 1
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and deadline - time.monotonic() < MIN_ATTEMPT_S:
                 reason = f"not sent before its deadline ({last_reason or 'no attempt made'})"
                 return Failed(reason, reached=False, attempts=attempt - 1, latency_ms=_ms_since(started), expired=True)
             # the deadline bounds the whole attempt: what is not answered by then is abandoned
@@ -207,7 +213,7 @@ class HttpPoster:
             assert isinstance(outcome, Failed)
             last_reason = outcome.reason
             pause = self.retry.delay(attempt)
-            if deadline is not None and time.monotonic() + pause >= deadline:
+            if deadline is not None and time.monotonic() + pause + MIN_ATTEMPT_S > deadline:
                 return Failed(
                     f"not sent before its deadline ({last_reason})",
                     reached=False,

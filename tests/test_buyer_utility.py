@@ -426,5 +426,6 @@ def test_the_best_allocation_is_worth_something_to_the_generator(generator: Real
     bought = {"egg": 7, "flour": 10, "milk": 7, "sugar": 2, "chocolate": 11, "vanilla": 3, "blueberry": 4}
     best = bu.best_allocation(bought, utility)
     rated = generator.calculate_utility(drawn, best.products_body()).json()
-    assert rated["value"] == bu.utility_value(utility, best) > 5 * min(bu.product_values(utility).values())
+    # several products, whatever was drawn
+    assert rated["value"] == bu.utility_value(utility, best) > 2 * min(bu.product_values(utility).values())
     assert generator.check_allocation(bought, best.products_body()).json()["sufficient"] is True
