@@ -24,6 +24,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,8 +37,8 @@ from workers.microphone.evaluation import normalize
 from workers.microphone.noise import mix_at_snr, noise_for, set_active_level, to_int16
 from workers.microphone.noise_floor import SPEECH_LEVEL_DBFS
 from workers.microphone.settings import MicrophoneSettings
-from workers.microphone.transcriber import frame_classifier
-from workers.microphone.vad import Segmenter, SpeechStart
+from workers.microphone.transcriber import segmenter_for
+from workers.microphone.vad import SpeechStart
 
 AVATARS = ("Celia", "Watson")
 QUIET = "quiet"
@@ -69,28 +70,51 @@ def numbers(text: str) -> Counter[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """One utterance scored: does its leading name and every number stand as said?"""
+
+    named: bool
+    name_ok: bool
+    priced: bool
+    prices_ok: bool
+    numbers_ok: bool
+
+    @property
+    def exact(self) -> bool:
+        return self.numbers_ok and self.name_ok
+
+
+def verdict(names: NameMatcher, reference: str, hypothesis: str) -> Verdict:
+    said, got = numbers(reference), numbers(hypothesis)
+    name = names.leading_name(reference)
+    prices = Counter({k: v for k, v in said.items() if k.startswith("$")})
+    return Verdict(
+        named=name is not None,
+        name_ok=name is None or names.leading_name(hypothesis) == name,
+        priced=bool(prices),
+        prices_ok=prices == Counter({k: v for k, v in got.items() if k.startswith("$")}),
+        numbers_ok=said == got,
+    )
+
+
 def utterance_scores(references: Sequence[str], hypotheses: Sequence[str], finals: Sequence[int]) -> dict[str, Any]:
     """The issue's table for one condition (``finals``: how many finals each sample got)."""
     names = matcher()
-    exact = prices_total = prices_bad = named = heard = 0
-    for ref, hyp in zip(references, hypotheses, strict=True):
-        said, got = numbers(ref), numbers(hyp)
-        name = names.leading_name(ref)
-        name_ok = name is None or names.leading_name(hyp) == name
-        if name is not None:
-            named += 1
-            heard += name_ok
-        exact += said == got and name_ok
-        prices = Counter({k: v for k, v in said.items() if k.startswith("$")})
-        if prices:
-            prices_total += 1
-            prices_bad += prices != Counter({k: v for k, v in got.items() if k.startswith("$")})
+    verdicts = [verdict(names, ref, hyp) for ref, hyp in zip(references, hypotheses, strict=True)]
     return {
-        "exact": f"{exact}/{len(references)}",
-        "prices_corrupted": f"{prices_bad}/{prices_total}",
-        "names_heard": f"{heard}/{named}",
+        "exact": f"{sum(v.exact for v in verdicts)}/{len(verdicts)}",
+        "prices_corrupted": f"{sum(v.priced and not v.prices_ok for v in verdicts)}/{sum(v.priced for v in verdicts)}",
+        "names_heard": f"{sum(v.named and v.name_ok for v in verdicts)}/{sum(v.named for v in verdicts)}",
         "gave_nothing": sum(1 for n in finals if n == 0),
     }
+
+
+def misses(references: Sequence[str], hypotheses: Sequence[str]) -> list[dict[str, str]]:
+    """The utterances that were not exact, as said and as heard (``bench/stt.py --misses``)."""
+    names = matcher()
+    return [{"said": ref, "heard": hyp} for ref, hyp in zip(references, hypotheses, strict=True)
+            if not verdict(names, ref, hyp).exact]
 
 
 def noisy(recording: np.ndarray, noise: np.ndarray | None, snr_db: float | None, seed: int) -> np.ndarray:
@@ -127,8 +151,7 @@ def vad_false_starts(noise: np.ndarray, noise_dbfs: float, settings: MicrophoneS
 
     samples = to_int16(noise.astype(np.float64) * 10 ** ((noise_dbfs - noise_level_dbfs(noise)) / 20))
     s = settings
-    segmenter = Segmenter(s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs,
-                          frame_classifier(s))
+    segmenter = segmenter_for(s)
     block = SAMPLE_RATE * s.block_ms // 1000
     starts = open_blocks = 0
     for i in range(0, len(samples) - block + 1, block):

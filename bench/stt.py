@@ -109,8 +109,7 @@ from workers.microphone.enhance import ENHANCERS  # noqa: E402
 from workers.microphone.evaluation import Sample, asterisk_corpus, deal_score, pocketsphinx_corpus, wer  # noqa: E402
 from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
-from workers.microphone.transcriber import Transcriber  # noqa: E402
-from workers.microphone.vad import Segmenter  # noqa: E402
+from workers.microphone.transcriber import Transcriber, segmenter_for  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402
 from workers.runtime.messages import Transcript, VadEvent  # noqa: E402
 
@@ -349,13 +348,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 finals.append((t, float(block_end["ms"] - t.end), wall, cpu_ms))
 
-    segmenter = Segmenter(
-        settings.vad_aggressiveness,
-        settings.preroll_ms,
-        hangover,
-        settings.max_utterance_ms,
-        settings.energy_floor_dbfs,
-    )
+    segmenter = segmenter_for(settings, hangover)
     vad: list[VadEvent] = []
     tr = Transcriber(
         recognizer, segmenter, "replay", vad.append, on_transcript, interim_hz=settings.interim_hz,
@@ -451,8 +444,10 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         }
     if venue:
         idx = [i for i, s in enumerate(slots) if s.corpus == "negotiation"]
-        line.update(noisy.utterance_scores([slots[i].sample.text for i in idx], [" ".join(texts[i]) for i in idx],
-                                           [len(texts[i]) for i in idx]))
+        said, heard = [slots[i].sample.text for i in idx], [" ".join(texts[i]) for i in idx]
+        line.update(noisy.utterance_scores(said, heard, [len(texts[i]) for i in idx]))
+        if args.misses:
+            line["misses"] = noisy.misses(said, heard)
     mean_conf = [f[0].confidence for f in finals]
     if mean_conf:
         line["mean_final_confidence"] = round(statistics.fmean(mean_conf), 3)
@@ -495,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         help="with --snr: noise over each utterance's own file only (as the issue's test mixes them), or through "
         "the whole recording, the quiet gaps between utterances too (a hall that never falls silent)")
     parser.add_argument("--no-babble-alone", action="store_true", help="with --snr: skip the babble-alone VAD / barge-in line")
+    parser.add_argument("--misses", action="store_true", help="with --snr: list the utterances that were not exact (said, heard)")
     args = parser.parse_args(argv)
     for spec in args.ps_options:
         try:
@@ -560,6 +556,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--ps-options", options]
         if snr is not None:
             cmd += ["--snr", snr, "--noise", args.noise, "--enhance", enhancer, "--noise-span", args.noise_span]
+            if args.misses:
+                cmd.append("--misses")
         proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
         out = proc.stdout.strip().splitlines()
         if proc.returncode != 0 or not out:

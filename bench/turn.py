@@ -35,9 +35,9 @@ from hardware.audio import SAMPLE_RATE, AudioBlock  # noqa: E402
 from workers.microphone import turn as turn_model  # noqa: E402
 from workers.microphone.engines import load_recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
-from workers.microphone.transcriber import frame_classifier  # noqa: E402
+from workers.microphone.transcriber import segmenter_for  # noqa: E402
 from workers.microphone.turn_features import last_window, log_mel  # noqa: E402
-from workers.microphone.vad import Segmenter, SpeechEnd  # noqa: E402
+from workers.microphone.vad import SpeechEnd  # noqa: E402
 from workers.microphone.vad_silero import SileroFrames  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402
 
@@ -73,8 +73,7 @@ def _utterances(clips: list[np.ndarray], mic: MicrophoneSettings) -> int:
     block = SAMPLE_RATE * mic.block_ms // 1000
     count = 0
     for clip in clips:
-        segmenter = Segmenter(mic.vad_aggressiveness, mic.preroll_ms, mic.hangover_ms, mic.max_utterance_ms,
-                              mic.energy_floor_dbfs, frame_classifier(mic))
+        segmenter = segmenter_for(mic)
         padded = np.concatenate([clip, np.zeros(SAMPLE_RATE, np.int16)])
         for offset in range(0, len(padded) - block + 1, block):
             count += sum(isinstance(e, SpeechEnd) for e in segmenter.process(AudioBlock(padded[offset:offset + block], offset // 16)))

@@ -40,8 +40,8 @@ import paused_speech  # noqa: E402
 from hardware.audio import SAMPLE_RATE, AudioBlock  # noqa: E402
 from workers.microphone.evaluation import asterisk_corpus  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
-from workers.microphone.transcriber import frame_classifier  # noqa: E402
-from workers.microphone.vad import Segmenter, SpeechEnd, SpeechStart  # noqa: E402
+from workers.microphone.transcriber import segmenter_for  # noqa: E402
+from workers.microphone.vad import SpeechEnd, SpeechStart  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402
 
 GAP_S = 1.5
@@ -96,8 +96,7 @@ def _mix(prompts: list[np.ndarray], background: np.ndarray | None, snr_db: float
 
 
 def _score(audio: np.ndarray, spans: list[tuple[int, int]], mic: MicrophoneSettings) -> dict[str, int]:
-    segmenter = Segmenter(mic.vad_aggressiveness, mic.preroll_ms, mic.hangover_ms, mic.max_utterance_ms,
-                          mic.energy_floor_dbfs, frame_classifier(mic))
+    segmenter = segmenter_for(mic)
     block = SAMPLE_RATE * mic.block_ms // 1000
     found: list[tuple[int, int]] = []
     audio_from: list[int] = []

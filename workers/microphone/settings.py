@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 from workers.microphone.engine_whisper import CONTEXT_PAD_S
 from workers.microphone.noise_floor import CHECK_S as NOISE_CHECK_S
 from workers.microphone.noise_floor import WARN_OVER_DBFS as NOISE_WARN_DBFS
+from workers.microphone.vad import DEFAULT_NOISE_MARGIN_DB
 from workers.microphone.vad_silero import THRESHOLD as SILERO_THRESHOLD
 from workers.runtime.config import Section
 
@@ -144,6 +145,9 @@ class MicrophoneSettings(Section):
     """An utterance is cut (and decoded) after this long even if the speaker goes on."""
     energy_floor_dbfs: float = -55.0
     """Frames quieter than this are never speech, whatever webrtcvad says (fans, hiss)."""
+    vad_noise_margin_db: float = Field(default=DEFAULT_NOISE_MARGIN_DB, ge=0.0)
+    """A frame is speech only this far over the room's background level (a low percentile of
+    the last 5 s), so a hall's babble does not hold utterances open; 0 turns it off."""
     interim_hz: float = 5.0
     """Upper bound on interim results per second per utterance."""
     echo_mode: Literal["drop", "tag"] = "drop"

@@ -97,6 +97,21 @@ def frame_classifier(settings: MicrophoneSettings) -> FrameClassifier:
     return WebrtcFrames(settings.vad_aggressiveness)
 
 
+def segmenter_for(settings: MicrophoneSettings, hangover_ms: int | None = None) -> Segmenter:
+    """The voice-activity segmenter ``[microphone]`` configures (``hangover_ms``: a bench's
+    override): the worker, the transcriber and the benchmarks all build it here."""
+    s = settings
+    return Segmenter(
+        aggressiveness=s.vad_aggressiveness,
+        preroll_ms=s.preroll_ms,
+        hangover_ms=s.hangover_ms if hangover_ms is None else hangover_ms,
+        max_utterance_ms=s.max_utterance_ms,
+        energy_floor_dbfs=s.energy_floor_dbfs,
+        classifier=frame_classifier(s),
+        noise_margin_db=s.vad_noise_margin_db,
+    )
+
+
 class Transcriber:
     def __init__(
         self,
@@ -164,9 +179,7 @@ class Transcriber:
         """The pipeline as ``[microphone]`` configures it (segmenter, interim rate, numbers):
         the live worker, ``humaine-env transcribe`` and bench/stt.py all build it here."""
         s = settings
-        segmenter = Segmenter(
-            s.vad_aggressiveness, s.preroll_ms, s.hangover_ms, s.max_utterance_ms, s.energy_floor_dbfs, frame_classifier(s)
-        )
+        segmenter = segmenter_for(s)
         kwargs.setdefault("interim_hz", s.interim_hz)
         kwargs.setdefault("numbers", s.numbers)
         kwargs.setdefault("speculate_ms", s.speculate_ms or None)
