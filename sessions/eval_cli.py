@@ -23,7 +23,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="speech engine to score (repeatable; default: [microphone] engine)")
     parser.add_argument("--speed", type=float, default=None,
                         help="paced replay (1 = real time; gives latency figures); default: as fast as possible")
-    parser.add_argument("--mistakes", action="store_true", help="keep the list of wrongly addressed utterances")
+    parser.add_argument("--mistakes", action="store_true",
+                        help="keep the lists of wrongly addressed utterances and of bystanders' words passed on")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -66,5 +67,6 @@ def _main(args: argparse.Namespace, config: Config) -> int:
         return exc.exit_code if isinstance(exc, ReplayError) else 1
     if not args.mistakes:
         summary.pop("mistakes", None)
+        summary.pop("bystanders_passed", None)
     print(json.dumps(summary))
     return 0

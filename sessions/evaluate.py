@@ -54,6 +54,10 @@ class Scores:
     wall_s: float = 0.0
     session_s: float = 0.0
     mistakes: list[dict[str, Any]] = field(default_factory=list)
+    bystanders: int = 0
+    """Truth utterances said by somebody behind the buyer."""
+    bystanders_passed: list[dict[str, Any]] = field(default_factory=list)
+    """...of which a message passed on (the words of somebody who is not the buyer)."""
 
     def _acc(self, *cues: str) -> float | None:
         total = sum(self.total.get(c, 0) for c in cues)
@@ -85,6 +89,8 @@ class Scores:
                 span: {"p50": round(float(np.percentile(v, 50)), 1), "p95": round(float(np.percentile(v, 95)), 1)}
                 for span, v in self.stage_ms.items() if v
             },
+            "bystanders": self.bystanders,
+            "bystanders_passed_on": len(self.bystanders_passed),
             "session_s": round(self.session_s, 1),
             "replay_wall_s": round(self.wall_s, 1),
         }
@@ -115,6 +121,12 @@ def score(result: ReplayResult, scores: Scores | None = None) -> Scores:
             overlap = _overlap(utt.start_ms, utt.end_ms, int(m.get("utteranceStart", 0)), int(m.get("utteranceEnd", 0)))
             if overlap > best_overlap:
                 best, best_overlap = env, overlap
+        if utt.speaker == "bystander":  # not the buyer's: scored by whether it was passed on
+            scores.bystanders += 1
+            if best is not None:
+                scores.bystanders_passed.append({"session": session.path.name, "utterance": utt.id, "said": utt.text,
+                                                 "passed_on": best["message"]["text"]})
+            continue
         scores.total[utt.cue] = scores.total.get(utt.cue, 0) + 1
         got = best["message"]["addressee"] if best else None
         if got == utt.addressee:
@@ -179,6 +191,7 @@ def evaluate(sessions: Sequence[Session], config: Any, engines: Sequence[str | N
         if n == 0:
             out.update(summary)
             out["mistakes"] = scores.mistakes
+            out["bystanders_passed"] = scores.bystanders_passed
     out["engines"] = per_engine
     if checked:
         out["coverage"] = [c.summary() for c in coverage]

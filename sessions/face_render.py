@@ -50,6 +50,15 @@ CLOTHING_BGR: tuple[tuple[int, int, int], ...] = ((60, 45, 35), (110, 80, 50), (
 """Shirt colours under the rendered head (picked by the photo's name)."""
 FEATHER_PX = 1.2
 """Blur of the face mask edge so the composite has no jagged outline."""
+JAW_DROP_MM = 12.0
+"""How far the lower lip drops at ``mouth=1`` (a wide-open vowel)."""
+CHIN_RAMP_MM = 15.0
+"""Below the lips, the jaw's share of the drop grows over this far to the whole of it."""
+JAW_HALF_WIDTH = (0.25, 0.5)
+"""Across the face, the jaw drops whole within the first fraction of the face width from the
+middle and not at all beyond the second (the cheeks stretch in between)."""
+UPPER_INNER_LIP, LOWER_INNER_LIP = 13, 14
+"""FaceMesh's middle points of the inner lips."""
 
 
 class RenderError(Exception):
@@ -218,6 +227,8 @@ class FaceModel:
     uv: np.ndarray
     triangles: np.ndarray
     clothing_bgr: tuple[int, int, int]
+    jaw: np.ndarray | None = None
+    """(N,) each vertex's share of the jaw's drop when the mouth opens (0: stays)."""
 
     @classmethod
     def from_photo(cls, path: str | Path, detector: FaceMeshDetector | None = None) -> FaceModel:
@@ -276,11 +287,48 @@ class FaceModel:
                 j = (i + 1) % n
                 triangles.append(np.array([[inner[i], outer[i], outer[j]], [inner[i], outer[j], inner[j]]]))
         tris = np.vstack(triangles).astype(np.int32)
+        jaw = jaw_weights(head[:MESH_POINTS], n_head)
+        jaw = np.concatenate([jaw, *[jaw[oval] for _ in RINGS]])
         # pivot behind the face: the head turns about the neck, not about the nose
         vertices = vertices - np.array([0.0, 0.0, PIVOT_BEHIND_MM])
         tris = _orient_front(tris, vertices)
         clothing = CLOTHING_BGR[sum(name.encode()) % len(CLOTHING_BGR)]
-        return cls(name, image, vertices, uv_all, tris, clothing)
+        return cls(name, image, vertices, uv_all, tris, clothing, jaw)
+
+
+def _lower_chain(loop: list[int], head: np.ndarray, lower_point: int) -> list[int]:
+    """The lower half of a lip loop: from one mouth corner to the other through ``lower_point``,
+    corners excluded (they are the hinge)."""
+    xs = head[loop, 0]
+    left, right = loop.index(loop[int(np.argmin(xs))]), loop.index(loop[int(np.argmax(xs))])
+    a, b = sorted((left, right))
+    inside, outside = loop[a + 1:b], loop[b + 1:] + loop[:a]
+    return inside if lower_point in inside else outside
+
+
+def jaw_weights(head: np.ndarray, n_head: int) -> np.ndarray:
+    """Each head vertex's share of the jaw's drop: the lower lips whole (less towards the
+    corners), the chin and jaw below them growing to whole over :data:`CHIN_RAMP_MM`, nothing
+    across the middle of the cheeks and above the lips; the mouth's fan centre half."""
+    import mediapipe as mp
+
+    lips = _loops(mp.solutions.face_mesh_connections.FACEMESH_LIPS)
+    centre = (head[UPPER_INNER_LIP] + head[LOWER_INNER_LIP]) / 2.0
+    width = float(np.ptp(head[face_oval_loop(), 0]))
+    across = np.abs(head[:, 0] - centre[0]) / width
+    full, none = JAW_HALF_WIDTH
+    sideways = np.clip((none - across) / (none - full), 0.0, 1.0)
+    weights = np.clip((head[:, 1] - centre[1]) / CHIN_RAMP_MM, 0.0, 1.0) * sideways
+    for loop in lips:
+        lower_point = LOWER_INNER_LIP if LOWER_INNER_LIP in loop else max(loop, key=lambda i: head[i, 1])
+        chain = _lower_chain(loop, head, lower_point)
+        half = float(np.ptp(head[loop, 0])) / 2.0
+        for i in chain:
+            weights[i] = max(weights[i], 1.0 - (abs(head[i, 0] - centre[0]) / half) ** 2)
+    out = np.zeros(n_head)
+    out[:MESH_POINTS] = weights
+    out[n_head - 1] = 0.5  # the mouth's fan centre, the last of the openings' centres
+    return out
 
 
 def _orient_front(triangles: np.ndarray, vertices: np.ndarray) -> np.ndarray:
@@ -327,10 +375,14 @@ class FaceRenderer:
         cv2.rectangle(scene, (centre[0] - axes[0], centre[1]), (centre[0] + axes[0], cam.height), self.model.clothing_bgr, -1)
         return scene
 
-    def project(self, yaw: float, pitch: float, roll: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-        """(N, 2) image points and (N,) depths (mm) of the mesh vertices at this pose."""
+    def project(self, yaw: float, pitch: float, roll: float = 0.0, mouth: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """(N, 2) image points and (N,) depths (mm) of the mesh vertices at this pose, the
+        mouth open by ``mouth`` (0 closed as in the photo, 1 wide open)."""
         place = self.placement
-        cam_points = self.model.vertices @ pose_rotation(yaw, pitch, roll).T
+        vertices = self.model.vertices
+        if mouth and self.model.jaw is not None:
+            vertices = vertices + np.outer(self.model.jaw, [0.0, mouth * JAW_DROP_MM, 0.0])
+        cam_points = vertices @ pose_rotation(yaw, pitch, roll).T
         cam_points += np.array([place.x_mm, place.y_mm, place.distance_mm])
         f = self.camera.focal
         z = cam_points[:, 2]
@@ -339,11 +391,11 @@ class FaceRenderer:
         uv[:, 1] = f * cam_points[:, 1] / z + self.camera.height / 2.0
         return uv, z
 
-    def render(self, yaw: float, pitch: float, roll: float = 0.0) -> np.ndarray:
-        """The BGR frame of the head at (yaw, pitch, roll) degrees."""
+    def render(self, yaw: float, pitch: float, roll: float = 0.0, mouth: float = 0.0) -> np.ndarray:
+        """The BGR frame of the head at (yaw, pitch, roll) degrees, the mouth open by ``mouth``."""
         cam = self.camera
         model = self.model
-        points, depth = self.project(yaw, pitch, roll)
+        points, depth = self.project(yaw, pitch, roll, mouth)
         tris = model.triangles
         a, b, c = points[tris[:, 0]], points[tris[:, 1]], points[tris[:, 2]]
         area = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])

@@ -40,6 +40,7 @@ VIDEO_FOURCC = "mp4v"
 """MPEG-4 part 2: written and read by OpenCV's bundled ffmpeg without extra codecs."""
 
 Cue = Literal["gaze", "name", "none"]
+Speaker = Literal["buyer", "bystander"]
 
 
 class SessionFormatError(Exception):
@@ -100,6 +101,9 @@ class TruthUtterance:
     start_ms: int
     end_ms: int
     voice: str = ""
+    speaker: Speaker = "buyer"
+    """Who said it: the buyer at the microphone, or a bystander behind them (whose words the
+    suite must not pass on: the buyer's lips were still)."""
 
 
 @dataclass

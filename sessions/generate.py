@@ -1,9 +1,13 @@
 """Generate ground-truth sessions: synthesized negotiation speech plus a rendered real face
-turning towards the avatars, written in the session format with ``truth.json``.
+turning towards the avatars, its jaw moving with its speech, written in the session format with
+``truth.json``.
 
 Speech comes from the project's espeak-ng synthesizer (scripts/synth_speech.py), faces from
-:mod:`sessions.face_render`; the labels (what was said, to whom, when, and the head pose of
-every frame) come from the script of the session, never from any recogniser or estimator.
+:mod:`sessions.face_render`; the labels (what was said, to whom, when, by whom, and the head
+pose of every frame) come from the script of the session, never from any recogniser or
+estimator. The mouth opens with the level of the buyer's own speech (:func:`mouth_track`); with
+``bystander_voice`` somebody behind the buyer remarks in the pauses while the buyer's lips stay
+still (truth ``speaker: "bystander"``), which is what ``[microphone] lips`` is measured on.
 Outputs are cached under ``.cache/sessions`` keyed by their parameters.
 """
 
@@ -21,7 +25,7 @@ from hardware.audio_files import load_audio
 from sessions.face_render import Camera, FaceRenderer, room_background, sensor_noise
 from sessions.faces import face_model
 from sessions.format import SESSION_FILE, CameraInfo, Session, SessionInfo, SessionWriter, Truth
-from sessions.scenario import Line, build_timeline, plan_lines
+from sessions.scenario import Line, build_timeline, plan_lines, with_bystanders
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,14 @@ BASE_START_MS = 1_700_000_000_000
 NOISE_FLOOR = 25.0
 """Standard deviation (int16 units) of the room noise under the speech."""
 DEFAULT_FPS = 15.0
+MOUTH_LEVELS = 4
+"""The rendered mouth opens in this many steps over closed (each pose is rendered once per step)."""
+MOUTH_WINDOW_MS = 40
+"""The speech's level that opens the mouth is taken over this much audio around each frame."""
+MOUTH_RANGE_DB = 24.0
+"""The mouth is closed this far under the clip's loudest syllables, and opens fully at them."""
+BYSTANDER_GAIN_DB = -6.0
+"""A bystander behind the buyer reaches the microphone this much quieter than the buyer."""
 
 
 @dataclass(frozen=True)
@@ -46,10 +58,13 @@ class SessionSpec:
     fps: float = DEFAULT_FPS
     lines: int = 12
     """How many of the planned utterances to keep (fewer for quick test sessions)."""
+    bystander_voice: str = ""
+    """When set, somebody behind the buyer, in this voice, remarks after every second line."""
 
     @property
     def key(self) -> str:
-        return f"{self.name}-{self.face}-{self.voice.replace('+', '_')}-s{self.seed}-{self.fps:g}fps-{self.lines}"
+        base = f"{self.name}-{self.face}-{self.voice.replace('+', '_')}-s{self.seed}-{self.fps:g}fps-{self.lines}-lips"
+        return base + (f"-by-{self.bystander_voice.replace('+', '_')}" if self.bystander_voice else "")
 
 
 CORPUS: tuple[SessionSpec, ...] = (
@@ -77,6 +92,20 @@ def _trim(samples: np.ndarray, threshold: int = 200) -> np.ndarray:
     return samples[loud[0] : loud[-1] + 1] if len(loud) else samples
 
 
+def mouth_track(clip: np.ndarray, fps: float) -> np.ndarray:
+    """How open the speaker's mouth is (0-1, in :data:`MOUTH_LEVELS` steps) at each frame of
+    ``clip``: the speech's level over :data:`MOUTH_WINDOW_MS` against its loudest syllables. The
+    jaw follows the syllables' loudness (open vowels loud, closures silent), which is what a
+    camera can see of lips moving with the voice."""
+    frames = max(1, int(len(clip) * fps / SAMPLE_RATE))
+    half = SAMPLE_RATE * MOUTH_WINDOW_MS // 2000
+    centres = (np.arange(frames) * SAMPLE_RATE / fps).astype(int)
+    power = np.array([np.mean(np.square(clip[max(0, c - half):c + half].astype(np.float64))) + 1e-9 for c in centres])
+    level = 10.0 * np.log10(power)
+    opening = np.clip((level - (level.max() - MOUTH_RANGE_DB)) / MOUTH_RANGE_DB, 0.0, 1.0)
+    return np.round(opening * MOUTH_LEVELS) / MOUTH_LEVELS
+
+
 def generate(spec: SessionSpec, out_dir: Path | None = None, camera: Camera | None = None) -> Path:
     """Write the session of ``spec`` (cached: an existing complete folder is reused)."""
     folder = (out_dir or CACHE) / spec.key
@@ -84,16 +113,27 @@ def generate(spec: SessionSpec, out_dir: Path | None = None, camera: Camera | No
         return folder
     camera = camera or Camera()
     lines: list[Line] = plan_lines(spec.seed, AVATARS)[: spec.lines]
-    clips = [_trim(_synthesize(line.spoken, spec.voice)) for line in lines]
+    if spec.bystander_voice:
+        lines = with_bystanders(lines, spec.seed)
+    clips = [_trim(_synthesize(line.spoken, spec.bystander_voice if line.speaker == "bystander" else spec.voice))
+             for line in lines]
     durations = [round(len(c) * 1000 / SAMPLE_RATE) for c in clips]
-    timeline = build_timeline(lines, durations, TARGETS, spec.seed, spec.voice)
+    timeline = build_timeline(lines, durations, TARGETS, spec.seed, spec.voice, spec.bystander_voice)
     start_ms = BASE_START_MS + spec.seed * 10_000_000
 
     rng = np.random.default_rng(spec.seed)
     audio = rng.normal(0.0, NOISE_FLOOR, timeline.duration_ms * SAMPLE_RATE // 1000)
+    n_frames = int(timeline.duration_ms * spec.fps / 1000)
+    mouth = np.zeros(n_frames)
     for clip, utt in zip(clips, timeline.utterances, strict=True):
         at = utt.start_ms * SAMPLE_RATE // 1000
+        if utt.speaker == "bystander":
+            audio[at : at + len(clip)] += clip * 10.0 ** (BYSTANDER_GAIN_DB / 20.0)
+            continue
         audio[at : at + len(clip)] += clip
+        first = int(np.ceil(utt.start_ms * spec.fps / 1000))
+        track = mouth_track(clip[int((first * 1000 / spec.fps - utt.start_ms) * SAMPLE_RATE / 1000):], spec.fps)
+        mouth[first : first + len(track)] = track[: max(0, n_frames - first)]
     audio_i16 = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
 
     info = SessionInfo(
@@ -115,17 +155,16 @@ def generate(spec: SessionSpec, out_dir: Path | None = None, camera: Camera | No
     truth.utterances = timeline.utterances
 
     renderer = FaceRenderer(face_model(spec.face), camera, room_background(camera, seed=spec.seed))
-    cache: dict[tuple[float, float], np.ndarray] = {}
+    cache: dict[tuple[float, float, float], np.ndarray] = {}
     tmp = folder.with_name(folder.name + ".partial")
     with SessionWriter(tmp, info) as writer:
         writer.write_audio(audio_i16)
-        n_frames = int(timeline.duration_ms * spec.fps / 1000)
         for i in range(n_frames):
             offset = round(i * 1000.0 / spec.fps)
             yaw, pitch = timeline.pose_at(offset)
-            key = (round(yaw, 2), round(pitch, 2))
+            key = (round(yaw, 2), round(pitch, 2), float(mouth[i]))
             if key not in cache:
-                cache[key] = renderer.render(*key)
+                cache[key] = renderer.render(key[0], key[1], 0.0, key[2])
             writer.add_frame(sensor_noise(cache[key], seed=spec.seed * 100_000 + i), start_ms + offset)
             truth.poses.append((start_ms + offset, key[0], key[1]))
         writer.write_truth(truth)

@@ -13,7 +13,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from sessions.format import Cue, GazeSpan, TruthUtterance
+from sessions.format import Cue, GazeSpan, Speaker, TruthUtterance
 from workers.runtime.messages import NOBODY
 
 AWAY_POSES: tuple[tuple[float, float], ...] = ((0.0, -22.0), (3.0, -20.0), (-4.0, -23.0))
@@ -54,6 +54,15 @@ ASIDES = (
     "okay so eggs and flour so far",
 )
 """Said while looking away, to nobody in particular."""
+BYSTANDER_REMARKS = (
+    "watson had the cheaper flour this morning",
+    "i paid six dollars for the same eggs",
+    "celia, over here",
+    "shall we get a coffee after this",
+    "four dollars for sugar is a lot",
+    "is this the negotiation booth",
+)
+"""Said behind the buyer by somebody else: deal words and an avatar's name among them."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,8 @@ class Line:
     """Avatar looked at while speaking (``NOBODY``: away)."""
     lead_ms: int
     """The gaze shift starts this long before speech (negative: after speech starts)."""
+    speaker: Speaker = "buyer"
+    """``bystander``: somebody behind the buyer says it; the buyer's gaze and lips stay as they were."""
 
 
 def plan_lines(seed: int, avatars: tuple[str, str] = ("Celia", "Watson")) -> list[Line]:
@@ -98,6 +109,20 @@ def plan_lines(seed: int, avatars: tuple[str, str] = ("Celia", "Watson")) -> lis
             body = bodies.pop()
             lines.append(Line(body.capitalize() + ".", body, addressee, cue, look, lead))
     return lines
+
+
+def with_bystanders(lines: list[Line], seed: int, every: int = 2) -> list[Line]:
+    """``lines`` with a bystander's remark after every ``every``-th one (in the pause that follows)."""
+    rng = random.Random(seed * 104_729 + 3)
+    remarks = list(BYSTANDER_REMARKS)
+    rng.shuffle(remarks)
+    out: list[Line] = []
+    for n, line in enumerate(lines, start=1):
+        out.append(line)
+        if n % every == 0 and remarks:
+            body = remarks.pop()
+            out.append(Line(body.capitalize() + ".", body, NOBODY, "none", NOBODY, 0, "bystander"))
+    return out
 
 
 @dataclass
@@ -132,6 +157,7 @@ def build_timeline(
     targets: dict[str, tuple[float, float]],
     seed: int,
     voice: str = "",
+    bystander_voice: str = "",
 ) -> Timeline:
     """Place the lines in time (ms from the session start) with gaze spans around them, plus a
     silent looking-away period after the Watson phase and a silent fixation at the start."""
@@ -157,10 +183,17 @@ def build_timeline(
     t = 1500
     move(lines[0].look, t - 300)
     t += 2500  # silent fixation on the first avatar before speaking
+    buyer_lines = 0
     for n, (line, duration) in enumerate(zip(lines, durations_ms, strict=True)):
-        if n == 8:  # the looking-away period: silence while reading notes
+        if line.speaker == "bystander":  # the buyer's head stays where it is
+            utterances.append(TruthUtterance(f"u{n + 1:02d}", line.text, NOBODY, "none", t, t + duration, bystander_voice,
+                                             "bystander"))
+            t += duration + rng.randint(*GAP_MS)
+            continue
+        if buyer_lines == 8:  # the looking-away period: silence while reading notes
             move(NOBODY, t)
             t += 4500
+        buyer_lines += 1
         start = t + max(0, line.lead_ms)
         move(line.look, start - line.lead_ms)
         end = start + duration

@@ -4,6 +4,7 @@ avatar stops with a ``cut`` end event."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,11 @@ from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
 from workers.microphone.evaluation import pocketsphinx_corpus
+from workers.microphone.lips import LipWatch
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
 from workers.runtime.bus import Bus
-from workers.runtime.messages import BargeIn, Speaking, Transcript, VadEvent
+from workers.runtime.messages import BargeIn, HeadPose, Speaking, Transcript, VadEvent
 
 SETTINGS = MicrophoneSettings()
 
@@ -71,7 +73,8 @@ def test_speech_over_the_avatar_is_kept_and_announced(echoes: list[np.ndarray], 
 
     recognizer = load_recognizer(SETTINGS, tmp_path)
 
-    def transcribe(samples: np.ndarray, detector: BargeInDetector | None) -> tuple[list[Transcript], list[VadEvent], list[BargeIn]]:
+    def transcribe(samples: np.ndarray, detector: BargeInDetector | None,
+                   lips: LipWatch | None = None) -> tuple[list[Transcript], list[VadEvent], list[BargeIn]]:
         gate = EchoGate()
         gate.on_speaking(Speaking(source="avatar", avatar="Celia", state="begin", at=0))
         finals: list[Transcript] = []
@@ -79,7 +82,7 @@ def test_speech_over_the_avatar_is_kept_and_announced(echoes: list[np.ndarray], 
         barge: list[BargeIn] = []
         transcriber = Transcriber.from_settings(
             SETTINGS, recognizer, "replay", vad.append, lambda t: finals.append(t) if t.final else None, echo=gate,
-            barge_in=detector, emit_barge_in=barge.append,
+            barge_in=detector, emit_barge_in=barge.append, lips=lips,
         )
         for block in _blocks(samples, 0):
             transcriber.process(block)
@@ -96,6 +99,21 @@ def test_speech_over_the_avatar_is_kept_and_announced(echoes: list[np.ndarray], 
     assert [e.event for e in vad][:1] == ["speech_start"] and finals and not finals[0].echo
     words = set(" ".join(f.text for f in finals).split())
     assert words & set(buyers[0].text.split()), (finals, buyers[0].text)
+    # the camera saw the buyer's lips move: the same; still: somebody else talked over the avatar
+    moving = _lips(len(mix), lambda t: 0.12 + 0.08 * abs(np.sin(2 * np.pi * 2.0 * t / 1000)))
+    finals, vad, barge = transcribe(mix, BargeInDetector(), moving)
+    assert len(barge) == 1 and finals and not finals[0].echo
+    finals, vad, barge = transcribe(mix, BargeInDetector(), _lips(len(mix), lambda t: 0.12))
+    assert barge == [] and finals == []
+
+
+def _lips(n_samples: int, opening: Callable[[int], float]) -> LipWatch:
+    """What the camera (15 frames a second) saw of the buyer's lips over ``n_samples`` of audio."""
+    watch = LipWatch()
+    for t in range(0, n_samples * 1000 // SAMPLE_RATE, 66):
+        watch.on_headpose(HeadPose(source="camera", yaw=0.0, pitch=0.0, roll=0.0, confidence=0.9, frame_ts=t,
+                                   mouth_open=opening(t)))
+    return watch
 
 
 def test_the_avatar_stops_when_the_buyer_barges_in(start_avatar: Start) -> None:  # noqa: F811

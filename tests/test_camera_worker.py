@@ -82,6 +82,7 @@ def test_replayed_clip_publishes_pose_and_retained_attention(
     assert len(samples) <= face_ms * 15 / 1000 + 2
     assert all(abs(s.yaw) < 15 and 0.5 < s.confidence <= 1 and s.face_id == 1 for s in samples)
     assert all(s.face_box is not None and 0 < s.face_box[2] < 1 for s in samples)
+    assert all(s.mouth_open is not None and 0 <= s.mouth_open < 1 for s in samples)  # the lips, for the microphone
 
     changes: list[Attention] = attention.snapshot()
     assert [a.target for a in changes] == [NOBODY, "Celia", NOBODY]

@@ -14,6 +14,8 @@ from sessions.faces import FACES, face_model
 from sessions.pose_grid import measure
 from workers.camera.facemesh import FaceMeshDetector
 from workers.camera.headpose import HeadPoseEstimator
+from workers.camera.mouth import mouth_opening
+from workers.microphone.lips import MIN_MOTION
 
 NOSE_TIP = 1
 TEST_YAWS = (-45.0, -30.0, -15.0, 0.0, 15.0, 30.0, 45.0)
@@ -65,6 +67,25 @@ def test_estimator_reads_rendered_turns_with_the_right_sign(renderer: FaceRender
             poses[(yaw, pitch)] = estimator.estimate(faces[0])
     assert poses[(30, 0)].yaw > 20 and poses[(-30, 0)].yaw < -20
     assert poses[(0, 20)].pitch > 12 and poses[(0, -20)].pitch < -12
+
+
+def test_the_camera_reads_the_rendered_jaw_as_the_lips_opening() -> None:
+    """Real MediaPipe on each face rendered with its jaw closed, half and wholly open: the lip
+    gap the camera worker publishes grows with it, by more than the microphone's threshold of
+    moving lips (measured 0.06-0.13 from closed to open at yaw 0 and +-20)."""
+    camera = Camera()
+    with FaceMeshDetector(max_faces=1, static_image_mode=True) as detector:
+        for face in FACES:
+            renderer = FaceRenderer(face_model(face), camera, room_background(camera, seed=1))
+            for yaw in (0.0, 20.0):
+                gaps = []
+                for mouth in (0.0, 0.5, 1.0):
+                    found = detector.detect(renderer.render(yaw, 0.0, 0.0, mouth))
+                    assert found, (face, yaw, mouth)
+                    gap = mouth_opening(found[0].landmarks)
+                    assert gap is not None
+                    gaps.append(gap)
+                assert gaps[0] < gaps[1] < gaps[2] and gaps[2] - gaps[0] >= 1.5 * MIN_MOTION, (face, yaw, gaps)
 
 
 def test_estimator_accuracy_on_the_rendered_grid() -> None:

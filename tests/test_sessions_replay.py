@@ -22,8 +22,9 @@ from sessions.replay import replay
 from tests.helpers import PS_DOMAIN, free_port
 from workers.runtime.config import Config
 
-REPLAY = SessionSpec("replay", "f15", "en-us", 21, fps=10.0, lines=8)
-"""Eight utterances (gaze to Celia and Watson, names overriding gaze), about 45 s."""
+REPLAY = SessionSpec("replay", "f15", "en-us", 21, fps=10.0, lines=8, bystander_voice="en-gb-x-rp+f3")
+"""Eight utterances (gaze to Celia and Watson, names overriding gaze) and four remarks by
+somebody behind the buyer while the buyer's lips are still, about 60 s."""
 ADDRESSEE_FLOOR = 0.875
 YAW_MAE_FLOOR = 2.5
 PITCH_MAE_FLOOR = 2.0
@@ -42,9 +43,11 @@ def config(mosquitto: object, make_config: Callable[..., Config]) -> Config:
 def test_replay_is_deterministic_and_accurate(session: Session, config: Config) -> None:
     first = replay(session, config)
     second = replay(session, config)
-    assert len(first.messages) == len(session.truth().utterances)
+    buyer = [u for u in session.truth().utterances if u.speaker == "buyer"]
+    assert len(first.messages) == len(buyer)  # the bystander's words are not passed on (their lips: the buyer's)
     assert first.signature() == second.signature()
     summary = score(first).summary()
+    assert summary["bystanders"] == 4 and summary["bystanders_passed_on"] == 0, summary
     assert summary["addressee_accuracy"] >= ADDRESSEE_FLOOR, summary
     assert summary["yaw_mae"] <= YAW_MAE_FLOOR and summary["pitch_mae"] <= PITCH_MAE_FLOOR, summary
     assert summary["wer"] < 0.5, summary
@@ -59,6 +62,7 @@ def test_eval_command_with_no_broker_running(session: Session, tmp_path: Path) -
     assert result.returncode == 0, result.stderr[-2000:]
     (line,) = result.stdout.strip().splitlines()
     summary = json.loads(line)
-    assert summary["sessions"] == 1 and summary["utterances"] == len(session.truth().utterances)
+    buyer = [u for u in session.truth().utterances if u.speaker == "buyer"]
+    assert summary["sessions"] == 1 and summary["utterances"] == len(buyer) and summary["bystanders_passed_on"] == 0
     assert summary["addressee_accuracy"] >= ADDRESSEE_FLOOR and summary["yaw_mae"] <= YAW_MAE_FLOOR, summary
     assert "Traceback" not in result.stderr, result.stderr[-3000:]

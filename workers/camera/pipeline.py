@@ -25,6 +25,7 @@ from hardware.video import Frame
 from workers.camera.addressee import AddresseeClassifier, AttentionChange
 from workers.camera.facemesh import Box, DetectedFace, FaceMeshDetector
 from workers.camera.headpose import HeadPoseEstimator, Pose
+from workers.camera.mouth import mouth_opening
 from workers.camera.one_euro import PoseFilter
 from workers.camera.scanner import BackgroundScanner, Face, FaceScanner, Scan, same_face
 from workers.camera.settings import CameraSettings, Seat, Target
@@ -50,6 +51,8 @@ class FrameResult:
     change: AttentionChange | None
     latency_ms: float
     """Processing time of this frame (detection + pose + addressee)."""
+    mouth: float | None = None
+    """The buyer's lip gap (:func:`~workers.camera.mouth.mouth_opening`), with the raw pose."""
 
 
 class CameraPipeline:
@@ -117,6 +120,7 @@ class CameraPipeline:
         self._buyer_id = buyer.face_id if buyer is not None else self._buyer_id
         raw: Pose | None = None
         smooth: Pose | None = None
+        mouth: float | None = None
         if buyer is not None and any(buyer.face is face for face in meshed):
             assert isinstance(buyer.face, DetectedFace)
             raw = self.estimator.estimate(buyer.face)
@@ -124,6 +128,8 @@ class CameraPipeline:
                 raw = raw.mirrored()
             if raw.confidence < self.settings.min_confidence:
                 raw = None
+            else:
+                mouth = mouth_opening(buyer.face.landmarks)
         if raw is None or buyer is None:
             self.filter.reset()
             self._filtered_id = None
@@ -138,7 +144,7 @@ class CameraPipeline:
             smooth.yaw if smooth else None, smooth.pitch if smooth else None, frame.t_ms
         )
         latency = (time.perf_counter() - started) * 1000.0
-        return FrameResult(frame, faces, buyer, raw, smooth, candidate, self.addressee.current, change, latency)
+        return FrameResult(frame, faces, buyer, raw, smooth, candidate, self.addressee.current, change, latency, mouth)
 
     # -- other faces -------------------------------------------------------------------------
     def _with_scanned_faces(self, frame: Frame, meshed: list[DetectedFace]) -> list[Face]:

@@ -162,6 +162,7 @@ class CameraWorker(Worker):
                         confidence=round(pose.confidence, 3),
                         face_box=tuple(round(v, 4) for v in result.buyer.face.box),  # type: ignore[arg-type]
                         face_id=result.buyer.face_id, frame_ts=frame_ms,
+                        mouth_open=round(result.mouth, 4) if result.mouth is not None else None,
                     ),
                 )
                 self.headposes_published += 1

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal, get_args
 from pydantic import Field, field_validator
 
 from workers.microphone.engine_whisper import CONTEXT_PAD_S
+from workers.microphone.lips import MIN_MOTION as LIPS_MIN_MOTION
 from workers.microphone.noise_floor import CHECK_S as NOISE_CHECK_S
 from workers.microphone.noise_floor import WARN_OVER_DBFS as NOISE_WARN_DBFS
 from workers.microphone.vad import DEFAULT_NOISE_MARGIN_DB
@@ -145,6 +146,12 @@ class MicrophoneSettings(Section):
     """An utterance is cut (and decoded) after this long even if the speaker goes on."""
     energy_floor_dbfs: float = -55.0
     """Frames quieter than this are never speech, whatever webrtcvad says (fans, hiss)."""
+    lips: bool = True
+    """Tell the buyer's speech from a bystander's by the buyer's lips, as the camera measures
+    them: what is said while they stay still is dropped (no final, no barge-in). Inert without a
+    camera or a face in front of it: the utterance is kept."""
+    lips_min_motion: float = Field(default=LIPS_MIN_MOTION, gt=0.0)
+    """Spread of the lip gap (over the outer eye-corner distance) that counts as moving."""
     vad_noise_margin_db: float = Field(default=DEFAULT_NOISE_MARGIN_DB, ge=0.0)
     """A frame is speech only this far over the room's background level (a low percentile of
     the last 5 s), so a hall's babble does not hold utterances open; 0 turns it off."""

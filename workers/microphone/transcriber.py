@@ -20,6 +20,7 @@ from hardware.audio import SAMPLE_RATE, AudioBlock, SourceKind
 from workers.microphone import turn as turn_model
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
+from workers.microphone.lips import LipWatch
 from workers.microphone.names import Confirm, NameRecovery, names_prompt
 from workers.microphone.normalize import AVATAR_NAMES, NumberStyle, normalize_hypothesis, normalize_text
 from workers.microphone.prosody import PitchTracker
@@ -69,6 +70,8 @@ class TranscriberStats:
     echo_tagged: int = 0
     paused_blocks: int = 0
     empty: int = 0
+    bystanders: int = 0
+    """Utterances dropped because the buyer's lips were still while they were said."""
     final_latency_ms: list[float] = field(default_factory=list)
     """Wall time from the end of the utterance's audio reaching us to its final (last 100)."""
 
@@ -133,6 +136,7 @@ class Transcriber:
         quantity_doubts: float | None = None,
         turn: EndOfTurn | None = None,
         turn_tail_ms: int = 0,
+        lips: LipWatch | None = None,
     ) -> None:
         """``numbers``: how the normalisation step after the engine writes numbers and money
         (``normalize``); it runs on every interim and final, whatever the engine.
@@ -143,7 +147,9 @@ class Transcriber:
         recover a misheard leading avatar name; ``quantity_doubts``: list doubtful quantities, a
         number or unit below this probability being unsure (None: not checked); both in the
         final's ``doubts`` (:mod:`workers.microphone.review`). ``turn``: the end-of-turn model
-        whose probability that the turn is complete each final carries (``turn_complete``)."""
+        whose probability that the turn is complete each final carries (``turn_complete``).
+        ``lips``: the buyer's lips as the camera saw them; speech while they were still is a
+        bystander's, neither a final nor a barge-in (:mod:`workers.microphone.lips`)."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -162,6 +168,7 @@ class Transcriber:
         self.quantity_doubts = quantity_doubts
         self.turn = turn
         self.turn_tail_ms = turn_tail_ms
+        self.lips = lips
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
@@ -190,6 +197,7 @@ class Transcriber:
         if "turn" not in kwargs:
             kwargs["turn"] = turn_model.load(s.turn_model_path) if s.end_of_turn else None
         kwargs.setdefault("turn_tail_ms", s.turn_tail_ms)
+        kwargs.setdefault("lips", LipWatch(s.lips_min_motion) if s.lips else None)
         return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
@@ -219,9 +227,8 @@ class Transcriber:
     def _check_barge_in(self, block: AudioBlock) -> None:
         assert self.barge_in is not None
         current = self._open
-        level = self.barge_in.process(
-            block.samples, round(block.duration_ms), self.echo.speaking_now(), can_fire=current is not None
-        )
+        can_fire = current is not None and not (self.lips is not None and self.lips.still(current.start_ms, block.end_ms))
+        level = self.barge_in.process(block.samples, round(block.duration_ms), self.echo.speaking_now(), can_fire=can_fire)
         if level is None or current is None:
             return
         current.barged = True
@@ -319,6 +326,8 @@ class Transcriber:
         echo = self.echo.is_echo(self._open.start_ms, now_ms) and not self._open.barged
         if echo and self.echo_mode == "drop":
             return
+        if self.lips is not None and self.lips.still(self._open.start_ms, now_ms):
+            return
         self.stats.interims += 1
         self.emit_transcript(self._transcript(False, text, 0.0, [], self._open.start_ms, now_ms, echo))
 
@@ -348,6 +357,10 @@ class Transcriber:
             return
         if not hyp.text.strip():
             self.stats.empty += 1
+            return
+        if self.lips is not None and self.lips.still(current.start_ms, end.t_ms):
+            self.stats.bystanders += 1
+            log.info("dropped a bystander's utterance (the buyer's lips were still): %r", hyp.text)
             return
         base = current.start_ms
         second_pass = self._names_second_pass(current.stream, end.t_ms - current.start_ms)

@@ -22,13 +22,14 @@ from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
 from workers.microphone.enhance import EnhancerUnavailable, enhance_block
 from workers.microphone.enhance import load as load_enhancer
+from workers.microphone.lips import LipWatch
 from workers.microphone.noise_floor import NoiseFloorCheck
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import MicrophoneControl, Speaking, Transcript, VadEvent, new_id
+from workers.runtime.messages import HeadPose, MicrophoneControl, Speaking, Transcript, VadEvent, new_id
 from workers.runtime.worker import Worker, WorkerUnavailable
 
 TYPED_ENGINE = "typed"
@@ -50,6 +51,7 @@ class MicrophoneWorker(Worker):
         self.settings = config.section(MicrophoneSettings)
         self.clock = clock or RealClock()
         self.echo = EchoGate(self.settings.echo_tail_ms)
+        self.lips = LipWatch(self.settings.lips_min_motion) if self.settings.lips else None
         self._recognizer = recognizer
         self._typed_stream = typed_stream
         self._paused = threading.Event()
@@ -61,6 +63,8 @@ class MicrophoneWorker(Worker):
         self.noise_check = NoiseFloorCheck(self.settings.noise_check_s, self.settings.noise_warn_dbfs)
         self.bus.subscribe(self.topics.all_speaking(), Speaking, self._on_speaking)
         self.bus.subscribe(self.topics.microphone_control(), MicrophoneControl, self._on_control)
+        if self.lips is not None:
+            self.bus.subscribe(self.topics.headpose(), HeadPose, self._on_headpose)
         # a broker restarted without persistence forgot the transcript worker's subscription:
         # what was said meanwhile waits until it has subscribed again (bounded, then said)
         self.bus.hold_for_reader([self.topics.transcript_final(), self.topics.vad()], TRANSCRIPT_WORKER)
@@ -68,6 +72,10 @@ class MicrophoneWorker(Worker):
     # -- subscriptions (MQTT network thread) ----------------------------------------------------
     def _on_speaking(self, _topic: str, event: Speaking) -> None:
         self.echo.on_speaking(event)
+
+    def _on_headpose(self, _topic: str, pose: HeadPose) -> None:
+        assert self.lips is not None
+        self.lips.on_headpose(pose)
 
     def _on_control(self, _topic: str, control: MicrophoneControl) -> None:
         if control.action == "pause":
@@ -169,6 +177,7 @@ class MicrophoneWorker(Worker):
             worker_id=self.worker_id,
             echo=self.echo,
             echo_mode=s.echo_mode,
+            lips=self.lips,
             emit_barge_in=lambda event: self.bus.publish(self.topics.barge_in(), event),
             measure_pitch=self._merger_reads_pitch(),
             turn=turn_model.load(s.turn_model_path) if s.end_of_turn or self._merger_reads_turn() else None,
@@ -241,6 +250,7 @@ class MicrophoneWorker(Worker):
                     "echo_dropped": st.echo_dropped,
                     "echo_tagged": st.echo_tagged,
                     "barge_ins": st.barge_ins,
+                    "bystanders_dropped": st.bystanders,
                 }
             )
         return figures

@@ -106,6 +106,10 @@ class HeadPose(Envelope):
     face_id: int | None = None
     frame_ts: int
     """Capture time of the frame, ms since the epoch."""
+    mouth_open: float | None = Field(None, ge=0, le=10)
+    """The buyer's inner-lip gap over their outer eye-corner distance in this frame (about 0
+    closed, up to 0.3 talking); ``None``: not measured. The microphone tells the buyer's speech
+    from a bystander's by it (``[microphone] lips``)."""
 
 
 class Attention(Envelope):
