@@ -8,10 +8,11 @@ recommends (:data:`SPEECH_LEVEL_DBFS`).
 
 The threshold comes from ``bench/stt.py --snr`` (README "Speech in a noisy venue"): Whisper
 tiny.en loses the leading avatar names and the amounts as speech-to-babble falls from 20 dB to
-10 dB, and the voice-activity segmenter no longer finds the end of an utterance once babble is
-over its energy floor. So the check warns when the floor is less than :data:`MIN_SNR_DB` under
-the expected speech level, and says which way out there is (a close-talk microphone, lower gain
-with the mouth closer).
+10 dB (the voice-activity segmenter still finds the buyer over babble 10 dB under them: it
+measures frames against the room's background, :class:`~workers.microphone.vad.BackgroundLevel`).
+So the check warns when the floor is less than :data:`MIN_SNR_DB` under the expected speech
+level, and says which way out there is (a close-talk microphone, lower gain with the mouth
+closer).
 """
 
 from __future__ import annotations
