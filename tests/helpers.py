@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sessions.generate import SessionSpec
 from workers.runtime.broker import BrokerAddress, broker_answers
 
 # Session tests: the sessions are espeak-ng negotiation speech, what pocketsphinx's domain model is tuned for
 # (it is off by default: on other speech it invents deal terms).
 PS_DOMAIN = {"microphone.engine": "pocketsphinx", "microphone.pocketsphinx_domain_lm": True}
+QUICK_SESSION = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=3)
+"""The short generated session the format, paced-replay and recording tests share (cached):
+three utterances (gaze to Celia twice, then Watson by name while looking at Celia), about 17 s."""
 
 
 def load_script(name: str) -> Any:

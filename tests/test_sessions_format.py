@@ -11,16 +11,14 @@ from hardware.audio import SAMPLE_RATE
 from hardware.audio_files import load_audio
 from hardware.video import VideoFileSource
 from sessions.format import CameraInfo, Session, SessionFormatError, SessionInfo, SessionWriter, Truth, TruthUtterance
-from sessions.generate import TARGETS, SessionSpec, generate
+from sessions.generate import TARGETS, generate
 from sessions.scenario import build_timeline, plan_lines
-
-QUICK = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=5)
-"""A short session (five utterances) generated once and cached under .cache/sessions."""
+from tests.helpers import QUICK_SESSION
 
 
 @pytest.fixture(scope="session")
 def quick_session() -> Session:
-    return Session(generate(QUICK))
+    return Session(generate(QUICK_SESSION))
 
 
 def test_writer_and_reader_round_trip(tmp_path: Path) -> None:

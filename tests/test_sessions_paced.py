@@ -16,12 +16,11 @@ from hardware.clock import RealClock, VirtualClock
 from hardware.video import open_source
 from sessions.evaluate import score
 from sessions.format import CameraInfo, Session, SessionInfo, SessionWriter
-from sessions.generate import SessionSpec, generate
+from sessions.generate import generate
 from sessions.replay import HeldClock, replay
-from tests.helpers import PS_DOMAIN
+from tests.helpers import PS_DOMAIN, QUICK_SESSION
 from workers.runtime.config import Config
 
-QUICK = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=5)
 START = 1_000_000
 IRREGULAR = [START + 40, START + 140, START + 230, START + 370, START + 400]
 """Capture times with jitter and a dropped frame: not ``index / fps``."""
@@ -77,7 +76,7 @@ def test_held_clock_waits_for_release() -> None:
 
 
 def test_paced_replay_decides_like_the_fast_one(mosquitto: object, make_config: Callable[..., Config]) -> None:
-    session = Session(generate(QUICK))
+    session = Session(generate(QUICK_SESSION))
     config = make_config(mosquitto.url, **PS_DOMAIN)  # type: ignore[attr-defined]
     fast = replay(session, config)
     paced = replay(session, config, speed=2.0)

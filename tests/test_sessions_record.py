@@ -17,17 +17,13 @@ from hardware.audio_files import load_audio
 from hardware.video import VideoFileSource
 from orchestrator_client.recorder import RecordingServer
 from sessions.format import Session
-from sessions.generate import SessionSpec, generate
+from sessions.generate import generate
 from sessions.record import Recorder, RecordError
 from sessions.replay import replay, replay_config
-from tests.helpers import PS_DOMAIN
+from tests.helpers import PS_DOMAIN, QUICK_SESSION
 from transcript.worker import TranscriptWorker
 from workers.runtime.config import Config
 from workers.runtime.worker import run_worker
-
-QUICK = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=5)
-"""The five-utterance session of test_sessions_format (cached): its media stand in for the
-microphone and the webcam, played in real time."""
 
 
 def _messages(payloads: list[dict]) -> list[tuple[str, str]]:
@@ -40,7 +36,7 @@ def config(mosquitto: object, make_config: Callable[..., Config]) -> Config:
 
 
 def test_recorded_session_replays_to_its_messages(config: Config, tmp_path: Path) -> None:
-    source = Session(generate(QUICK))
+    source = Session(generate(QUICK_SESSION))
     utterances = len(source.truth().utterances)
     folder = tmp_path / "recorded"
     with RecordingServer() as eo:
@@ -84,7 +80,7 @@ def test_recorded_session_replays_to_its_messages(config: Config, tmp_path: Path
 
 
 def test_record_cli_stops_on_sigterm_and_writes_session_json_last(config: Config, tmp_path: Path) -> None:
-    source = Session(generate(QUICK))
+    source = Session(generate(QUICK_SESSION))
     folder = tmp_path / "cli"
     cmd = [sys.executable, "-m", "humaine_env", "--set", f"broker.url={config.broker.url}", "--set", "broker.mode=external",
            "--set", f"environment_uuid={config.core.environment_uuid}", "record", str(folder),
