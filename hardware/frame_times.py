@@ -24,12 +24,19 @@ def sidecar_of(video: str | Path) -> Path:
 
 
 def read_frame_times(path: str | Path) -> list[int]:
-    """The ``t_ms`` column in file order; [] when the file does not exist."""
+    """The ``t_ms`` column in file order; [] when the file does not exist. A last row without
+    its line end (a recorder killed while writing it) is left out: its time may be cut short."""
     p = Path(path)
     if not p.is_file():
         return []
-    with p.open(newline="", encoding="utf-8") as fh:
-        try:
-            return [int(row["t_ms"]) for row in csv.DictReader(fh)]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FrameTimesError(f"{p}: not an index,t_ms table ({exc})") from None
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FrameTimesError(f"{p}: not an index,t_ms table ({exc})") from None
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines.pop()
+    try:
+        return [int(row["t_ms"]) for row in csv.DictReader(lines)]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FrameTimesError(f"{p}: not an index,t_ms table ({exc})") from None

@@ -13,8 +13,7 @@ import pytest
 
 from hardware.audio_sources import list_input_devices
 from sessions.generate import generate
-from tests.helpers import MosquittoBroker, free_port
-from tests.test_sessions_format import QUICK
+from tests.helpers import QUICK_SESSION, MosquittoBroker, free_port
 from workers.runtime.config import FILE_SUFFIX
 from workers.runtime.worker import EXIT_CONFIG, EXIT_NO_BROKER, EXIT_UNAVAILABLE
 
@@ -76,7 +75,7 @@ def test_a_folder_without_video_is_named_as_a_folder(mosquitto: MosquittoBroker,
 
 
 def test_a_session_folder_plays_as_a_replay_source(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
-    session = generate(QUICK)
+    session = generate(QUICK_SESSION)
     done = cli(["camera", "--source", f"replay:{session}", "--speed", "20"], tmp_path, mosquitto.url)
     assert done.returncode == 0, done.stderr[-3000:]  # played to its end
     assert problem_lines(done.stderr) == [], done.stderr
@@ -108,7 +107,7 @@ def test_no_broker_says_it_waits_then_gives_up(tmp_path: Path) -> None:
 
 
 def test_replay_without_the_vosk_model_stops_with_one_line(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
-    session = generate(QUICK)
+    session = generate(QUICK_SESSION)
     started = time.monotonic()
     done = cli(["eval", str(session), "--engine", "vosk", "--set", f'microphone.vosk_model="{tmp_path / "no-model"}"'],
                tmp_path, mosquitto.url, timeout=120)
@@ -121,7 +120,7 @@ def test_replay_without_the_vosk_model_stops_with_one_line(mosquitto: MosquittoB
 
 
 def test_record_perceive_starts_a_broker_when_none_answers(tmp_path: Path) -> None:
-    session = generate(QUICK)
+    session = generate(QUICK_SESSION)
     url = f"mqtt://127.0.0.1:{free_port()}"
     done = cli(["record", str(tmp_path / "rec"), "--perceive", "--audio-source", f"replay:{session}",
                 "--video-source", f"replay:{session}", "--duration", "6", "--linger", "1",
@@ -140,7 +139,7 @@ def test_secret_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
 
 def test_replay_uses_the_recorder_port_setting(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     """``[replay] recorder_port`` is where the replay's stand-in EO listens: a taken one is one line."""
-    session = generate(QUICK)
+    session = generate(QUICK_SESSION)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

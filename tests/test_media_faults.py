@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from hardware.frame_times import FrameTimesError, read_frame_times
 from sessions.coverage import COMPLETE, check
 from sessions.format import AUDIO_FILE, EVENTS_FILE, FRAMES_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
 from sessions.generate import generate
-from tests.test_sessions_format import QUICK
+from tests.helpers import QUICK_SESSION
 from workers.runtime.worker import EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ def test_unreadable_media_is_one_line_and_status_3(command: str, make: Any, said
 
 @pytest.fixture(scope="module")
 def quick() -> Path:
-    return generate(QUICK)
+    return generate(QUICK_SESSION)
 
 
 def damaged(source: Path, tmp_path: Path, **cuts: float) -> Session:
@@ -87,6 +88,21 @@ def test_a_complete_session_is_all_ok(quick: Path) -> None:
         (AUDIO_FILE, "ok"), (VIDEO_FILE, "ok"), (FRAMES_FILE, "ok"), (EVENTS_FILE, "ok"), (TRUTH_FILE, "ok")]
     assert report.problems == []
     assert all(share >= COMPLETE for share in report.summary()["coverage"].values())
+
+
+@pytest.mark.parametrize(("cut", "times"), [
+    ("index,t_ms\r\n0,1000\r\n1,1066\r\n2,11", [1000, 1066]),  # killed inside a time: not 11
+    ("index,t_ms\r\n0,1000\r\n1,", [1000]),
+    ("index,t_ms\r\n0,1000\r\n", [1000]),
+    ("index,t_", []),
+])
+def test_a_frame_times_table_cut_mid_row_keeps_its_whole_rows(tmp_path: Path, cut: str, times: list[int]) -> None:
+    path = tmp_path / FRAMES_FILE
+    path.write_bytes(cut.encode())
+    assert read_frame_times(path) == times
+    path.write_text("index,t_ms\n0,soon\n1,1066\n")
+    with pytest.raises(FrameTimesError, match="not an index,t_ms table"):
+        read_frame_times(path)
 
 
 def test_each_damaged_part_is_named_with_its_coverage(quick: Path, tmp_path: Path) -> None:
