@@ -221,10 +221,10 @@ def run_worker(worker: Worker, install_signals: bool = True, say_failure: bool =
         else:
             worker.bus.set_status("error", worker.failure)
         code = EXIT_UNAVAILABLE
-        if worker.bus.stats.connects == 0:
-            # failed before the broker answered: give the error status its chance to be
-            # published (on connect), or nobody but this console learns why we stopped
-            worker.bus.wait_connected(FAILURE_STATUS_WAIT_S)
+        # failed before the broker answered, or while its connect is being handled on the
+        # network thread: the error status goes out on connect, and "offline" must follow it
+        # (or nobody but this console learns why we stopped); at once when already ready
+        worker.bus.wait_connected(FAILURE_STATUS_WAIT_S)
     finally:
         worker.close()
     worker.log.debug("stopped after %.1f s", time.monotonic() - started)
