@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from hardware.audio import SAMPLE_RATE, AudioBlock
+from hardware.audio import SAMPLE_RATE, AudioBlock, level_dbfs
 from transcript.fusion.names import NameMatcher
 from transcript.settings import DEFAULT_GREETINGS
 from workers.microphone import enhance
@@ -147,9 +147,7 @@ def enhanced(name: str, recording: np.ndarray) -> tuple[np.ndarray, dict[str, An
 def vad_false_starts(noise: np.ndarray, noise_dbfs: float, settings: MicrophoneSettings) -> dict[str, Any]:
     """Babble alone at ``noise_dbfs`` (RMS) through the configured segmenter: utterances opened
     per minute and the share of time one is open (each would be sent to the recogniser)."""
-    from workers.microphone.noise import noise_level_dbfs
-
-    samples = to_int16(noise.astype(np.float64) * 10 ** ((noise_dbfs - noise_level_dbfs(noise)) / 20))
+    samples = to_int16(noise.astype(np.float64) * 10 ** ((noise_dbfs - level_dbfs(noise)) / 20))
     s = settings
     segmenter = segmenter_for(s)
     block = SAMPLE_RATE * s.block_ms // 1000
@@ -169,8 +167,6 @@ def barge_in_false_triggers(noise: np.ndarray, echo_dbfs: float, babble_over_ech
     relative to the echo running through it and no buyer: every barge-in is a false one."""
     from sessions.barge_in_check import _run, at_level, avatar_voices
     from workers.microphone.barge_in import BargeInDetector
-    from workers.microphone.noise import noise_level_dbfs
-
     echoes = avatar_voices()
     rng = np.random.default_rng(seed)
     out: list[dict[str, Any]] = []
@@ -179,7 +175,7 @@ def barge_in_false_triggers(noise: np.ndarray, echo_dbfs: float, babble_over_ech
         for echo in echoes:
             echo_mix = at_level(echo, echo_dbfs)
             segment = noise_for(noise, len(echo_mix), int(rng.integers(0, len(noise))))
-            segment *= 10 ** ((echo_dbfs + over - noise_level_dbfs(segment)) / 20)
+            segment *= 10 ** ((echo_dbfs + over - level_dbfs(segment)) / 20)
             mix = to_int16(echo_mix + segment)
             detector = BargeInDetector(settings.barge_in_margin_db, settings.barge_in_min_ms)
             fired += _run(mix, len(mix), detector, settings.block_ms) is not None

@@ -81,6 +81,21 @@ class AudioSource(Protocol):
     def close(self) -> None: ...
 
 
+SILENCE_DBFS = -100.0
+"""The level given to digital silence (and the floor of every level): under any microphone's noise."""
+FULL_SCALE = 32768.0
+
+
+def level_dbfs(samples: np.ndarray) -> float:
+    """RMS level of int16-scaled ``samples`` in dB relative to full scale, at least
+    :data:`SILENCE_DBFS`: the one measure of loudness the voice-activity segmenter, the barge-in
+    detector, the noise-floor check and the noise mixing share."""
+    if samples.size == 0:
+        return SILENCE_DBFS
+    rms = float(np.sqrt(np.mean(np.square(samples.astype(np.float64)))))
+    return max(SILENCE_DBFS, 20.0 * np.log10(rms / FULL_SCALE)) if rms > 0 else SILENCE_DBFS
+
+
 def block_samples(block_ms: int) -> int:
     if block_ms not in (10, 20, 30):
         raise ValueError(

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from avatar.settings import AvatarSettings
-from hardware.audio import SAMPLE_RATE
+from hardware.audio import SAMPLE_RATE, level_dbfs
 from hardware.audio_files import load_audio
 from hardware.speaker import Speaker, WavSink
-from workers.microphone.barge_in import BargeInDetector, level_dbfs
+from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.evaluation import Sample
 
 REPLIES: tuple[str, ...] = (

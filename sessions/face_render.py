@@ -300,8 +300,7 @@ def _lower_chain(loop: list[int], head: np.ndarray, lower_point: int) -> list[in
     """The lower half of a lip loop: from one mouth corner to the other through ``lower_point``,
     corners excluded (they are the hinge)."""
     xs = head[loop, 0]
-    left, right = loop.index(loop[int(np.argmin(xs))]), loop.index(loop[int(np.argmax(xs))])
-    a, b = sorted((left, right))
+    a, b = sorted((int(np.argmin(xs)), int(np.argmax(xs))))
     inside, outside = loop[a + 1:b], loop[b + 1:] + loop[:a]
     return inside if lower_point in inside else outside
 

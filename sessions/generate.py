@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hardware.audio import SAMPLE_RATE
+from hardware.audio import SAMPLE_RATE, level_dbfs
 from hardware.audio_files import load_audio
 from sessions.face_render import Camera, FaceRenderer, room_background, sensor_noise
 from sessions.faces import face_model
@@ -92,16 +92,14 @@ def _trim(samples: np.ndarray, threshold: int = 200) -> np.ndarray:
     return samples[loud[0] : loud[-1] + 1] if len(loud) else samples
 
 
-def mouth_track(clip: np.ndarray, fps: float) -> np.ndarray:
-    """How open the speaker's mouth is (0-1, in :data:`MOUTH_LEVELS` steps) at each frame of
-    ``clip``: the speech's level over :data:`MOUTH_WINDOW_MS` against its loudest syllables. The
-    jaw follows the syllables' loudness (open vowels loud, closures silent), which is what a
-    camera can see of lips moving with the voice."""
-    frames = max(1, int(len(clip) * fps / SAMPLE_RATE))
+def mouth_track(clip: np.ndarray, at_ms: np.ndarray) -> np.ndarray:
+    """How open the speaker's mouth is (0-1, in :data:`MOUTH_LEVELS` steps) at each time
+    ``at_ms`` into ``clip``: the speech's level over :data:`MOUTH_WINDOW_MS` there, against the
+    clip's loudest syllables. The jaw follows the syllables' loudness (open vowels loud, closures
+    silent), which is what a camera can see of lips moving with the voice."""
     half = SAMPLE_RATE * MOUTH_WINDOW_MS // 2000
-    centres = (np.arange(frames) * SAMPLE_RATE / fps).astype(int)
-    power = np.array([np.mean(np.square(clip[max(0, c - half):c + half].astype(np.float64))) + 1e-9 for c in centres])
-    level = 10.0 * np.log10(power)
+    centres = (np.asarray(at_ms) * SAMPLE_RATE / 1000).astype(int)
+    level = np.array([level_dbfs(clip[max(0, c - half):c + half]) for c in centres])
     opening = np.clip((level - (level.max() - MOUTH_RANGE_DB)) / MOUTH_RANGE_DB, 0.0, 1.0)
     return np.round(opening * MOUTH_LEVELS) / MOUTH_LEVELS
 
@@ -131,9 +129,9 @@ def generate(spec: SessionSpec, out_dir: Path | None = None, camera: Camera | No
             audio[at : at + len(clip)] += clip * 10.0 ** (BYSTANDER_GAIN_DB / 20.0)
             continue
         audio[at : at + len(clip)] += clip
-        first = int(np.ceil(utt.start_ms * spec.fps / 1000))
-        track = mouth_track(clip[int((first * 1000 / spec.fps - utt.start_ms) * SAMPLE_RATE / 1000):], spec.fps)
-        mouth[first : first + len(track)] = track[: max(0, n_frames - first)]
+        frames = np.arange(int(np.ceil(utt.start_ms * spec.fps / 1000)), min(n_frames, int(utt.end_ms * spec.fps / 1000)))
+        if frames.size:
+            mouth[frames] = mouth_track(clip, frames * 1000.0 / spec.fps - utt.start_ms)
     audio_i16 = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
 
     info = SessionInfo(

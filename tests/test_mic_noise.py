@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bench.stt import venue_noise_for
-from hardware.audio import SAMPLE_RATE, AudioBlock
+from hardware.audio import SAMPLE_RATE, AudioBlock, level_dbfs
 from hardware.audio_files import load_audio, write_wav
 from scripts.fetch_assets import CONVERSATION_WAV, noise_set
 from scripts.noise_set import BABBLE_WAV, VENUE_WAV, babble_sources, load
@@ -26,7 +26,7 @@ from scripts.synth_speech import synthesize
 from workers.microphone import enhance
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.evaluation import POCKETSPHINX_DATA, asterisk_corpus, pocketsphinx_corpus
-from workers.microphone.noise import active_level_dbfs, mix_at_snr, noise_level_dbfs, set_active_level, to_int16
+from workers.microphone.noise import active_level_dbfs, mix_at_snr, set_active_level, to_int16
 from workers.microphone.noise_floor import SPEECH_LEVEL_DBFS, WARN_OVER_DBFS
 from workers.microphone.settings import EnhanceChoice
 from workers.microphone.vad import Segmenter, SpeechEnd, SpeechStart
@@ -120,7 +120,7 @@ def test_mix_hits_the_speech_to_noise_ratio(babble: np.ndarray, snr: float) -> N
     speech = load_audio(next((POCKETSPHINX_DATA / "librivox").glob("*.wav")))
     mixed = mix_at_snr(speech, babble, snr, offset=12_345)
     noise_part = mixed.astype(np.float64) - speech.astype(np.float64)  # no clipping at these levels
-    measured = active_level_dbfs(speech) - noise_level_dbfs(noise_part)
+    measured = active_level_dbfs(speech) - level_dbfs(noise_part)
     assert abs(measured - snr) < 0.2
     assert mixed.dtype == np.int16 and len(mixed) == len(speech)
 
@@ -140,7 +140,7 @@ def _room(path: Path, babble: np.ndarray | None, babble_dbfs: float) -> None:
     recording = np.concatenate([rng.normal(0, 20, 6 * SAMPLE_RATE), speech, rng.normal(0, 20, SAMPLE_RATE)])
     if babble is not None:
         part = babble[: len(recording)].astype(np.float64)
-        recording = recording + part * 10 ** ((babble_dbfs - noise_level_dbfs(part)) / 20)
+        recording = recording + part * 10 ** ((babble_dbfs - level_dbfs(part)) / 20)
     write_wav(path, to_int16(recording))
 
 

@@ -12,24 +12,16 @@ avatar's WAVs played into the microphone path, ``bench/barge_in.py``).
 from __future__ import annotations
 
 import collections
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-SILENCE_DB = -100.0
+from hardware.audio import level_dbfs
+
 REFERENCE_PERCENTILE = 90.0
 """The echo reference: this percentile of the block levels heard while the avatar speaks."""
 HOLD_SHARE = 0.6
 """Share of the blocks in the last ``min_ms`` that must be over the threshold."""
-
-
-def level_dbfs(samples: np.ndarray) -> float:
-    """RMS level of int16 samples in dB relative to full scale."""
-    if samples.size == 0:
-        return SILENCE_DB
-    rms = math.sqrt(float(np.mean(np.square(samples.astype(np.float64)))))
-    return 20 * math.log10(rms / 32768.0) if rms > 0 else SILENCE_DB
 
 
 @dataclass

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hardware.audio import SAMPLE_RATE
+from hardware.audio import FULL_SCALE, SAMPLE_RATE, SILENCE_DBFS, level_dbfs
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,6 @@ FRAME_MS = 20
 ACTIVE_RANGE_DB = 30.0
 """A frame within this many dB of the talker's loud frames (95th percentile) counts as active
 speech: pauses and breaths between words do not lower the speech level."""
-SILENT_DBFS = -100.0
 BABBLE_TALKERS = 6
 STREAM_LEVEL_DBFS = -30.0
 """Active level each talker stream is set to before summing (leaves headroom for six)."""
@@ -57,10 +56,10 @@ def frame_levels_dbfs(samples: np.ndarray, frame_ms: int = FRAME_MS) -> np.ndarr
     n = SAMPLE_RATE * frame_ms // 1000
     usable = len(samples) // n * n
     if usable == 0:
-        return np.array([SILENT_DBFS])
+        return np.array([SILENCE_DBFS])
     frames = samples[:usable].astype(np.float64).reshape(-1, n)
     rms = np.sqrt(np.mean(np.square(frames), axis=1))
-    return 20.0 * np.log10(np.maximum(rms, 1e-3) / 32768.0)
+    return np.maximum(SILENCE_DBFS, 20.0 * np.log10(np.maximum(rms, 1e-12) / FULL_SCALE))
 
 
 def active_level_dbfs(samples: np.ndarray) -> float:
@@ -70,8 +69,8 @@ def active_level_dbfs(samples: np.ndarray) -> float:
     levels = frame_levels_dbfs(samples)
     loud = float(np.percentile(levels, 95))
     active = levels[levels > loud - ACTIVE_RANGE_DB]
-    if loud <= SILENT_DBFS + 1 or active.size == 0:
-        return SILENT_DBFS
+    if loud <= SILENCE_DBFS + 1 or active.size == 0:
+        return SILENCE_DBFS
     power = np.mean(np.power(10.0, active / 10.0))
     return float(10.0 * np.log10(power))
 
@@ -79,7 +78,7 @@ def active_level_dbfs(samples: np.ndarray) -> float:
 def set_active_level(samples: np.ndarray, dbfs: float) -> np.ndarray:
     """``samples`` (float64) scaled so that their active level is ``dbfs``."""
     current = active_level_dbfs(samples)
-    if current <= SILENT_DBFS:
+    if current <= SILENCE_DBFS:
         return samples.astype(np.float64)
     return samples.astype(np.float64) * 10.0 ** ((dbfs - current) / 20.0)
 
@@ -142,17 +141,10 @@ def venue_noise(babble_samples: np.ndarray, seed: int = 0) -> np.ndarray:
     :data:`VENUE_HUM_DB` under the babble's active level (float64, int16 scale)."""
     rng = np.random.default_rng(seed)
     n = len(babble_samples)
-    level = 32768.0 * 10.0 ** (active_level_dbfs(babble_samples) / 20.0)
+    level = FULL_SCALE * 10.0 ** (active_level_dbfs(babble_samples) / 20.0)
     broadband = pink_noise(n, rng) * level * 10.0 ** (VENUE_BROADBAND_DB / 20.0)
     mains = hum(n) * level * 10.0 ** (VENUE_HUM_DB / 20.0)
     return babble_samples.astype(np.float64) + broadband + mains
-
-
-def noise_level_dbfs(noise: np.ndarray) -> float:
-    """The level a noise is mixed at: its plain RMS over the whole span (babble never pauses
-    long enough for an active level to differ much, and a steady noise has no pauses)."""
-    rms = float(np.sqrt(np.mean(np.square(noise.astype(np.float64))))) if len(noise) else 0.0
-    return 20.0 * math.log10(max(rms, 1e-3) / 32768.0)
 
 
 def noise_for(noise: np.ndarray, n: int, offset: int) -> np.ndarray:
@@ -166,13 +158,14 @@ def noise_for(noise: np.ndarray, n: int, offset: int) -> np.ndarray:
 def mix_at_snr(speech: np.ndarray, noise: np.ndarray, snr_db: float, offset: int = 0,
                speech_level_dbfs: float | None = None) -> np.ndarray:
     """``speech`` plus ``noise`` (read from ``offset``, looped) scaled so that the speech's active
-    level is ``snr_db`` over the noise's level; int16. ``speech_level_dbfs``: the speech level to
+    level is ``snr_db`` over the noise's level (its plain RMS over the span: babble never pauses
+    long enough for an active level to differ much, and a steady noise has no pauses); int16. ``speech_level_dbfs``: the speech level to
     mix against when ``speech`` is a recording with gaps whose level was set beforehand (the
     noise runs through the gaps at the same level). A mix that would clip is scaled down whole,
     which keeps the ratio."""
     speech_db = active_level_dbfs(speech) if speech_level_dbfs is None else speech_level_dbfs
     segment = noise_for(noise, len(speech), offset)
-    gain = 10.0 ** ((speech_db - snr_db - noise_level_dbfs(segment)) / 20.0)
+    gain = 10.0 ** ((speech_db - snr_db - level_dbfs(segment)) / 20.0)
     mixed = speech.astype(np.float64) + segment * gain
     peak = float(np.max(np.abs(mixed))) if len(mixed) else 0.0
     if peak > INT16_PEAK:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from workers.microphone.barge_in import level_dbfs
+from hardware.audio import level_dbfs
 
 log = logging.getLogger(__name__)
 

@@ -227,8 +227,12 @@ class Transcriber:
     def _check_barge_in(self, block: AudioBlock) -> None:
         assert self.barge_in is not None
         current = self._open
-        can_fire = current is not None and not (self.lips is not None and self.lips.still(current.start_ms, block.end_ms))
-        level = self.barge_in.process(block.samples, round(block.duration_ms), self.echo.speaking_now(), can_fire=can_fire)
+        speaking = self.echo.speaking_now()
+        # the lips are asked only while an avatar speaks: there is nothing to barge into otherwise
+        can_fire = current is not None and not (
+            speaking and self.lips is not None and self.lips.still(current.start_ms, block.end_ms)
+        )
+        level = self.barge_in.process(block.samples, round(block.duration_ms), speaking, can_fire=can_fire)
         if level is None or current is None:
             return
         current.barged = True

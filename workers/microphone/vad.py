@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 import webrtcvad
 
-from hardware.audio import SAMPLE_RATE, AudioBlock
+from hardware.audio import SAMPLE_RATE, AudioBlock, level_dbfs
 from workers.runtime.messages import new_id
 
 START_WINDOW_MS = 200
@@ -38,12 +38,6 @@ BACKGROUND_PERCENTILE = 10.0
 keep it at the room's level while the buyer talks."""
 BACKGROUND_WARMUP_MS = 500
 """Audio heard before the background is trusted; until then only the absolute floor applies."""
-
-
-def frame_dbfs(samples: np.ndarray) -> float:
-    """RMS level of a frame in dB relative to int16 full scale."""
-    rms = float(np.sqrt(np.mean(np.square(samples.astype(np.float64))))) if len(samples) else 0.0
-    return 20.0 * np.log10(max(rms, 1e-3) / 32768.0)
 
 
 @dataclass
@@ -178,7 +172,7 @@ class Segmenter:
             raise ValueError(f"VAD frames must be 10, 20 or 30 ms, got {block.duration_ms} ms")
         self._frame_ms = frame_ms
         assert self.classifier is not None
-        level = frame_dbfs(block.samples)
+        level = level_dbfs(block.samples)
         loud = level > self._threshold_dbfs(level, frame_ms)
         speech = self.classifier.is_speech(block.samples) if loud or self.classifier.continuous else False
         voiced = loud and speech
