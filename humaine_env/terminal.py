@@ -88,7 +88,10 @@ class LineSafeStream:
         return len(text)
 
     def flush(self) -> None:
-        self.inner.flush()
+        """A terminal that is gone (its window closed) fails every flush with EIO; that must not
+        stop the caller (``StreamHandler.setStream`` flushes before it swaps streams)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.inner.flush()
 
     def fileno(self) -> int:
         """The real terminal's: ``input()`` uses readline only when standard output is a terminal."""
@@ -169,18 +172,26 @@ class BuyerPrompt:
             out.flush()
 
     def stop(self) -> None:
-        """Give the terminal back: the streams, the log handlers and the terminal's settings."""
+        """Give the terminal back: the streams, the log handlers and the terminal's settings.
+
+        The log handlers are given their streams back *before* :attr:`lock` is taken, never
+        under it: a thread that logs holds its handler's lock and then waits for :attr:`lock`
+        in :meth:`LineSafeStream.write`, so taking them the other way round (``setStream``
+        takes the handler's lock) deadlocked ``run``'s Ctrl-C whenever a worker's line was
+        being relayed at that moment. A terminal that is gone (its window closed) costs the
+        last clearing of the input line, nothing else."""
         if self._saved is None:
             return
         stdout, stderr, handlers, attrs = self._saved
         self._saved = None
+        for handler, stream in handlers:
+            handler.setStream(stream)
+        sys.stdout, sys.stderr = stdout, stderr
         with self.lock:
             if self.reading:
-                stdout.write(CLEAR_LINE)
-                stdout.flush()
-            sys.stdout, sys.stderr = stdout, stderr
-            for handler, stream in handlers:
-                handler.setStream(stream)
+                with contextlib.suppress(OSError, ValueError):
+                    stdout.write(CLEAR_LINE)
+                    stdout.flush()
         if attrs is not None:
             with contextlib.suppress(termios.error, ValueError, OSError):
                 termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, attrs)

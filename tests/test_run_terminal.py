@@ -4,11 +4,14 @@ standard input at all, ``run`` says why in one line and no traceback."""
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import pty
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -17,7 +20,7 @@ import httpx
 import tomllib
 
 from avatar.operator.routes import END_ROUND_PATH
-from humaine_env.terminal import PROMPT
+from humaine_env.terminal import PROMPT, BuyerPrompt, LineSafeStream
 from tests.helpers import free_port, wait_for
 from tests.test_suite_cli import CLI, suite_config
 
@@ -102,8 +105,8 @@ def test_a_line_printed_while_the_buyer_types_does_not_break_the_typed_line(tmp_
         os.write(ours, (REST + "\r").encode())  # the buyer finishes the line and presses Enter
         assert wait_for(lambda: "I would like 2 eggs" in output() and "buyer → Celia" in output(), timeout=30), output()[-2000:]
     finally:
-        # the terminal goes first (the prompt's reader ends on it), then Ctrl-C: once in three
-        # fresh-clone runs, run did not stop within 30 s of SIGINT while its prompt was reading
+        # the terminal goes first (the prompt's reader ends on it), then Ctrl-C; run once hung
+        # here (see test_the_prompt_gives_the_terminal_back_while_another_thread_is_logging)
         os.close(ours)
         if suite.poll() is None:
             os.killpg(suite.pid, signal.SIGINT)
@@ -120,3 +123,54 @@ def test_run_without_any_standard_input_says_why_in_one_line(tmp_path: Path) -> 
     assert result.returncode == 3, result.stdout + result.stderr
     assert "no terminal for typed input" in result.stderr and PROMPT not in result.stdout, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_prompt_gives_the_terminal_back_while_another_thread_is_logging(monkeypatch) -> None:
+    """Ctrl-C at ``run`` stops the prompt while the workers' lines are still being relayed: a
+    thread that holds a log handler's lock (inside ``Handler.handle``) and is about to print
+    through the prompt must not stop :meth:`BuyerPrompt.stop` (seen: ``run`` hung on Ctrl-C,
+    its main thread in ``setStream`` under the prompt's lock, a relay thread in the prompt's
+    stream under the handler's)."""
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    handler = logging.StreamHandler(out)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    prompt = BuyerPrompt(lambda _line: None)
+    ended = threading.Event()
+
+    def typed(_prompt: str = "") -> str:
+        ended.wait()  # the buyer types nothing until the test ends, then closes the terminal
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", typed)
+    try:
+        prompt.start()
+        assert isinstance(handler.stream, LineSafeStream)
+        relayed = threading.Event()
+
+        def relay() -> None:
+            handler.acquire()  # as Handler.handle holds it while the line is emitted
+            try:
+                deadline = time.monotonic() + 1.0
+                while time.monotonic() < deadline and prompt.lock.acquire(blocking=False):
+                    prompt.lock.release()  # wait (at most 1 s) for stop() to hold the prompt's lock, if it ever does
+                    time.sleep(0.001)
+                handler.stream.write("run.mic: stopping\n")
+                relayed.set()
+            finally:
+                handler.release()
+
+        relay_thread = threading.Thread(target=relay, daemon=True)
+        relay_thread.start()
+        stopper = threading.Thread(target=prompt.stop, daemon=True)
+        stopper.start()
+        stopper.join(10)
+        assert not stopper.is_alive(), "BuyerPrompt.stop deadlocked with a thread that was logging"
+        relay_thread.join(10)
+        assert relayed.is_set()
+        assert handler.stream is out and sys.stdout is out
+        assert "run.mic: stopping" in out.getvalue()
+    finally:
+        ended.set()
+        root.removeHandler(handler)
