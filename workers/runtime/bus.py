@@ -127,6 +127,16 @@ class _Sent:
     at: float
     """``time.monotonic()`` when it was handed to paho."""
 
+    def acknowledged(self) -> bool:
+        """The broker has acknowledged it. paho's ``is_published`` raises instead of answering
+        for a message handed over while paho had no connection (it keeps such a message and
+        sends it once connected): raised inside ``on_connect``, that cost the whole reconnect
+        (no gate, no status) and the messages said during a broker's restart."""
+        try:
+            return self.info.is_published()
+        except (RuntimeError, ValueError):  # not connected, or not queued: not acknowledged
+            return False
+
 
 @dataclass
 class _ReaderGate:
@@ -152,13 +162,13 @@ class _ReaderGate:
         info = client.publish(topic.name, payload, qos=topic.qos, retain=topic.retain)
         self.sent.append(_Sent(topic, payload, info, now))
         while self.sent and (len(self.sent) > HELD_MAX or (
-                self.sent[0].info.is_published() and now - self.sent[0].at > RESEND_WINDOW_S)):
+                self.sent[0].acknowledged() and now - self.sent[0].at > RESEND_WINDOW_S)):
             self.sent.popleft()
 
     def to_resend(self) -> list[tuple[Topic, bytes]]:
         """What the broker may have lost with its state (hold :attr:`lock`)."""
         since = self.lost_at - RESEND_WINDOW_S
-        again = [(m.topic, m.payload) for m in self.sent if not m.info.is_published() or m.at >= since]
+        again = [(m.topic, m.payload) for m in self.sent if not m.acknowledged() or m.at >= since]
         self.sent.clear()
         return again
 
