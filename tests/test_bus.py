@@ -137,6 +137,7 @@ def test_finals_handed_over_while_the_connection_is_down_are_kept_for_their_read
         mic.stop()
         reader.stop()
 
+
 def test_queued_for_a_subscriber_that_was_away(mosquitto: MosquittoBroker, make_config: Callable[..., Config]) -> None:
     """Persistent session: QoS 1 events published while the subscriber is gone reach it later."""
     config = make_config(mosquitto.url)

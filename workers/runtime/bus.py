@@ -131,7 +131,9 @@ class _Sent:
         """The broker has acknowledged it. paho's ``is_published`` raises instead of answering
         for a message handed over while paho had no connection (it keeps such a message and
         sends it once connected): raised inside ``on_connect``, that cost the whole reconnect
-        (no gate, no status) and the messages said during a broker's restart."""
+        (no gate, no status) and the messages said during a broker's restart. Such a message
+        counts as unacknowledged only until that connect: every connect empties
+        :attr:`_ReaderGate.sent` (into the held messages when the broker lost its state)."""
         try:
             return self.info.is_published()
         except (RuntimeError, ValueError):  # not connected, or not queued: not acknowledged
