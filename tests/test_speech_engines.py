@@ -23,12 +23,12 @@ import pytest
 
 from avatar import lipsync, visemes
 from avatar.settings import AvatarSettings
-from avatar.spoken_amounts import spoken
 from avatar.ssml import prepare
 from hardware import speech_script
 from hardware.audio_files import load_audio
 from hardware.speaker import Speaker, SpeakerError, VoiceSettings, WavSink
 from hardware.speech_script import Pause, Phrase
+from hardware.spoken_amounts import spoken
 
 FESTIVAL = VoiceSettings("cmu_us_slt_arctic_hts", 170, engine="festival", fallback="en-us+f3")
 PIPER = VoiceSettings("en_US-joe-medium", 165, engine="piper", fallback="en-us+m3")

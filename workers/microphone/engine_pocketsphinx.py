@@ -62,6 +62,11 @@ def _model_dir() -> Path:
     return Path(get_model_path()) / "en-us"
 
 
+def general_lm_path() -> Path:
+    """pocketsphinx's general English trigram model (in the wheel)."""
+    return _model_dir() / "en-us.lm.bin"
+
+
 def _clean(word: str) -> str:
     return re.sub(r"\(\d+\)$", "", word)
 
@@ -85,7 +90,7 @@ def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = ()) -> Path:
     config = Config()
     config.set_string("-logfn", os.devnull)
     logmath = LogMath()
-    general = NGramModel(config, logmath, str(model / "en-us.lm.bin"))
+    general = NGramModel(config, logmath, str(general_lm_path()))
     base = math.log(1.0001)  # LogMath's default base: prob() returns integers in it
     scored = sorted(((general.prob([w]), w) for w in dict_words if w.isalpha() or "'" in w), reverse=True)
     background = {w: math.exp(score * base) for score, w in scored[:BACKGROUND_WORDS]}
@@ -195,7 +200,6 @@ class PocketsphinxRecognizer:
             from pocketsphinx import Config, Decoder
         except ImportError as exc:
             raise EngineUnavailable(f"pocketsphinx is not installed ({exc}); pip install pocketsphinx") from None
-        model = _model_dir()
         config = Config()  # defaults: the wheel's en-us model at 16 kHz
         config.set_string("-logfn", os.devnull)
         self.biasing = biasing
@@ -203,7 +207,7 @@ class PocketsphinxRecognizer:
             lm = domain_lm_path(cache_dir or Path(".cache/humaine-env"), extra_words)
             config.set_string("-lm", str(lm))
         else:
-            config.set_string("-lm", str(model / "en-us.lm.bin"))
+            config.set_string("-lm", str(general_lm_path()))
         self.options: dict[str, OptionValue] = {
             key: _set_option(config, key, value) for key, value in {**DECODER_DEFAULTS, **(options or {})}.items()
         }

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
+from workers.microphone.rescore import NBestRescorer
 
 log = logging.getLogger(__name__)
 logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # one INFO line per decode otherwise
@@ -227,6 +228,40 @@ def hotwords_for(words: Sequence[str]) -> str:
     return ", ".join(seen)
 
 
+class _NBest:
+    """What faster-whisper reads of a CTranslate2 generation result, for one chosen hypothesis."""
+
+    def __init__(self, sequence: list[int], score: float, no_speech_prob: float) -> None:
+        self.sequences_ids = [sequence]
+        self.scores = [score]
+        self.no_speech_prob = no_speech_prob
+
+
+class RescoringDecoder:
+    """Stands in for the CTranslate2 Whisper model inside faster-whisper: a beam-search
+    generation returns the beam's ``num_hypotheses = beam_size`` hypotheses, and the
+    :class:`~workers.microphone.rescore.NBestRescorer` picks the one faster-whisper goes on
+    with (word timings, no-speech check). Greedy and sampled decodes (interims, the full
+    window's temperature fallback) pass through unchanged. Everything else is the model's."""
+
+    def __init__(self, model: Any, tokenizer: Any, rescorer: NBestRescorer) -> None:
+        self._model = model
+        self._tokenizer = tokenizer
+        self.rescorer = rescorer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def generate(self, features: Any, prompts: list[list[int]], **options: Any) -> list[Any]:
+        beam = int(options.get("beam_size", 1))
+        if beam < 2 or len(prompts) != 1 or options.get("num_hypotheses", 1) > 1:
+            return self._model.generate(features, prompts, **options)
+        result = self._model.generate(features, prompts, num_hypotheses=beam, **options)[0]
+        texts = [self._tokenizer.decode(ids).strip() for ids in result.sequences_ids]
+        pick = self.rescorer.choose(texts, list(result.scores))
+        return [_NBest(result.sequences_ids[pick], result.scores[pick], result.no_speech_prob)]
+
+
 class WhisperStream:
     def __init__(self, owner: WhisperRecognizer) -> None:
         self._owner = owner
@@ -318,6 +353,7 @@ class WhisperRecognizer:
         context: str = "utterance",
         context_pad_s: float = CONTEXT_PAD_S,
         prompt: str | None = None,
+        rescorer: NBestRescorer | None = None,
     ) -> None:
         path = Path(model_path).expanduser() if model_path else bundled_model_path()
         if path is None or not path.is_dir() or not is_whisper_model(path):
@@ -333,6 +369,10 @@ class WhisperRecognizer:
             raise EngineUnavailable(f"could not load the Whisper model at {path} ({exc})") from None
         if context == "utterance":
             self.model.pad_s = context_pad_s
+        self.rescorer = rescorer
+        """Picks among the beam's hypotheses of every final (:mod:`workers.microphone.rescore`)."""
+        if rescorer is not None:
+            self.model.model = RescoringDecoder(self.model.model, self.model.hf_tokenizer, rescorer)
         self.model_path = path
         self.model_name = f"{BUNDLED_MODEL} ({BUNDLED_PACKAGE})" if not model_path else path.name
         """How logs and benchmarks name the model."""

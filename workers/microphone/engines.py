@@ -10,6 +10,7 @@ from pathlib import Path
 from workers.microphone.domain import AVATARS, DOMAIN_WORDS, GOODS_COUNTABLE, INGREDIENTS, UNITS, corpus_sentences, corpus_vocabulary
 from workers.microphone.engine_vosk import ENGLISH_MODEL
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
+from workers.microphone.rescore import NBestRescorer
 from workers.microphone.settings import MicrophoneSettings
 from workers.runtime.logs import NOTICE
 
@@ -70,6 +71,20 @@ def whisper_hotwords(settings: MicrophoneSettings) -> str:
     return hotwords_for([*AVATARS, *INGREDIENTS, *GOODS_COUNTABLE, *UNITS, "dollars", "cents", *settings.vocabulary])
 
 
+def whisper_rescorer(settings: MicrophoneSettings, data_dir: Path) -> NBestRescorer | None:
+    """The finals' n-best rescorer, or None when it is off or its language models cannot be
+    had (then Whisper runs as before, with one warning)."""
+    if not settings.whisper_rescore:
+        return None
+    from workers.microphone.rescore import domain_rescorer
+
+    try:
+        return domain_rescorer(data_dir / "cache", tuple(settings.vocabulary), settings.whisper_rescore_weight)
+    except (EngineUnavailable, OSError, RuntimeError, ValueError) as exc:
+        log.warning("Whisper's n-best rescoring is off: %s", exc)
+        return None
+
+
 def _whisper(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
     """Hotwords only with the full 30 s window: with the trimmed one the decoder copies them
     and loops (bench/stt.py whisper-biased: WER 0.31 vs 0.16 on negotiation speech, 62 invented
@@ -85,6 +100,7 @@ def _whisper(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
         context=settings.whisper_context,
         context_pad_s=settings.whisper_context_pad_s,
         prompt=settings.whisper_prompt or None,
+        rescorer=whisper_rescorer(settings, data_dir),
     )
 
 

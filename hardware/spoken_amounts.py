@@ -5,7 +5,9 @@ zero" and spells "USD" out letter by letter; a buyer must understand a price the
 is said. So amounts are written out in words before any engine sees them, the way a person
 says them: "four dollars fifty", "a dollar twenty" is left as written, "$0.75" is "seventy five
 cents", "$4.05" is "four dollars and five cents". Number words come from ``num2words``.
-Only the spoken text changes: captions keep "$4.50".
+Only the spoken text changes: captions keep "$4.50". The microphone's n-best rescoring reads
+a transcript's amounts the same way, as the words its language models know
+(:mod:`workers.microphone.rescore`).
 """
 
 from __future__ import annotations
@@ -25,20 +27,21 @@ MAX_DOLLARS = 10**9
 """Larger amounts are left to the engine (no seller asks for them; num2words has limits)."""
 
 
-def _words(number: int) -> str:
+def number_words(number: int) -> str:
+    """``number`` as said aloud, in plain words: 21 → "twenty one"."""
     return str(num2words(number)).replace("-", " ").replace(",", "")
 
 
 def say_amount(dollars: int, cents: int) -> str:
     """``dollars`` and ``cents`` as said aloud."""
     if dollars == 0 and cents:
-        return f"{_words(cents)} cent" + ("s" if cents != 1 else "")
+        return f"{number_words(cents)} cent" + ("s" if cents != 1 else "")
     unit = "dollar" if dollars == 1 else "dollars"
     if not cents:
-        return f"{_words(dollars)} {unit}"
+        return f"{number_words(dollars)} {unit}"
     if cents < 10:
-        return f"{_words(dollars)} {unit} and {_words(cents)} cent" + ("s" if cents != 1 else "")
-    return f"{_words(dollars)} {unit} {_words(cents)}"
+        return f"{number_words(dollars)} {unit} and {number_words(cents)} cent" + ("s" if cents != 1 else "")
+    return f"{number_words(dollars)} {unit} {number_words(cents)}"
 
 
 def _replace(match: re.Match[str]) -> str:
