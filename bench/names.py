@@ -104,7 +104,7 @@ class Heard:
 
 def _engine_key(settings: object) -> str:
     fields = ("engine", "whisper_model", "whisper_beam_size", "whisper_context", "whisper_context_pad_s", "whisper_prompt",
-              "biasing", "vocabulary", "numbers", "hangover_ms", "speculate_ms")
+              "biasing", "vocabulary", "numbers", "hangover_ms", "speculate_ms", "whisper_rescore", "whisper_rescore_weight")
     return json.dumps({f: getattr(settings, f, None) for f in fields}, sort_keys=True, default=str)
 
 

@@ -66,6 +66,18 @@ def test_near_ties_go_to_the_language_model_and_the_audio_keeps_the_rest(rescore
     assert silent.choose(texts, [-0.533, -0.557]) == 0
 
 
+def test_the_language_model_never_chooses_who_is_addressed(rescorer: NBestRescorer) -> None:
+    """A name the decoder's best did not write is the name recovery's to question, not ours."""
+    lm = rescorer.lm
+    named, plain = "Watson, what is your price for the flour?", "What is your price for the flour?"
+    assert lm.mean_log10(lm_words(named)) > lm.mean_log10(lm_words(plain))  # the model would take it
+    assert rescorer.choose([plain, named], [-0.50, -0.51]) == 0
+    assert rescorer.choose([named, plain], [-0.50, -0.51]) == 0
+    # among those naming the same avatar, the model still decides
+    assert rescorer.choose(["Celia, for ounces please", "Watson, four ounces please", "Celia, four ounces please"],
+                           [-0.49, -0.50, -0.50]) == 2
+
+
 def test_the_setting_turns_it_off_and_an_unwritable_cache_costs_only_the_rescoring(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,10 @@ encoder positions: the ones past the trimmed window are the padding's own encodi
 once at load (:func:`splice_encoding`; a decoder handed the trimmed window's few hundred
 positions alone wrote "$ $ $" for prices). ``whisper_context = "full"`` keeps the 30 s window.
 
+The finals' beam search keeps its hypotheses, and :class:`RescoringDecoder` hands them to the
+n-best rescorer (:mod:`workers.microphone.rescore`, ``[microphone] whisper_rescore``), which keeps
+the near-tied one that reads like the room's talk; faster-whisper times that one's words.
+
 Biasing uses faster-whisper's ``hotwords``: the domain's names, goods and units go before the
 decoder's start as previous context. Never example sentences with prices (an ``initial_prompt``
 of that kind leaked its prices into transcripts).
@@ -256,7 +260,7 @@ class RescoringDecoder:
         beam = int(options.get("beam_size", 1))
         if beam < 2 or len(prompts) != 1 or options.get("num_hypotheses", 1) > 1:
             return self._model.generate(features, prompts, **options)
-        result = self._model.generate(features, prompts, num_hypotheses=beam, **options)[0]
+        result = self._model.generate(features, prompts, **{**options, "num_hypotheses": beam})[0]
         texts = [self._tokenizer.decode(ids).strip() for ids in result.sequences_ids]
         pick = self.rescorer.choose(texts, list(result.scores))
         return [_NBest(result.sequences_ids[pick], result.scores[pick], result.no_speech_prob)]

@@ -12,7 +12,10 @@ built once and cached, the same file pocketsphinx's domain mode uses) interpolat
 pocketsphinx's general English trigram model, so that speech outside the templates ("please
 enter a new extension", "call forwarding") is judged as English and not pulled towards the
 domain. Only hypotheses within :data:`MARGIN` of the best acoustic score compete: the language
-model breaks near-ties, it never outvotes the audio.
+model breaks near-ties, it never outvotes the audio. Nor does it choose who is addressed: only
+hypotheses that name the same avatars as the decoder's best compete (a domain model likes
+"Watson, is your price..." for "What is your price..."; names are the name recovery's to
+question, with a doubt, :mod:`workers.microphone.names`).
 
 Amounts and numbers are read as said (``$7.50`` → "seven dollars fifty", ``3`` → "three", by
 :mod:`hardware.spoken_amounts`), the words both models know.
@@ -24,10 +27,12 @@ import logging
 import math
 import os
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from hardware.spoken_amounts import MAX_DOLLARS, number_words, spoken
+from workers.microphone.normalize import AVATAR_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +80,9 @@ class InterpolatedLM:
         self.domain = NGramModel(config, LogMath(), str(domain_path))
         self.general = NGramModel(config, LogMath(), str(general_path))
         self.share = share
+        self._lock = threading.Lock()
+        """pocketsphinx's trie models keep scratch state per lookup; finals can decode on two threads
+        (a speculative final on the background thread, a names' second pass on the caller's)."""
 
     def _log10(self, model: object, query: list[str]) -> float:
         return max(float(model.prob(query)) * _LOG10_PER_UNIT, FLOOR_LOG10)  # type: ignore[attr-defined]
@@ -83,25 +91,32 @@ class InterpolatedLM:
         """Mean log10 probability per word of the sentence ``words`` (its end included)."""
         history = ["<s>"]
         total = 0.0
-        for word in [*words, "</s>"]:
-            query = [word, *reversed(history[-2:])]  # pocketsphinx: the word, then its history, latest first
-            domain = 10 ** self._log10(self.domain, query)
-            general = 10 ** self._log10(self.general, query)
-            total += math.log10(self.share * domain + (1.0 - self.share) * general)
-            history.append(word)
+        with self._lock:
+            for word in [*words, "</s>"]:
+                query = [word, *reversed(history[-2:])]  # pocketsphinx: the word, then its history, latest first
+                domain = 10 ** self._log10(self.domain, query)
+                general = 10 ** self._log10(self.general, query)
+                total += math.log10(self.share * domain + (1.0 - self.share) * general)
+                history.append(word)
         return total / (len(words) + 1)
 
 
 class NBestRescorer:
     """Picks one of a beam's hypotheses: acoustic score + ``weight`` · language-model score."""
 
-    def __init__(self, lm: InterpolatedLM, weight: float = DEFAULT_WEIGHT, margin: float = MARGIN) -> None:
+    def __init__(
+        self, lm: InterpolatedLM, weight: float = DEFAULT_WEIGHT, margin: float = MARGIN, names: Sequence[str] = AVATAR_NAMES
+    ) -> None:
         self.lm = lm
+        self.names = frozenset(n.lower() for n in names)
         self.weight = weight
         self.margin = margin
         self.rescored = 0
         """Hypothesis lists looked at; ``changed``: those where another than the top one won."""
         self.changed = 0
+
+    def _names(self, words: Sequence[str]) -> list[str]:
+        return [w for w in words if w in self.names]
 
     def choose(self, texts: Sequence[str], scores: Sequence[float]) -> int:
         """The index of the hypothesis to keep (``scores``: the decoder's, best first)."""
@@ -109,10 +124,12 @@ class NBestRescorer:
         if len(texts) < 2:
             return 0
         best = max(scores)
+        said = [lm_words(text) for text in texts]
+        named = self._names(said[0])
         combined = [
-            (score + self.weight * self.lm.mean_log10(lm_words(text)), -i)
-            for i, (text, score) in enumerate(zip(texts, scores, strict=True))
-            if best - score <= self.margin
+            (score + self.weight * self.lm.mean_log10(words), -i)
+            for i, (words, score) in enumerate(zip(said, scores, strict=True))
+            if best - score <= self.margin and self._names(words) == named
         ]
         pick = -max(combined)[1]
         if pick != 0:
