@@ -136,3 +136,21 @@ def test_on_real_speech_the_kept_final_is_one_of_the_beams_own(rescorer: NBestRe
         assert starts == sorted(starts) and all(w.end_ms >= w.start_ms for w in hyp.words)
         assert transcribe(unweighted, audio).text == transcribe(plain, audio).text
     assert counting.rescored >= len(clips)
+
+
+class _BrokenLM:
+    """A language model whose every lookup fails (a corrupt model file read at run time)."""
+
+    def mean_log10(self, words: Any) -> float:
+        raise RuntimeError("ngram lookup failed")
+
+
+def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFixture) -> None:
+    synth = load_synth()
+    audio = load_audio(synth.synthesize("four ounces of chocolate please", "en-us").path)  # type: ignore[attr-defined]
+    broken = WhisperRecognizer(interims=False, rescorer=NBestRescorer(_BrokenLM()))  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        first, second = transcribe(broken, audio), transcribe(broken, audio)
+    assert first.text and first.text == second.text == transcribe(WhisperRecognizer(interims=False), audio).text
+    warnings = [r.getMessage() for r in caplog.records if "rescoring failed" in r.getMessage()]
+    assert len(warnings) == 1, warnings  # rate-limited: one line, not one per final

