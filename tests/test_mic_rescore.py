@@ -16,7 +16,7 @@ import pytest
 
 from tests.test_mic_pocketsphinx import load_synth
 from workers.microphone.engine_whisper import RescoringDecoder, WhisperRecognizer, is_spoken
-from workers.microphone.engines import whisper_rescorer
+from workers.microphone.engines import describe, load_recognizer, whisper_rescorer
 from workers.microphone.evaluation import load_audio, transcribe
 from workers.microphone.rescore import MARGIN, NBestRescorer, domain_rescorer, lm_words
 from workers.microphone.settings import MicrophoneSettings
@@ -83,6 +83,9 @@ def test_the_setting_turns_it_off_and_an_unwritable_cache_costs_only_the_rescori
 ) -> None:
     assert whisper_rescorer(MicrophoneSettings(whisper_rescore=False), tmp_path) is None
     assert whisper_rescorer(MicrophoneSettings(), tmp_path) is not None
+    # the operator's console says which it is when the engine is ready
+    assert describe(load_recognizer(MicrophoneSettings(engine="whisper"), tmp_path)).endswith("n-best rescored)")
+    assert "rescored" not in describe(load_recognizer(MicrophoneSettings(engine="whisper", whisper_rescore=False), tmp_path))
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache folder should be")
     monkeypatch.setattr(tempfile, "tempdir", str(blocked))  # the fallback folder cannot be made either

@@ -130,7 +130,7 @@ LOADERS: dict[str, Callable[[MicrophoneSettings, Path], Recognizer]] = {
 
 
 def describe(recognizer: Recognizer) -> str:
-    """``whisper (tiny.en, beam 5, hotwords)``: the engine and what it was loaded with."""
+    """``whisper (tiny.en, beam 5, n-best rescored)``: the engine and what it was loaded with."""
     details: list[str] = []
     model = getattr(recognizer, "model_name", None) or getattr(recognizer, "model_path", None)
     if model is not None:
@@ -139,6 +139,8 @@ def describe(recognizer: Recognizer) -> str:
         details.append(f"beam {recognizer.beam_size}")  # type: ignore[attr-defined]
     if getattr(recognizer, "hotwords", None) or getattr(recognizer, "grammar", None) or getattr(recognizer, "biasing", False):
         details.append("biased")
+    if getattr(recognizer, "rescorer", None) is not None:
+        details.append("n-best rescored")
     return f"{recognizer.name} ({', '.join(details)})" if details else recognizer.name
 
 
