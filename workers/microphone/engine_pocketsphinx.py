@@ -16,6 +16,7 @@ matches the microphone worker (one voice, one stream).
 from __future__ import annotations
 
 import hashlib
+import heapq
 import logging
 import math
 import os
@@ -68,7 +69,9 @@ def general_lm_path() -> Path:
 
 
 def _clean(word: str) -> str:
-    return re.sub(r"\(\d+\)$", "", word)
+    """A dictionary entry's word without its alternative-pronunciation mark: ``read(2)`` → ``read``."""
+    head, mark, rest = word.partition("(")
+    return head if mark and rest[:-1].isdigit() and rest.endswith(")") else word
 
 
 def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = ()) -> Path:
@@ -92,8 +95,8 @@ def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = ()) -> Path:
     logmath = LogMath()
     general = NGramModel(config, logmath, str(general_lm_path()))
     base = math.log(1.0001)  # LogMath's default base: prob() returns integers in it
-    scored = sorted(((general.prob([w]), w) for w in dict_words if w.isalpha() or "'" in w), reverse=True)
-    background = {w: math.exp(score * base) for score, w in scored[:BACKGROUND_WORDS]}
+    scored = heapq.nlargest(BACKGROUND_WORDS, ((general.prob([w]), w) for w in dict_words if w.isalpha() or "'" in w))
+    background = {w: math.exp(score * base) for score, w in scored}
     text = build_arpa(sentences, background)
     try:
         return _write_atomically(path, text)
