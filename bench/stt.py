@@ -457,6 +457,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         line.update(noisy.utterance_scores(said, heard, [len(texts[i]) for i in idx]))
         if args.misses:
             line["misses"] = noisy.misses(said, heard)
+    rescorer = getattr(recognizer, "rescorer", None)
+    if rescorer is not None:
+        line["rescoring"] = {"hypothesis_lists": rescorer.rescored, "changed": rescorer.changed}
     mean_conf = [f[0].confidence for f in finals]
     if mean_conf:
         line["mean_final_confidence"] = round(statistics.fmean(mean_conf), 3)

@@ -15,11 +15,10 @@ import pytest
 
 from tests.test_mic_pocketsphinx import load_synth
 from workers.microphone.engine_whisper import MAX_INTERIM_HZ, WhisperRecognizer, bundled_model_path
-from workers.microphone.engines import load_recognizer
+from workers.microphone.engines import load_recognizer, whisper_rescorer
 from workers.microphone.evaluation import Sample, deal_score, normalize, pocketsphinx_corpus, transcribe, wer
 from workers.microphone.normalize import normalize_hypothesis
 from workers.microphone.recognizer import EngineUnavailable
-from workers.microphone.rescore import domain_rescorer
 from workers.microphone.settings import MicrophoneSettings
 
 log = logging.getLogger(__name__)
@@ -42,7 +41,7 @@ SPECULATIVE_WORDS_CHANGED = 0.15  # one word in the 9 of "celia i want two eggs 
 @pytest.fixture(scope="module")
 def whisper(tmp_path_factory: pytest.TempPathFactory) -> WhisperRecognizer:
     """The default: trimmed window, no hotwords, the finals' n-best rescored."""
-    return WhisperRecognizer(interims=False, rescorer=domain_rescorer(tmp_path_factory.mktemp("lm")))
+    return WhisperRecognizer(interims=False, rescorer=whisper_rescorer(MicrophoneSettings(), tmp_path_factory.mktemp("data")))
 
 
 def negotiation(voices: tuple[str, ...]) -> list[Sample]:
