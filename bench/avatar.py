@@ -8,10 +8,12 @@
 * HTTP answer latency while an avatar speaks: a mix of the EO's calls (``/receiveLog``, the
   human's ``/receiveMessage``, ``/setUtility``, ``/startRound``) sent back to back on one
   keep-alive connection during a long utterance. p50/p99. Target p99 ≤ 20 ms.
-* RSS of the process (controller + broker client + espeak-ng), MB.
+* RSS of the process (controller + broker client + espeak-ng), MB; with the speech engines in
+  their child process (``--speech-process on``, the default as in ``[avatar] speech_process``),
+  the child's RSS too, and the CPU time both spent over the timed replies and the load.
 
-Usage: ``.venv/bin/python bench/avatar.py [--count N] [--load-seconds S]`` (needs mosquitto,
-espeak-ng).
+Usage: ``.venv/bin/python bench/avatar.py [--count N] [--load-seconds S] [--speech-process on|off]``
+(needs mosquitto, espeak-ng).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from avatar.harness import LocalAvatar, Observer
 from avatar.settings import AvatarSettings
 from avatar.ssml import prepare
 from hardware.speaker import Speaker, WavSink
+from hardware.speech_process import SpeechProcess
 from orchestrator_client import endpoints as ep
 from tests.helpers import MosquittoBroker
 from workers.runtime.config import Config
@@ -63,20 +66,28 @@ def body(key: str, **changes: object) -> dict[str, object]:
     return data
 
 
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
 
-def real_time_factors(config: Config) -> dict[str, dict[str, object]]:
+def cpu_s(pid: int | None) -> float:
+    """User + system CPU time of process ``pid`` so far (0 for none)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def real_time_factors(config: Config, speech_process: bool) -> dict[str, dict[str, object]]:
     """Per avatar's voice: rendering time over audio time for the replies, into a fast WAV sink
     (the engine's own speed; the first phrase's share of it is what TTFA measures)."""
     settings = config.section(AvatarSettings)
     out: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        speaker = Speaker(WavSink(tmp, realtime=False))
+        speaker = Speaker(WavSink(tmp, realtime=False), engines=SpeechProcess() if speech_process else None)
         try:
             for name in ("Celia", "Watson"):
                 voice = settings.voice_for(name)
@@ -97,7 +108,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=15, help="replies per avatar timed for time-to-first-audio")
     parser.add_argument("--load-seconds", type=float, default=6.0, help="how long to send requests while speaking")
+    parser.add_argument("--speech-process", choices=("on", "off"), default="on",
+                        help="speech engines in a supervised child process (on, the default) or in the controller's")
     args = parser.parse_args()
+    speech_process = args.speech_process == "on"
 
     with tempfile.TemporaryDirectory() as tmp:
         broker = MosquittoBroker(Path(tmp) / "mosquitto").start()
@@ -108,9 +122,15 @@ def main() -> int:
             "avatar.port": 0,
             "avatar.speaker": f"wav:{Path(tmp) / 'wav'}",
             "avatar.queue_max": 4,
+            "avatar.speech_process": speech_process,
         })
         observer = Observer(config, "bench-observer").start()
+        started = time.monotonic()
         local = LocalAvatar(config).start()
+        start_s = time.monotonic() - started  # voices loaded (in the child, or here)
+        engines = local.controller.speaker.engines
+        child = engines.pid if isinstance(engines, SpeechProcess) else None
+        cpu_at, child_cpu_at, wall_at = time.process_time(), cpu_s(child), time.monotonic()
         try:
             with httpx.Client(base_url=local.url, timeout=10.0) as http:
                 http.post(ep.SEND_ROUND_METADATA, json=body("/sendRoundMetadata"))
@@ -132,8 +152,8 @@ def main() -> int:
                     first = local.controller.history[-1].result.first_audio_at
                     ttfa_ms.append((first - sent) * 1000)
                     by_avatar[speaker].append((first - sent) * 1000)
-                engines = {name: local.controller.speaker.check_voice(config.section(AvatarSettings).voice_for(name))
-                           for name in by_avatar}
+                voices = {name: local.controller.speaker.check_voice(config.section(AvatarSettings).voice_for(name))
+                          for name in by_avatar}
 
                 # HTTP answers while Watson speaks a long reply
                 begun = len(observer.of(Speaking, state="begin"))
@@ -157,19 +177,26 @@ def main() -> int:
                     i += 1
                 still_speaking = not local.controller.queue.idle()
                 rss = rss_mb()  # the controller's, before the real-time factors load a second set of voices
+                child_rss = rss_mb(child) if child is not None else 0.0
+                cpu = time.process_time() - cpu_at
+                child_cpu = cpu_s(child) - child_cpu_at
+                wall = time.monotonic() - wall_at
+                restarts = engines.restarts if isinstance(engines, SpeechProcess) else 0
         finally:
             local.stop()
             observer.stop()
             broker.stop()
 
-    rtf = real_time_factors(config)
+    rtf = real_time_factors(config, speech_process)
     result = {
         "bench": "avatar",
+        "speech_process": speech_process,
+        "start_s": round(start_s, 2),
         "ttfa_ms_p50": round(statistics.median(ttfa_ms), 1),
         "ttfa_ms_p95": round(percentile(ttfa_ms, 95), 1),
         "ttfa_ms_max": round(max(ttfa_ms), 1),
         "ttfa_samples": len(ttfa_ms),
-        "ttfa_by_avatar": {name: {"engine": engines[name].engine, "voice": engines[name].voice,
+        "ttfa_by_avatar": {name: {"engine": voices[name].engine, "voice": voices[name].voice,
                                   "p50": round(statistics.median(values), 1), "p95": round(percentile(values, 95), 1)}
                            for name, values in by_avatar.items()},
         "rtf_by_avatar": rtf,
@@ -178,6 +205,11 @@ def main() -> int:
         "answer_requests": len(answer_ms),
         "speaking_throughout": still_speaking,
         "rss_mb": round(rss, 1),
+        "speech_child_rss_mb": round(child_rss, 1),
+        "cpu_s": round(cpu, 2),
+        "speech_child_cpu_s": round(child_cpu, 2),
+        "cpu_window_s": round(wall, 1),
+        "speech_child_restarts": restarts,
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "targets": {"ttfa_ms_p50": 150, "ttfa_ms_p95": 300, "ttfa_by_avatar_p95": 150, "answer_ms_p99": 20},
     }

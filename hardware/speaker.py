@@ -31,11 +31,14 @@ import wave
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hardware.speech_engines import EngineSet
 from hardware.speech_types import SAMPLE_WIDTH, SpeakerError, SpeechEvent, VoiceSettings
 from hardware.tts_espeak import EspeakEngine, list_voices
+
+if TYPE_CHECKING:
+    from hardware.speech_process import SpeechProcess
 
 __all__ = [
     "SAMPLE_WIDTH",
@@ -239,11 +242,21 @@ class Speaker:
     is audible (for a sound card: written and played out). Word and mark callbacks run when
     the output reaches them; ``on_phonemes`` gets each buffer's phonemes before that buffer is
     written (after ``on_begin`` for the first one), i.e. ahead of the audio they describe.
-    All callbacks run on the calling thread of :meth:`speak`."""
+    All callbacks run on the calling thread of :meth:`speak`.
 
-    def __init__(self, sink: AudioSink, engine: EspeakEngine | None = None) -> None:
+    ``engines``: where the voices are loaded and synthesised - by default an
+    :class:`~hardware.speech_engines.EngineSet` in this process (``engine`` its espeak-ng), or a
+    :class:`~hardware.speech_process.SpeechProcess` (a supervised child process: a crash of an
+    engine fails the utterance, not this process). :meth:`close` closes them."""
+
+    def __init__(
+        self,
+        sink: AudioSink,
+        engine: EspeakEngine | None = None,
+        engines: EngineSet | SpeechProcess | None = None,
+    ) -> None:
         self.sink = sink
-        self.engines = EngineSet(espeak=engine or EspeakEngine())
+        self.engines: EngineSet | SpeechProcess = engines if engines is not None else EngineSet(espeak=engine or EspeakEngine())
         self._cancel = threading.Event()
 
     def check_voice(self, voice: VoiceSettings) -> VoiceSettings:
