@@ -18,8 +18,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -83,6 +84,11 @@ class RunSettings(Section):
     """Size at which the log file is rotated..."""
     log_backups: int = Field(3, ge=0)
     """...keeping this many earlier files (``humaine-env.log.1`` ...)."""
+    first_round: Literal["console", "auto"] = "console"
+    """With the stand-in EO: ``console``, the first round waits for the operator's Next round on
+    the operator console, so the operator names its buyer first (when this suite has a console:
+    the Avatar Controller with ``[avatar] display``; without one it starts by itself). ``auto``: it
+    starts by itself as soon as the sellers and the Avatar Controller answer (demos, tests)."""
 
 
 @dataclass
@@ -161,10 +167,22 @@ def choose_workers(args: argparse.Namespace, settings: RunSettings, with_stand_i
     return [n for n in names if n not in excluded]
 
 
-def stand_in_overrides(config: Config) -> dict[str, str]:
+def first_round_by_itself(config: Config, names: Sequence[str]) -> bool:
+    """Whether the stand-in starts the first round by itself: ``[run] first_round = "auto"``, or
+    no operator console among ``names`` to press Next round on (no Avatar Controller, or one
+    without its pages: ``[avatar] display = false``)."""
+    from avatar.settings import AvatarSettings
+
+    if config.section(RunSettings).first_round == "auto":
+        return True
+    return not ("avatar" in names and config.section(AvatarSettings).display)
+
+
+def stand_in_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
     """Settings that wire the stand-in EO, the demo sellers and the room together: one EO
     address for everyone, the sellers' ports known to the EO, the Avatar Controller as the
-    EO's human-side service, and a round started automatically."""
+    EO's human-side service, and whether the first round starts by itself
+    (:func:`first_round_by_itself`) or on the operator's Next round."""
     from avatar.settings import AvatarSettings
     from standins.demo_agents.settings import DemoAgentsSettings
     from standins.eo.settings import StandinSettings
@@ -177,8 +195,18 @@ def stand_in_overrides(config: Config) -> dict[str, str]:
         "eo.url": f'"http://127.0.0.1:{standin.port}"',
         "standin.agents": f"{{ {agents} }}",
         "standin.human_port": str(avatar.port),
-        "standin.auto_round": "true",
+        "standin.auto_round": "true" if first_round_by_itself(config, names) else "false",
     }
+
+
+def stand_ins_line(config: Config) -> str:
+    """The start-up line of a suite with the stand-in EO, saying how its first round starts
+    (``config`` with :func:`stand_in_overrides` applied: what the stand-in itself reads)."""
+    from standins.eo.settings import StandinSettings
+
+    first = ("a round starts automatically" if config.section(StandinSettings).auto_round
+             else "press Next round on the operator console to start the first round")
+    return f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers; {first}"
 
 
 def display_url(config: Config, path: str | None = None) -> str:
@@ -246,7 +274,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     settings = config.section(RunSettings)
     names = choose_workers(args, settings, with_stand_ins, config)
     children_level = setup_run_logging(args, config, settings)
-    extra = stand_in_overrides(config) if with_stand_ins and any(n in STAND_INS for n in names) else {}
+    extra = stand_in_overrides(config, names) if with_stand_ins and any(n in STAND_INS for n in names) else {}
     config = config.with_overrides({k: parse_flag_value(v) for k, v in extra.items()})
     taken = taken_port(owned_ports(config, names))
     if taken:
@@ -299,8 +327,7 @@ def _run_suite(
 
     print(f"humaine-env: MQTT broker {broker_url}{f' ({started.description})' if started else ''}", flush=True)
     if with_stand_ins and "orchestrator" in names:
-        print(f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers, "
-              "a round starts automatically", flush=True)
+        print(stand_ins_line(config), flush=True)
     if "avatar" in names:
         from avatar.buyer.routes import BUYER_PATH
         from avatar.operator import CONSOLE_PATH

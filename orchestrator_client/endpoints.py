@@ -28,10 +28,15 @@ HEALTH: Final = "/health"
 # -- the stand-in EO's own (a laptop's rounds; the platform EO's are driven by the platform) -------
 NEXT_ROUND: Final = "/nextRound"
 """``POST {"durations": {"warmUp", "round", "post"}}``: the stand-in starts the next round of the
-day (the operator console's Next round). Its ``END_ROUND`` ends the current phase now."""
+day (the operator console's Next round), as the next free ``rN`` or as the body's optional
+``"roundId"`` (409 when already used today). Its ``END_ROUND`` ends the current phase now."""
 STANDIN_MARK: Final = "standin"
 """The key of the stand-in's ``/health`` answer that says it is the stand-in (the console offers
 round controls only then)."""
+STANDIN_NEXT_DURATIONS: Final = "nextRoundDurations"
+"""The key of the stand-in's ``/health`` answer with the durations its next round takes when Next
+round gives none (``{"warmUp", "round", "post"}``, seconds: ``[standin] warm_up_s``, ``round_s``,
+``post_s``), so the console can show them before the operator starts a round."""
 
 # -- the utility generator (the buyer's assistant calls these) ---------------------------------
 CHECK_ALLOCATION: Final = "/checkAllocation"

@@ -239,3 +239,12 @@ class TurnQueue:
         verdict = evaluate(self.entries, message, self.settings)
         self.entries.append(Entry(message, verdict))
         return verdict
+
+    def overrule(self, entry: Entry, verdict: Verdict) -> None:
+        """Replace the verdict of ``entry`` (this very object, wherever later proposals put it):
+        a permitted Accept the human side then declines must not count as said (R3) nor as
+        spent (R1), as the platform EO queues an Accept only once it is confirmed."""
+        for index, queued in enumerate(self.entries):
+            if queued is entry:
+                self.entries[index] = Entry(entry.proposal, verdict)
+                return

@@ -4,9 +4,10 @@ Each case is a short exchange in a round of its own (the platform's own ``/initi
 body: ``human`` has only a utility function); what is compared is what the room can observe -
 whether the ``/relayMessage`` answer says permitted (``allResponses``) or blocked, the verdict
 (``permitted``, ``rationale``) the EO sends the human-side service on ``/receiveLog``, who gets a
-``/receiveRejection`` and with which rationale, ``/confirmAccept`` calls, totals and the round
-check. Agent replies are placed in time with the message's ``now`` key, which the EO honours,
-so nothing waits for R2's windows.
+``/receiveRejection`` and with which rationale, ``/confirmAccept`` calls (answered at once or
+as late as a buyer answers them), what the human side gets on ``/receiveMessage``, totals and the
+round check. Agent replies are placed in time with the message's ``now`` key, which the EO
+honours, so nothing waits for R2's windows; what a case waits for, it waits for as an event.
 
 Every case has one expected result, read from the EO's source, and both EOs must give it. The
 table of results is written to ``test-artifacts/eo-conformance.md`` (real EO | stand-in).
@@ -29,12 +30,21 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client import eo_rules as eo
 from orchestrator_client.client import RELAY_PERMITTED_KEY, EOClient, Undelivered
 from orchestrator_client.models import confirm_accept_answer, ms_to_iso
-from orchestrator_client.recorder import Behavior, RecordingServer
+from orchestrator_client.recorder import Behavior, Received, RecordingServer
 from standins.eo import StandinServer, StandinSettings, default_round
+from tests.helpers import wait_for
 from tests.real_eo import RealEO
 
 ENV = "abcdefg"
 LOG_WAIT_S = 5.0
+STANDIN_REQUEST_TIMEOUT_S = 5.0
+"""The stand-in's own bound on a service's answer (``[standin] request_timeout_s``)."""
+CONFIRM_LATE_S = 8.0
+"""A buyer's yes or no this long after ``/confirmAccept``: past the stand-in's request timeout,
+within the Avatar Controller's ``[avatar] confirm_timeout_s`` (15 s). The platform EO waits for
+it without a timeout of its own; the stand-in must too."""
+HTTP_TIMEOUT_S = CONFIRM_LATE_S + 20.0
+"""The test's own client waits through a late confirmation (a seller's relay is held meanwhile)."""
 RESULTS: dict[str, dict[str, Any]] = {}
 """case -> backend -> observed result (for the table)."""
 
@@ -57,7 +67,7 @@ def real_eo_process(human_side: RecordingServer, tmp_path_factory: pytest.TempPa
 
 @pytest.fixture(scope="session")
 def standin_process(human_side: RecordingServer) -> Iterator[StandinServer]:
-    settings = StandinSettings(port=0, human_port=human_side.port, request_timeout_s=5.0)
+    settings = StandinSettings(port=0, human_port=human_side.port, request_timeout_s=STANDIN_REQUEST_TIMEOUT_S)
     assert settings.rules == "real_eo"  # the default: it stands in for the EO a venue runs
     server = StandinServer(settings).start()
     yield server
@@ -122,14 +132,28 @@ class Room:
         return "no log"
 
     def rejections(self) -> list[tuple[str, Any]]:
-        """Who was told of a rejection (``/receiveRejection``), with which rationale."""
-        time.sleep(0.2)  # the EO sends them without waiting; let them land
-        found = []
-        for name, server in (("human", self.human), ("Celia", self.celia), ("Watson", self.watson)):
-            for body in server.bodies(ep.RECEIVE_REJECTION):
-                if body.get("roundId") == self.round_id:
-                    found.append((name, body.get("rationale")))
-        return sorted(found, key=str)
+        """Who was told of a rejection (``/receiveRejection``), with which rationale: the EO
+        sends them without waiting, so this waits until one has landed (every case that asks
+        expects one; none is an empty list after :data:`LOG_WAIT_S`)."""
+        def found() -> list[tuple[str, Any]]:
+            told = []
+            for name, server in (("human", self.human), ("Celia", self.celia), ("Watson", self.watson)):
+                for body in server.bodies(ep.RECEIVE_REJECTION):
+                    if body.get("roundId") == self.round_id:
+                        told.append((name, body.get("rationale")))
+            return sorted(told, key=str)
+
+        wait_for(lambda: bool(found()), timeout=LOG_WAIT_S)
+        return found()
+
+    def forwarded_to_human(self, text: str) -> list[Received]:
+        """The human side's ``/receiveMessage`` calls of this round with ``text``."""
+        return [r for r in list(self.human.received) if r.path == ep.RECEIVE_MESSAGE and isinstance(r.body, dict)
+                and r.body.get("roundId") == self.round_id and r.body.get("text") == text]
+
+    def confirmations(self) -> list[Received]:
+        return [r for r in list(self.human.received) if r.path == ep.CONFIRM_ACCEPT and isinstance(r.body, dict)
+                and r.body.get("roundId") == self.round_id]
 
     def confirms(self) -> int:
         return sum(1 for b in self.human.bodies(ep.CONFIRM_ACCEPT) if b.get("roundId") == self.round_id)
@@ -147,7 +171,7 @@ def room(request: pytest.FixtureRequest, human_side: RecordingServer) -> Iterato
     else:
         url = request.getfixturevalue("standin_process").url
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
-    with RecordingServer() as celia, RecordingServer() as watson, httpx.Client(timeout=10) as http:
+    with RecordingServer() as celia, RecordingServer() as watson, httpx.Client(timeout=HTTP_TIMEOUT_S) as http:
         yield Room(request.param, url, human_side, celia, watson, http)
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
     if request.param == "real EO":
@@ -252,6 +276,28 @@ def _accept_rejected(room: Room) -> Any:
     room.human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer={"status": "rejected"})
     return [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal", 500, sell(3.5, "Accept")),
             room.rejections(), room.get(ep.VIEW_TOTALS)[1]]
+
+
+@case(f"Accept, /confirmAccept acknowledged after {CONFIRM_LATE_S:g} s: booked; the human side gets it, with its bid, after its yes",
+      ["permitted", "permitted", {"Celia": {"price": 3.5, "quantity": {"egg": 2}}, "Human": {"price": 3.5, "quantity": {"egg": 2}}},
+       [(True, sell(3.5, "Accept"))]])
+def _accept_late(room: Room) -> Any:
+    room.human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer(), delay_s=CONFIRM_LATE_S)
+    # "permitted" is the seller's relay answered 200 with allResponses, after the buyer's yes
+    said = [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal, two eggs", 500, sell(3.5, "Accept"))]
+    (asked,) = room.confirmations()
+    after_the_yes = [(r.wall_ns - asked.wall_ns >= CONFIRM_LATE_S * 1e9, r.body.get("bid"))
+                     for r in room.forwarded_to_human("Deal, two eggs")]
+    return [*said, room.get(ep.VIEW_TOTALS)[1], after_the_yes]
+
+
+@case(f"Accept, /confirmAccept rejected after {CONFIRM_LATE_S:g} s: not booked, '{eo.USER_REJECTED}' to the seller, "
+      "never forwarded to the human side",
+      ["permitted", f"blocked ({eo.USER_REJECTED})", [("Celia", eo.USER_REJECTED)], {}, []])
+def _accept_late_rejected(room: Room) -> Any:
+    room.human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer={"status": "rejected"}, delay_s=CONFIRM_LATE_S)
+    said = [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal, two eggs", 500, sell(3.5, "Accept"))]
+    return [*said, room.rejections(), room.get(ep.VIEW_TOTALS)[1], room.forwarded_to_human("Deal, two eggs")]
 
 
 @case("AcceptOffer: permitted, no /confirmAccept, not booked", ["permitted", "permitted", 0, {}])

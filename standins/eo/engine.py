@@ -15,10 +15,28 @@ rejected ``/confirmAccept`` becomes "User rejected bid offer" to the seller; tot
 shape). ``documented`` (and ``current_eo``) judge with :mod:`orchestrator_client.rules` and say
 ``permitted``/``rationale`` in the answer.
 
+In both modes an Accept the human side declines is rejected as the platform EO rejects it ("User
+rejected bid offer" to the seller, ``/receiveLog`` with ``permitted: false``) and never forwarded:
+a seller's Accept with its bid on the human side's ``/receiveMessage`` always means a booked deal.
+
 Where the real EO exits (unknown round, an agent speaking before the human, a bid without a
 price, a human-side service that is down or fails ``/confirmAccept``), this one raises
 :class:`StandinError` with an HTTP status and a readable reason and goes on. Unlike the real EO
-it also gives up on a service that does not answer within its timeout.
+it also gives up on a service that does not answer within ``[standin] request_timeout_s`` -
+except on ``/confirmAccept``, which it waits for as the real EO does (without a timeout of its
+own: up to ``[standin] confirm_wait_s``, an hour by default), since the buyer may take the whole
+of ``[avatar] confirm_timeout_s`` to answer and several deals may wait in turn.
+
+Deliberately unlike the real EO, which stores any allocation it is sent, ``/receiveHumanAllocation``
+refuses one that needs more than the buyer was booked (``{"status": "Failed", "Reason": "the
+allocation needs 1 more egg, ... than the buyer bought"}``, the shape of the EO's own refusal):
+a laptop's round then never scores cakes the buyer could not bake. The check is the utility
+generator's, ported (:func:`orchestrator_client.buyer_utility.still_needed`). An allocation it
+cannot read is stored as the EO stores it.
+
+Round ids: Next round (and the worker's automatic first round) take the next ``rN`` not used
+yet today - neither by this process's rounds nor by the room's (``taken_round_ids``), so a
+restarted stand-in never repeats a day's round id.
 """
 
 from __future__ import annotations
@@ -27,8 +45,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -42,15 +61,17 @@ from orchestrator_client.models import (
     AgentMessage,
     Bid,
     Budget,
+    Durations,
     InitializeRound,
+    RoundId,
     acknowledgement,
     confirm_accept_answer,
     describe_error,
     ms_to_iso,
     parse_message,
 )
-from orchestrator_client.rules import R3_NO_HUMAN_RATIONALE, Proposal, TurnQueue, Verdict
-from standins.eo.round_setup import auto_round
+from orchestrator_client.rules import R3_NO_HUMAN_RATIONALE, Entry, Proposal, TurnQueue, Verdict
+from standins.eo.round_setup import ROUND_ID_PREFIX, auto_round
 from standins.eo.rounds import Ledger, Round, Service, SetupError, round_key
 from standins.eo.settings import StandinSettings
 
@@ -63,6 +84,15 @@ FORWARD_RETRIES = RetryPolicy(max_attempts=2, backoff_s=0.05, backoff_max_s=0.05
 SERVICE_FAILED = 424
 """Answer to a message the human-side service did not take (down, or failing /confirmAccept):
 a 4xx (Failed Dependency) like every other refusal of the stand-in, where the platform EO exits."""
+
+ALLOCATION_FAILED = "Failed"
+"""``status`` of the platform EO's answer to an allocation it does not take (with a ``Reason``)."""
+NO_ALLOCATION_BODY = "No body supplied."
+"""The platform EO's ``Reason`` when the buyer has no totals (bought nothing) or sent no body."""
+NUMBERED_ROUND = re.compile(rf"{re.escape(ROUND_ID_PREFIX)}([1-9][0-9]*)")
+"""A round id of the day's numbering (``r1``, ``r2``, ...)."""
+TakenRoundIds = Callable[[], Iterable[str]]
+"""The round ids the room has already used today (its database), asked at each choice."""
 
 
 class StandinError(Exception):
@@ -87,6 +117,17 @@ def _monotonic_ms() -> float:
     return time.monotonic() * 1000.0
 
 
+def _shortfall(bought: dict[str, Any], products: Any) -> dict[str, float]:
+    """Per good, how much more than ``bought`` the allocation ``products`` needs (the recipes
+    and counting of the utility generator's ``checkIngredients``, ported). An allocation it
+    cannot read needs nothing here: the platform EO stores whatever it gets."""
+    try:
+        return buyer_utility.still_needed(bought, buyer_utility.Allocation.from_products(products))
+    except (TypeError, ValueError) as exc:
+        log.info("an allocation that cannot be checked is stored as sent (%s)", exc)
+        return {}
+
+
 def _outcome_text(outcome: Outcome) -> str:
     if isinstance(outcome, Delivered):
         return "delivered"
@@ -98,18 +139,28 @@ def _outcome_text(outcome: Outcome) -> str:
 class StandinOrchestrator:
     """Rounds by id, and the EO's endpoints as coroutines."""
 
-    def __init__(self, settings: StandinSettings, clock_ms: Callable[[], float] = _monotonic_ms) -> None:
+    def __init__(
+        self,
+        settings: StandinSettings,
+        clock_ms: Callable[[], float] = _monotonic_ms,
+        taken_round_ids: TakenRoundIds | None = None,
+    ) -> None:
         self.settings = settings
         self.clock_ms = clock_ms
-        timeouts = Timeouts(
-            connect_s=settings.connect_timeout_s,
-            read_s=settings.request_timeout_s,
-            total_s=settings.connect_timeout_s + settings.request_timeout_s,
-        )
-        self.poster = HttpPoster(timeouts=timeouts, retry=FORWARD_RETRIES)
+        self.taken_round_ids = taken_round_ids
+        """Round ids used today outside this process (a restart forgets its own rounds)."""
+        self.poster = HttpPoster(timeouts=self._timeouts(settings.request_timeout_s), retry=FORWARD_RETRIES)
+        self.confirm_poster = HttpPoster(timeouts=self._timeouts(settings.confirm_wait_s), retry=FORWARD_RETRIES)
+        """``/confirmAccept`` only: the buyer answers it, which takes seconds, not a service's
+        milliseconds (the platform EO waits without end)."""
         self.rounds: dict[str, Round] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         """Calls the platform EO makes without waiting for them (logs, rejections)."""
+
+    def _timeouts(self, answer_s: float) -> Timeouts:
+        """A call connects within ``connect_timeout_s`` and is answered within ``answer_s``."""
+        connect_s = self.settings.connect_timeout_s
+        return Timeouts(connect_s=connect_s, read_s=answer_s, total_s=connect_s + answer_s)
 
     def _background(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -125,6 +176,7 @@ class StandinOrchestrator:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await self.poster.aclose()
+        await self.confirm_poster.aclose()
 
     # -- helpers -----------------------------------------------------------------------------
     def _round(self, round_id: object) -> Round:
@@ -142,6 +194,17 @@ class StandinOrchestrator:
         outcome = await self.poster.post(service.url, path, body, headers=service.headers)
         if not isinstance(outcome, Delivered):
             log.warning("%s %s%s: %s", service.name, service.url, path, _outcome_text(outcome))
+        return outcome
+
+    async def _confirm(self, rnd: Round, body: dict[str, Any]) -> Outcome:
+        """``/confirmAccept`` to the human side, waited for up to ``confirm_wait_s``. A decline
+        (``{"status": "rejected"}``) comes back as :class:`Blocked` with its answer: the buyer's
+        no is an answer, not a problem, so only a failure is a warning."""
+        log.info("round %s: %s's Accept waits for the human side's %s", rnd.round_id, body.get("speaker"), ep.CONFIRM_ACCEPT)
+        human = rnd.human
+        outcome = await self.confirm_poster.post(human.url, ep.CONFIRM_ACCEPT, body, headers=human.headers)
+        if not isinstance(outcome, Delivered | Blocked):
+            log.warning("%s %s%s: %s", human.name, human.url, ep.CONFIRM_ACCEPT, _outcome_text(outcome))
         return outcome
 
     # -- round set-up --------------------------------------------------------------------------
@@ -310,10 +373,12 @@ class StandinOrchestrator:
     def next_round(self, body: Any) -> Round:
         """``/nextRound``: initialize and start the next round of the day from ``[standin]``
         (sellers, the human-side service, budget), with the durations the body gives
-        (``{"durations": {"warmUp", "round", "post"}}``, seconds) and a new round id."""
+        (``{"durations": {"warmUp", "round", "post"}}``, seconds) and the round id it gives
+        (``"roundId"``: refused with 409 when already used today) or else the next free ``rN``."""
         running = [r.round_id for r in self.rounds.values() if r.phase in ("warmup", "round", "post")]
         if running:
             raise StandinError(409, f"round {running[-1]!r} is still running: end it first")
+        round_id = self._asked_round_id(body)
         durations = body.get("durations") if isinstance(body, dict) else None
         settings = self.settings
         if isinstance(durations, dict):
@@ -326,12 +391,40 @@ class StandinOrchestrator:
                 StandinSettings.model_validate(settings.model_dump())
             except (TypeError, ValueError) as exc:
                 raise StandinError(422, f"invalid durations: {exc}") from None
-        number = len(self.rounds) + 1
-        while round_key(f"r{number}") in self.rounds:
-            number += 1
-        setup = auto_round(settings.model_copy(update={"round_id": f"r{number}"}))
+        setup = auto_round(settings, self.free_round_id() if round_id is None else round_id)
         rnd = self.initialize(setup.body())
         return self.start({"roundId": rnd.round_id})
+
+    def _asked_round_id(self, body: Any) -> RoundId | None:
+        """The ``roundId`` a ``/nextRound`` body asks for (None: it asks for none), refused when
+        it is not an id or was already used today."""
+        if not isinstance(body, dict) or body.get("roundId") is None:
+            return None
+        asked = body["roundId"]
+        if isinstance(asked, bool) or not isinstance(asked, int | str) or not str(asked).strip():
+            raise StandinError(422, f"roundId must be a non-empty string or an integer (got {asked!r})")
+        if round_key(asked) in self.used_round_ids():
+            raise StandinError(409, f"round id {asked!r} was already used today; leave roundId out for the next free one "
+                               f"({self.free_round_id()})", roundId=asked)
+        return asked
+
+    def used_round_ids(self) -> set[str]:
+        """Every round id used today: this process's rounds and the room's (``taken_round_ids``;
+        when the room cannot say, this process's alone, with a warning)."""
+        used = set(self.rounds)
+        if self.taken_round_ids is not None:
+            try:
+                used.update(round_key(taken) for taken in self.taken_round_ids())
+            except Exception as exc:  # the room's record is away: a round still starts
+                log.warning("the room's round ids of today are unknown (%s: %s); choosing from this process's rounds alone",
+                            type(exc).__name__, exc)
+        return used
+
+    def free_round_id(self) -> str:
+        """The next round id of the day: one past the highest ``rN`` used today (``r1`` on a
+        fresh day), so the day's rounds stay in order and a restart never repeats one."""
+        numbers = [int(found.group(1)) for used in self.used_round_ids() if (found := NUMBERED_ROUND.fullmatch(used))]
+        return f"{ROUND_ID_PREFIX}{max(numbers, default=0) + 1}"
 
     def _round_totals(self, rnd: Round) -> dict[str, Any]:
         if rnd.eo_totals is None:
@@ -393,6 +486,7 @@ class StandinOrchestrator:
                 raise StandinError(422, "bid.price is required (the platform EO exits on a bid without price)")
 
         verdict = rnd.queue.propose(Proposal.from_body(body, arrived))
+        entry = rnd.queue.entries[-1]
         record: dict[str, Any] = {
             **body,
             "permitted": verdict.permitted,
@@ -401,11 +495,47 @@ class StandinOrchestrator:
             "receivedAt": _wall_ms(),
         }
         rnd.history.append(record)
+        if verdict.permitted and isinstance(message, AgentMessage) and message.bid is not None and message.bid.is_accept:
+            # the platform EO's order: the human side confirms, then the verdict is logged
+            verdict = await self._book_or_decline(rnd, body, message.bid, entry, record)
         log_outcome = await self._post(rnd.human, ep.RECEIVE_LOG, {**body, "permitted": verdict.permitted, "rationale": verdict.rationale})
         record["log"] = _outcome_text(log_outcome)
         if not verdict.permitted:
             return await self._reject(rnd, body, verdict, record)
-        return await self._forward(rnd, body, message, record)
+        return await self._forward(rnd, body, record)
+
+    async def _book_or_decline(self, rnd: Round, body: dict[str, Any], bid: Bid, entry: Entry, record: dict[str, Any]) -> Verdict:
+        """``/confirmAccept`` for a permitted Accept (``entry`` in the round's queue): booked on
+        the human side's yes (the verdict stands), rejected as the platform EO rejects it on
+        anything else ("User rejected bid offer"), so a declined Accept is never forwarded; one
+        not booked then counts neither as said nor as spent. Raises :class:`StandinError` (424)
+        when the human side fails to answer, where the platform EO exits."""
+        seller = entry.proposal.speaker
+        outcome = await self._confirm(rnd, body)
+        answer = outcome.answer if isinstance(outcome, Delivered | Blocked) else None
+        record["booked"] = False
+        if not isinstance(outcome, Delivered | Blocked):
+            failed = Verdict(False, f"the human side failed {ep.CONFIRM_ACCEPT}")
+            record["permitted"], record["rationale"], record["rule"] = False, failed.rationale, None
+            rnd.queue.overrule(entry, failed)
+            raise StandinError(
+                SERVICE_FAILED,
+                f"the human-side service {rnd.human.name} failed {ep.CONFIRM_ACCEPT} ({_outcome_text(outcome)}); the deal "
+                f"is not booked (the platform EO exits on this)",
+                permitted=False,
+                booked=False,
+                roundId=rnd.round_id,
+            )
+        if isinstance(answer, dict) and answer.get("status") == confirm_accept_answer()["status"]:
+            rnd.ledger.book(seller, bid)
+            record["booked"] = True
+            log.info("round %s: deal booked: %s sells %s", rnd.round_id, seller, bid.body())
+            return Verdict(True)
+        log.info("round %s: the human side declined %s's Accept (%s)", rnd.round_id, seller, answer)
+        declined = Verdict(False, eo_rules.USER_REJECTED)
+        record["permitted"], record["rationale"], record["rule"] = False, declined.rationale, None
+        rnd.queue.overrule(entry, declined)
+        return declined
 
     async def _reject(self, rnd: Round, body: dict[str, Any], verdict: Verdict, record: dict[str, Any]) -> dict[str, Any]:
         speaker = body["speaker"]
@@ -414,6 +544,8 @@ class StandinOrchestrator:
         record["rejection"] = _outcome_text(outcome)
         log.info("round %s: %s blocked (%s: %s)", rnd.round_id, speaker, verdict.rule, verdict.rationale)
         answer = acknowledgement(permitted=False, rationale=verdict.rationale, rule=verdict.rule, roundId=rnd.round_id)
+        if "booked" in record:
+            answer["booked"] = record["booked"]
         if verdict.rationale == R3_NO_HUMAN_RATIONALE:
             # The platform EO exits here; say so plainly.
             raise StandinError(
@@ -426,23 +558,9 @@ class StandinOrchestrator:
             )
         return answer
 
-    async def _forward(self, rnd: Round, body: dict[str, Any], message: Any, record: dict[str, Any]) -> dict[str, Any]:
-        booked: bool | None = None
-        confirm_error: str | None = None
-        if isinstance(message, AgentMessage) and message.bid is not None and message.bid.is_accept:
-            outcome = await self._post(rnd.human, ep.CONFIRM_ACCEPT, body)
-            if isinstance(outcome, Delivered) and outcome.answer == confirm_accept_answer():
-                rnd.ledger.book(message.speaker, message.bid)
-                booked = True
-                log.info("round %s: deal booked: %s sells %s", rnd.round_id, message.speaker, message.bid.body())
-            elif isinstance(outcome, Delivered):
-                booked = False
-                log.info("round %s: the human side declined the deal (%s)", rnd.round_id, outcome.answer)
-            else:
-                booked = False
-                confirm_error = _outcome_text(outcome)
-            record["booked"] = booked
-
+    async def _forward(self, rnd: Round, body: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+        """A permitted message (an Accept only once booked) to the agents without its bid and to
+        the human side with it."""
         to_agents = {k: v for k, v in body.items() if k != "bid"}
         services = [*rnd.agents.values(), rnd.human]
         bodies = [to_agents] * len(rnd.agents) + [body]
@@ -450,16 +568,9 @@ class StandinOrchestrator:
         forwarded = {s.name: _outcome_text(o) for s, o in zip(services, outcomes, strict=True)}
         record["forwarded"] = forwarded
         answer = acknowledgement(permitted=True, rationale=None, roundId=rnd.round_id, forwarded=forwarded)
-        if booked is not None:
-            answer["booked"] = booked
+        if "booked" in record:
+            answer["booked"] = record["booked"]
         human_outcome = outcomes[-1]
-        if confirm_error is not None:
-            raise StandinError(
-                SERVICE_FAILED,
-                f"the human-side service {rnd.human.name} failed /confirmAccept ({confirm_error}); the deal is "
-                f"not booked (the platform EO exits on this)",
-                **{k: v for k, v in answer.items() if k != "status"},
-            )
         if not isinstance(human_outcome, Delivered):
             raise StandinError(
                 SERVICE_FAILED,
@@ -502,7 +613,7 @@ class StandinOrchestrator:
 
         bid = body.get("bid") if isinstance(body.get("bid"), dict) else None
         if bid is not None and bid.get("type") == eo_rules.BOOKED_TYPE:
-            outcome = await self._post(rnd.human, ep.CONFIRM_ACCEPT, body)
+            outcome = await self._confirm(rnd, body)
             answer = outcome.answer if isinstance(outcome, Delivered | Blocked) else None
             if not isinstance(answer, dict):
                 raise StandinError(
@@ -558,14 +669,23 @@ class StandinOrchestrator:
 
     def human_allocation(self, body: Any) -> dict[str, Any]:
         """``/receiveHumanAllocation``: the buyer's allocation joins its totals; answered
-        ``Failed`` (200) when the human bought nothing, as the platform EO does."""
+        ``Failed`` (200) when the human bought nothing, as the platform EO does, and - unlike
+        it - when the allocation needs more than the buyer was booked, with the shortfall."""
         round_id = body.get("roundId") if isinstance(body, dict) else None
         rnd = self._round(round_id)
         human = rnd.eo_totals.by_name.get(HUMAN) if rnd.eo_totals is not None else None
-        if human is not None and isinstance(body, dict):
-            human["allocation"] = body.get("payload")
-            return {"roundId": round_id, "status": "Acknowledged"}
-        return {"roundId": round_id, "status": "Failed", "Reason": "No body supplied."}
+        if human is None or not isinstance(body, dict):
+            return {"roundId": round_id, "status": ALLOCATION_FAILED, "Reason": NO_ALLOCATION_BODY}
+        payload = body.get("payload")
+        shortfall = _shortfall(human.get("quantity") or {}, payload)
+        if shortfall:
+            # :g: whole units as "2", ounces as "1.5", float dust (0.30000000000000004) as "0.3"
+            reason = "the allocation needs " + ", ".join(f"{amount:g} more {good}" for good, amount in shortfall.items())
+            reason += " than the buyer bought"
+            log.info("round %s: allocation refused: %s", rnd.round_id, reason)
+            return {"roundId": round_id, "status": ALLOCATION_FAILED, "Reason": reason}
+        human["allocation"] = payload
+        return {"roundId": round_id, "status": ep.ACK_STATUS}
 
     def _known_to_the_eo(self, round_id: object) -> Round:
         """The round, or a refusal for an unknown one. The platform EO answers 500 there (and
@@ -577,4 +697,12 @@ class StandinOrchestrator:
         return rnd
 
     def summary(self) -> dict[str, Any]:
-        return {"status": "ok", ep.STANDIN_MARK: True, "rounds": {key: r.phase for key, r in self.rounds.items()}}
+        """``/health``: the stand-in's mark, its rounds' phases, and the durations Next round
+        takes when it gives none (the console shows them before the operator starts a round)."""
+        s = self.settings
+        return {
+            "status": "ok",
+            ep.STANDIN_MARK: True,
+            "rounds": {key: r.phase for key, r in self.rounds.items()},
+            ep.STANDIN_NEXT_DURATIONS: Durations(warmUp=s.warm_up_s, round=s.round_s, post=s.post_s).body(),
+        }

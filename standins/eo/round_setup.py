@@ -38,6 +38,11 @@ UNITS: Final[dict[str, str]] = {
     "blueberry": "packet",
 }
 CURRENCY: Final = "USD"
+ROUND_ID_PREFIX: Final = "r"
+"""A day's rounds are ``r1``, ``r2``, ... (the current EO's own spelling)."""
+FIRST_ROUND_ID: Final = f"{ROUND_ID_PREFIX}1"
+"""The id of a day's first round, and of a round whose settings name none and whose caller
+chose none (the engine chooses the next free ``rN``)."""
 
 UNIT_COSTS: Final[dict[str, dict[str, float]]] = {
     "Celia": {
@@ -131,7 +136,7 @@ def default_round(
     human_port: int = DEFAULT_HUMAN_PORT,
     durations: Durations | Mapping[str, float] | tuple[float, float, float] = (5.0, 600.0, 30.0),
     *,
-    round_id: RoundId = "r1",
+    round_id: RoundId = FIRST_ROUND_ID,
     host: str = "127.0.0.1",
     human_name: str = "competition-ui",
     budget: float = DEFAULT_HUMAN_BUDGET,
@@ -173,13 +178,15 @@ def default_round(
     )
 
 
-def auto_round(settings: StandinSettings) -> InitializeRound:
-    """The round ``humaine-env orchestrator --auto-round`` starts, from ``[standin]``."""
+def auto_round(settings: StandinSettings, round_id: RoundId | None = None) -> InitializeRound:
+    """The round ``humaine-env orchestrator --auto-round`` and Next round start, from
+    ``[standin]``: its id is ``round_id``, else ``[standin] round_id``, else :data:`FIRST_ROUND_ID`."""
+    chosen = round_id if round_id is not None else settings.round_id
     return default_round(
         settings.agents,
         settings.human_port,
         (settings.warm_up_s, settings.round_s, settings.post_s),
-        round_id=settings.round_id,
+        round_id=FIRST_ROUND_ID if chosen is None else chosen,
         host=settings.services_host,
         human_name=settings.human_name,
         budget=settings.human_budget,

@@ -7,8 +7,7 @@ Example (``humaine-env.toml``)::
     rules = "real_eo"           # the platform EO's own judgement (default); or "documented" (R0-R4 as written)
     human_budget = 50.0
 
-    # what ``humaine-env orchestrator --auto-round`` starts:
-    round_id = "r1"
+    # what ``humaine-env orchestrator --auto-round`` starts (round_id: the next free rN unless set):
     warm_up_s = 5
     round_s = 600
     post_s = 120
@@ -63,13 +62,22 @@ class StandinSettings(Section):
     connect_timeout_s: float = Field(0.5, gt=0)
     """How long a call to an agent or the human-side service may take to connect."""
     request_timeout_s: float = Field(5.0, gt=0)
-    """Unlike the real EO, the stand-in gives up on a service that does not answer in time."""
+    """Unlike the real EO, the stand-in gives up on a service that does not answer in time
+    (every call but ``/confirmAccept``: :attr:`confirm_wait_s`)."""
+    confirm_wait_s: float = Field(3600.0, gt=0)
+    """How long a seller's Accept waits for the human side's answer to ``/confirmAccept``. The
+    platform EO waits without end, and the Avatar Controller asks the buyer for up to ``[avatar]
+    confirm_timeout_s`` per deal, several deals queued one after another: far longer than any
+    of that, so a late yes is booked as the buyer's page says, never dropped by the stand-in."""
 
     # -- the round ``--auto-round`` initializes and starts (seconds) ------------------------
     auto_round: bool = False
-    """Same as ``--auto-round`` (so the suite can ask for it with ``--set standin.auto_round=true``)."""
-    round_id: int | str = "r1"
-    """``roundId`` of the round ``--auto-round`` starts..."""
+    """Same as ``--auto-round``; ``humaine-env run`` sets it from ``[run] first_round`` (by default the
+    first round waits for the operator's Next round on the console)."""
+    round_id: int | str | None = None
+    """``roundId`` of the round ``--auto-round`` starts; unset, the next ``rN`` not used yet
+    today (``r1`` on a fresh day), the choice Next round makes, so a restarted stand-in never
+    gives a day's round id twice..."""
     warm_up_s: float = Field(5.0, ge=0)
     """...its warm-up,"""
     round_s: float = Field(600.0, gt=0)
