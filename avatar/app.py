@@ -29,6 +29,7 @@ from avatar.auth import TOKEN_QUERY, TokenGuard
 from avatar.controller import CONFIRM_REJECTED_STATUS, AvatarController
 from avatar.display import AUDIO_PATH, STATIC_DIR
 from avatar.display.socket import serve_hub
+from avatar.reconcile import Reconciler
 from hardware.speaker_stream import stream_sink, wav_header
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, edge_app, parse_body
@@ -123,11 +124,16 @@ def create_app(controller: AvatarController) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        controller.hub.attach(asyncio.get_running_loop())
+        controller.attach(asyncio.get_running_loop())
+        checks = asyncio.create_task(Reconciler(controller, controller.eo_url).run()) if controller.eo_url else None
         try:
             yield
         finally:
-            controller.hub.detach()
+            if checks is not None:
+                checks.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await checks
+            controller.detach()
 
     app = edge_app(
         title="humaine-env Avatar Controller",

@@ -9,24 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
+import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from avatar import gestures, visemes
-from avatar.buyer.book import BuyerBook
+from avatar.buyer.book import goods_of, price_of
+from avatar.confirm_queue import SHUTDOWN, Answer, ConfirmQueue
 from avatar.display import AUDIO_PATH, DisplayHub
-from avatar.round_state import RoundTracker
+from avatar.round_books import RoundBooks
+from avatar.round_state import RoundEvents, state_of
 from avatar.settings import AvatarSettings
 from avatar.speech_queue import SpeechQueue, SpeechRequest, Verdict
 from avatar.ssml import SpeechText, prepare
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
 from hardware.speaker_stream import stream_sink
 from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS
+from orchestrator_client.eo_rules import BOOKED_TYPE
 from orchestrator_client.models import (
     HUMAN,
+    OFFER_BID_TYPES,
     ConfirmAccept,
     EndRound,
     LogEntry,
@@ -39,6 +46,8 @@ from orchestrator_client.models import (
     confirm_accept_answer,
 )
 from workers.camera import WORKER_ID as CAMERA_WORKER
+from workers.runtime.ledger import RoomLedger
+from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (
     AgentMessageSeen,
     Attention,
@@ -58,6 +67,7 @@ from workers.runtime.messages import (
 from workers.runtime.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
+_notes = RateLimitedLog(log)
 
 CONFIRM_REJECTED_STATUS = "rejected"
 """Our answer when the operator declines a deal: anything but the EO's exact yes rejects it."""
@@ -67,6 +77,17 @@ ROUND_VIEW = {"round_id", "phase", "durations", "phase_started", "phase_deadline
 DISPLAY_LOG_KEPT = 30
 HISTORY_DUPLICATE_WINDOW = 5
 """How far back a blocked message counts as already shown."""
+
+
+def _message_key(body: dict[str, Any]) -> str:
+    """What tells one forwarded message from another (the same one twice is booked once)."""
+    fields = {k: body.get(k) for k in ("speaker", "addressee", "text", "timeStamp", "timestamp", "bid")}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _answer(accepted: bool) -> dict[str, Any]:
+    """One of the two answers the EO understands to ``/confirmAccept``."""
+    return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
 
 
 class Publisher(Protocol):
@@ -99,7 +120,9 @@ class AvatarController:
         bus: Publisher,
         speaker: Speaker,
         source: str = "avatar",
+        ledger: RoomLedger | None = None,
     ) -> None:
+        """``ledger``: the room's books (under ``data_dir`` in a worker); one in memory when not given."""
         self.settings = settings
         self.avatars = list(avatars)
         self.bus = bus
@@ -107,19 +130,26 @@ class AvatarController:
         self.speaker = speaker
         self.source = source
         self.hub = DisplayHub(self.avatars, settings.confirm_accept)
-        self.buyer = BuyerBook(self.hub)
-        self.rounds = RoundTracker(source)
+        self.ledger = ledger or RoomLedger.in_memory()
+        self.books = RoundBooks(self.ledger, self.hub, settings)
+        self.rounds = RoundEvents(self.ledger)
+        self.confirms = ConfirmQueue(self.ledger, settings.confirm_timeout_s,
+                                     settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS, self._confirms_changed)
         self.limits = settings.ssml_limits()
         self.queue = SpeechQueue(
             self._speak, settings.queue_max, settings.stale_after_s, settings.max_words, on_drop=self._dropped
         )
         self.history: collections.deque[Spoken] = collections.deque(maxlen=HISTORY_KEPT)
         self._history_cond = threading.Condition()
-        self._confirms: dict[str, asyncio.Future[tuple[bool, str]]] = {}
-        self._confirm_loop: asyncio.AbstractEventLoop | None = None
         self.counters: collections.Counter[str] = collections.Counter()
         self._speaking: str | None = None
         """The message id being spoken right now (speech-queue thread sets and clears it)."""
+        self.alert_listeners: list[Callable[[str, str], None]] = []
+        """Told ``(kind, text)`` of what the operator must know about the round's books (the console)."""
+        self.cut_prompts = 0
+        """Confirmations a previous run of the controller left unanswered (found at start)."""
+        self.eo_url: str | None = None
+        """The EO whose books the round's are held against while it lasts (:mod:`avatar.reconcile`)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def check(self) -> None:
@@ -132,6 +162,7 @@ class AvatarController:
         # the microphone for good: start from "nobody is speaking".
         for avatar in self.avatars:
             self.bus.publish(self.topics.speaking(avatar), Speaking(source=self.source, avatar=avatar, state="end"))
+        self._take_up_the_round()
         self.queue.start()
         self.bus.subscribe(self.topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(self.topics.round_state(), RoundState, self._on_retained_round)
@@ -139,11 +170,45 @@ class AvatarController:
         # ask which round runs (/viewQueue needs its id); garbage retained there, or a broker that
         # lost it, would leave every worker that (re)connects without a round, so we publish what
         # we know over it at once
-        self.bus.own(self.topics.round_state(), RoundState, lambda: self.rounds.state)
+        self.bus.own(self.topics.round_state(), RoundState, self.round_state)
         self.bus.subscribe(self.topics.barge_in(), BargeIn, self._on_barge_in)
         self.bus.subscribe(self.topics.status(CAMERA_WORKER), Status, self._on_camera_status)
         self.bus.subscribe(self.topics.confirm_answer(), ConfirmAnswer, self._on_confirm_answer)
-        self._publish_pending(None)  # a confirmation a previous run left waiting is gone with it
+        if self.ledger.current() is not None:
+            self.refresh_round()  # the ledger's round over whatever the broker kept
+        self._publish_pending()  # a confirmation a previous run left waiting is gone with it
+
+    def _take_up_the_round(self) -> None:
+        """A restart: the round goes on from the ledger. Confirmations the previous run left
+        unanswered were cut with its connections (the platform EO exits on that): said here, and
+        the round's books are then checked against the EO's (:mod:`avatar.reconcile`)."""
+        cut = self.ledger.cut_waiting_prompts()
+        self.cut_prompts = len(cut)
+        current = self.ledger.current()
+        if cut and current is not None:
+            text = (f"the Avatar Controller stopped while {len(cut)} confirmation(s) of round {current.round_id} waited "
+                    f"(the platform EO exits when that happens)")
+            log.error("%s", text)
+            self.ledger.note(current.key, text)
+        if current is not None and current.open:
+            log.info("continuing round %s (phase %s) from the room's ledger", current.round_id, current.phase)
+        self.books.refresh()
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The HTTP server's event loop (confirmations are answered on it)."""
+        self.hub.attach(loop)
+        self.confirms.loop = loop
+
+    def detach(self) -> None:
+        self.hub.detach()
+
+    def answer_pending(self) -> int:
+        """Give every waiting confirmation its configured answer (on the event loop): the EO gets
+        its answer before the controller stops. Returns how many there were."""
+        answered = self.confirms.answer_all(SHUTDOWN)
+        if answered:
+            log.info("stopping: %d waiting confirmation(s) answered %s", answered, self.settings.confirm_timeout_answer)
+        return answered
 
     def stop(self) -> None:
         self.speaker.cancel()
@@ -161,9 +226,24 @@ class AvatarController:
             "dropped_stale": stats.dropped_stale,
             "failed": stats.failed,
             "display_clients": self.hub.client_count,
-            "round": self.rounds.state.model_dump(include={"round_id", "phase", "phase_deadline"}),
+            "round": self.round_state().model_dump(include={"round_id", "phase", "phase_deadline"}),
+            "confirms_waiting": len(self.confirms),
+            "ledger": self.ledger.where,
             **dict(self.counters),
         }
+
+    def round_state(self) -> RoundState:
+        """The round as the ledger has it, as the retained round state."""
+        return state_of(self.ledger.current(), self.source)
+
+    def alert(self, kind: str, text: str) -> None:
+        """Something the operator must know about the round's books: the log and the console."""
+        _notes.warning((kind, text), "%s", text)
+        for listener in self.alert_listeners:
+            try:
+                listener(kind, text)
+            except Exception as exc:  # the console must never cost the EO an answer
+                log.debug("an alert listener failed: %s", exc)
 
     # -- messages ----------------------------------------------------------------------------
     def receive_message(self, message: Message) -> str:
@@ -186,6 +266,7 @@ class AvatarController:
         if message.speaker == HUMAN:
             self.hub.emit(event, lambda s: s.__setitem__("last_human", event))
             return "displayed"
+        self._keep_books(message, body, text.plain)
         if message.speaker not in self.avatars:
             log.warning("message from unknown speaker %r not spoken (avatars: %s)", message.speaker, self.avatars)
             self.hub.emit({**event, "verdict": "unknown_speaker"})
@@ -204,11 +285,35 @@ class AvatarController:
                 self._gesture(message.speaker, name, message_id)
             self.hub.emit({**event, "verdict": "gesture_only"})
             return "gesture_only"
-        self.buyer.offer(message.speaker, body.get("bid"), text.plain)
         request = SpeechRequest(message.speaker, text, message_id, wanted.names, stages={Stage.RECEIVED: received})
         verdict: Verdict = self.queue.submit(request)
         self.hub.emit({**event, "verdict": verdict})
         return verdict
+
+    def _keep_books(self, message: Message, body: dict[str, Any], plain: str) -> None:
+        """A seller's permitted message into the ledger: an offer is that seller's current offer;
+        an Accept with its bid addressed to the buyer is a deal the EO has booked (it forwards an
+        Accept only after every human side said yes, and books it for speaker and addressee)."""
+        bid = body.get("bid")
+        if not isinstance(bid, dict):
+            return
+        goods, price = goods_of(bid), price_of(bid)
+        try:
+            rnd = self.rounds.round_of(body.get("roundId"))
+            if bid.get("type") in OFFER_BID_TYPES and goods and price is not None:
+                self.ledger.set_offer(rnd.key, message.speaker, goods, price, plain, now_ms())
+            elif bid.get("type") == BOOKED_TYPE and str(message.addressee) == HUMAN:
+                deal = self.ledger.book_deal(rnd.key, message.speaker, goods, price or 0.0, plain, _message_key(body), now_ms())
+                if deal is not None:
+                    log.info("round %s: the EO booked %s's deal: %s for %.2f", rnd.round_id, message.speaker, goods, deal.price)
+                    self.hub.emit({"type": "booked", "seller": deal.seller, "goods": deal.goods, "price": deal.price,
+                                   "prompt_id": deal.prompt_id, "at": deal.booked_ms})
+            else:
+                return
+        except Exception as exc:  # a ledger that cannot be written is said; the message is still spoken
+            _notes.error(("books", type(exc).__name__), "the round's books cannot be kept: %s: %s", type(exc).__name__, exc)
+            return
+        self.books.refresh()
 
     def _check_marks(self, avatar: str, text: SpeechText) -> None:
         for mark in text.marks:
@@ -312,44 +417,50 @@ class AvatarController:
         self.hub.emit({"type": "not_spoken", "avatar": request.avatar, "message_id": request.message_id, "reason": reason})
 
     # -- round life cycle ----------------------------------------------------------------------
-    def _publish_round(self, state: RoundState) -> None:
+    def refresh_round(self) -> None:
+        """The round as the ledger has it: the retained round state, the display's timer, and
+        every view of the round's books."""
+        state = self.round_state()
         self.bus.publish(self.topics.round_state(), state)
-        self._show_round(state)
-
-    def _show_round(self, state: RoundState) -> None:
-        """The round on the display; a new round clears the last one's deals and totals."""
         view = state.model_dump(include=ROUND_VIEW)
-
-        def update(kept: dict[str, Any]) -> None:
-            if (kept["round"] or {}).get("round_id") != view["round_id"]:
-                kept["deals"], kept["totals"] = [], None
-            kept["round"] = view
-
-        self.hub.emit({"type": "round", **view, "now": now_ms()}, update)
-        if state.round_id is not None:
-            self.buyer.round(state.round_id)
+        self.hub.emit({"type": "round", **view, "now": now_ms()}, lambda kept: kept.__setitem__("round", view))
+        self.books.refresh()
 
     def round_metadata(self, body: RoundMetadata) -> None:
-        self._publish_round(self.rounds.metadata(body))
-        self.buyer.set_budget(body.roundId, float(body.humanBudget.value))
+        self.rounds.metadata(body)
+        self.refresh_round()
 
     def start_round(self, body: StartRound) -> None:
-        self._publish_round(self.rounds.start(body))
+        self.rounds.start(body)
+        self.refresh_round()
 
     def end_round(self, body: EndRound) -> None:
-        self._publish_round(self.rounds.end(body))
+        self.rounds.end(body)
+        self.refresh_round()
 
     def round_totals(self, body: RoundTotals) -> None:
-        self._publish_round(self.rounds.totals(body))
-        event = {"type": "totals", "roundId": body.roundId, "totals": body.body()["roundTotals"]}
-        self.hub.emit(event, lambda s: s.__setitem__("totals", event))
-        self.buyer.totals(body.roundId, event["totals"])
+        self.rounds.totals(body, body.body()["roundTotals"])
+        self.refresh_round()
 
     def set_utility(self, body: SetUtility) -> None:
         """The buyer's utility function: the buyer page shows what each good is worth."""
         log.info("utility for %s (round %s): %s", body.name, body.roundId, ", ".join(body.utility))
         self.hub.emit({"type": "utility", "name": body.name, "roundId": body.roundId, "goods": list(body.utility)})
-        self.buyer.set_utility(body.roundId, body.utility)
+        rnd = self.rounds.round_of(body.roundId)
+        self.ledger.set_utility(rnd.key, body.utility)
+        self.books.refresh()
+
+    def name_buyer(self, label: str, running: bool) -> None:
+        """The operator named the buyer: of the next rounds, and of the round running when
+        ``running`` (the round's records are filed under the name)."""
+        current = self.ledger.current()
+        self.ledger.name_buyer(label, current.key if running and current is not None and current.open else None)
+        self.refresh_round()
+
+    def undelivered(self, round_id: object) -> None:
+        """One of the buyer's utterances in this round never reached the EO (the day book counts them)."""
+        if round_id is not None and self.ledger.count_undelivered(round_id):
+            self.books.refresh()
 
     def receive_log(self, entry: LogEntry) -> None:
         """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own
@@ -393,78 +504,65 @@ class AvatarController:
     async def confirm_accept(self, body: ConfirmAccept | None) -> dict[str, Any]:
         """The EO's yes at once (``auto``, ``competition-ui``), or the answer of the person
         ``confirm_accept`` names (``buyer``: the buyer page or the buyer's voice; ``operator``: the
-        display page). A body that could not be read (``None``) gets the answer an unattended
-        deal gets, never an error: the EO exits on anything but one of its two answers."""
+        display page). Prompts that arrive together are asked one at a time
+        (:class:`~avatar.confirm_queue.ConfirmQueue`). Every prompt and its answer is written to the
+        ledger before the EO hears the answer; the deal is the buyer's only once the EO forwards
+        the booked Accept (:meth:`_keep_books`). A body that could not be read (``None``) gets
+        the answer an unattended deal gets, never an error: the EO exits on anything but one of
+        its two answers."""
         settings = self.settings
         timeout_yes = settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
         if body is None:
-            return confirm_accept_answer() if not settings.confirm_asks or timeout_yes else {"status": CONFIRM_REJECTED_STATUS}
-        deal = {"speaker": body.speaker, "text": prepare(body.text).plain, "bid": body.bid.body()}
-        if not settings.confirm_asks:
-            self._show_accept(deal, True)
-            return confirm_accept_answer()
-        if self.hub.client_count == 0:
-            log.warning("no page open to confirm %s's accept; answering %s at once", body.speaker, settings.confirm_timeout_answer)
-            self._show_accept(deal, timeout_yes)
-            return confirm_accept_answer() if timeout_yes else {"status": CONFIRM_REJECTED_STATUS}
-        loop = self._confirm_loop = asyncio.get_running_loop()
-        confirm_id = new_id()
-        future: asyncio.Future[bool] = loop.create_future()
-        self._confirms[confirm_id] = future
-        request = {"id": confirm_id, **deal, "asks": settings.confirm_accept, "timeout_s": settings.confirm_timeout_s,
-                   "deadline": now_ms() + int(settings.confirm_timeout_s * 1000),
-                   "timeout_answer": settings.confirm_timeout_answer, **self.buyer.deal_view(deal["bid"])}
-        self.hub.emit({"type": "confirm_request", **request}, lambda s: s["confirms"].__setitem__(confirm_id, request))
-        self._publish_pending(request)
-        answered_by = "timeout"
+            return _answer(not settings.confirm_asks or timeout_yes)
+        bid = body.bid.body()
+        prompt_id = new_id()
         try:
-            accepted, answered_by = await asyncio.wait_for(future, settings.confirm_timeout_s)
-        except asyncio.TimeoutError:
-            accepted = timeout_yes
-            log.warning("no answer to %s's accept within %.0f s: %s", body.speaker, settings.confirm_timeout_s,
-                        settings.confirm_timeout_answer)
-        finally:
-            self._confirms.pop(confirm_id, None)
-            self._publish_pending(None)
-        self.hub.emit(
-            {"type": "confirm_done", "id": confirm_id, "accepted": accepted, "by": answered_by},
-            lambda s: s["confirms"].pop(confirm_id, None),
-        )
-        self._show_accept(deal, accepted)
-        return confirm_accept_answer() if accepted else {"status": CONFIRM_REJECTED_STATUS}
+            rnd = self.rounds.round_of(body.roundId)
+            self.ledger.add_prompt(prompt_id, rnd.key, body.speaker, prepare(body.text).plain, bid, goods_of(bid),
+                                   price_of(bid), now_ms())
+        except Exception as exc:  # the EO's answer does not wait for the disk
+            _notes.error(("prompt", type(exc).__name__), "a confirmation cannot be written to the ledger: %s: %s",
+                         type(exc).__name__, exc)
+            return _answer(not settings.confirm_asks or timeout_yes)
+        if not settings.confirm_asks:
+            return self._answered_at_once(prompt_id, True, settings.confirm_accept)
+        if self.hub.client_count == 0 and not self.confirms:
+            log.warning("no page open to confirm %s's accept; answering %s at once", body.speaker, settings.confirm_timeout_answer)
+            return self._answered_at_once(prompt_id, timeout_yes, "no page")
+        accepted, _by = await self.confirms.ask(prompt_id)
+        return _answer(accepted)
 
-    def _show_accept(self, deal: dict[str, Any], accepted: bool) -> None:
-        """An agent's accept on the display; a confirmed one is a deal of the round's summary."""
-        event = {"type": "accept", **deal, "accepted": accepted, "at": now_ms()}
-        if accepted:
-            self.buyer.booked(deal["speaker"], deal["bid"])
+    def _answered_at_once(self, prompt_id: str, accepted: bool, by: str) -> dict[str, Any]:
+        self.ledger.answer_prompt(prompt_id, accepted, by, now_ms())
+        self.books.refresh()
+        return _answer(accepted)
 
-        def update(state: dict[str, Any]) -> None:
-            if accepted:
-                state["deals"] = [*state["deals"], event]
-
-        self.hub.emit(event, update)
+    def _confirms_changed(self, answer: Answer | None) -> None:
+        """A prompt was queued, asked or answered: the retained pending prompt and the pages
+        (an answer also as the buyer page's notice)."""
+        self._publish_pending()
+        if answer is not None:
+            self.hub.emit({"type": "confirm_done", "id": answer.prompt_id, "accepted": answer.accepted, "by": answer.by})
+        self.books.refresh()
 
     def decide(self, confirm_id: str, accepted: bool, by: str) -> bool:
         """A person answered confirmation ``confirm_id`` (on the event loop): the first answer
         wins, a later one (another page, the voice) changes nothing."""
-        future = self._confirms.get(confirm_id)
-        if future is None or future.done():
-            return False
-        future.set_result((accepted, by))
-        return True
+        return self.confirms.decide(confirm_id, accepted, by)
 
-    def _publish_pending(self, request: dict[str, Any] | None) -> None:
-        """Tell the room which confirmation waits (the buyer may answer it by voice)."""
+    def _publish_pending(self) -> None:
+        """Tell the room which confirmation is asked now (the buyer may answer it by voice):
+        always the one the pages show, the first of the queue."""
         pending = ConfirmPending(source=self.source)
-        if request is not None:
-            pending = ConfirmPending(source=self.source, confirm_id=request["id"], seller=request["speaker"],
-                                     deadline=request["deadline"])
+        head = self.confirms.head()
+        prompt = self.ledger.prompt(head) if head is not None else None
+        if prompt is not None:
+            pending = ConfirmPending(source=self.source, confirm_id=prompt.id, seller=prompt.seller, deadline=prompt.deadline_ms)
         self.bus.publish(self.topics.confirm_pending(), pending)
 
     def _on_confirm_answer(self, _topic: str, message: ConfirmAnswer) -> None:
         """The buyer said yes or no to the pending confirmation (MQTT thread)."""
-        loop = self._confirm_loop
+        loop = self.confirms.loop
         if loop is None or loop.is_closed():
             return
         log.info("the buyer answered %s by voice: %r", "yes" if message.accept else "no", message.text[:60])
@@ -472,9 +570,10 @@ class AvatarController:
 
     # -- MQTT ---------------------------------------------------------------------------------
     def _on_retained_round(self, _topic: str, message: RoundState) -> None:
-        if self.rounds.adopt(message):
-            log.info("continuing round %s (phase %s) from the retained round state", message.round_id, message.phase)
-            self._show_round(message)
+        adopted = self.rounds.adopt(message)
+        if adopted is not None:
+            log.info("continuing round %s (phase %s) from the retained round state", adopted.round_id, adopted.phase)
+            self.refresh_round()
 
     def _on_barge_in(self, _topic: str, message: BargeIn) -> None:
         """The buyer talks over the avatar: stop the current utterance (its end says ``cut``)."""

@@ -1,115 +1,96 @@
-"""The round's phase and deadlines, from the EO's round events.
+"""The round's phase and deadlines, from the EO's round events, kept in the room's ledger.
 
 The EO tells the human-side service about a round in this order (observed): ``/sendRoundMetadata``
 (durations, before the warm-up), ``/setUtility``, ``/startRound`` (after the warm-up),
 ``/endRound`` (after the negotiation), ``/receiveRoundTotals`` (after the post-round phase).
-Nobody else hears all of these, so the Avatar Controller publishes the resulting state as a
-retained message: the transcript worker relays human utterances only while a round is
-``round`` (the EO crashes on an unknown ``roundId``), and the display shows the timer.
+Nobody else hears all of these, so the Avatar Controller writes each into the ledger and
+publishes the resulting state as a retained message: the transcript worker relays human
+utterances only while a round is ``round`` (the EO crashes on an unknown ``roundId``), and the
+display shows the timer. A restarted controller reads the round where it was from the ledger.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
-from orchestrator_client.models import EndRound, RoundId, RoundMetadata, RoundTotals, StartRound
-from workers.runtime.messages import RoundPhase, RoundState, new_id, now_ms
+from orchestrator_client.models import EndRound, RoundMetadata, RoundTotals, StartRound
+from workers.runtime.ledger import OPEN_PHASES, LedgerRound, RoomLedger
+from workers.runtime.messages import RoundPhase, RoundState, now_ms
 
 WARMUP_KEY = "warmUp"
 ROUND_KEY = "round"
 POST_KEY = "post"
+DEFAULT_CURRENCY = "USD"
 
 
-class RoundTracker:
-    """Turns round events into :class:`RoundState` messages (thread-safe)."""
+def state_of(rnd: LedgerRound | None, source: str) -> RoundState:
+    """The retained round state of ``rnd`` (a round the EO lost reads as over)."""
+    if rnd is None:
+        return RoundState(source=source)
+    phase: RoundPhase = rnd.phase if rnd.phase in (*OPEN_PHASES, "ended") else "ended"  # type: ignore[assignment]
+    return RoundState(source=source, round_id=rnd.round_id, phase=phase, durations=dict(rnd.durations),
+                      phase_started=rnd.phase_started_ms, phase_deadline=rnd.phase_deadline_ms, buyer=rnd.buyer)
 
-    def __init__(self, source: str, clock_ms: Callable[[], int] = now_ms) -> None:
-        self.source = source
+
+class RoundEvents:
+    """Writes each round event of the EO into the ledger (thread-safe: the ledger is)."""
+
+    def __init__(self, ledger: RoomLedger, clock_ms: Callable[[], int] = now_ms) -> None:
+        self.ledger = ledger
         self._clock = clock_ms
-        self._lock = threading.Lock()
-        self._state = RoundState(source=source)
-        self._next_buyer = ""
-        """The buyer the operator named for the next round (kept for the rounds after it too,
-        as the day book does, until another is named)."""
 
-    @property
-    def state(self) -> RoundState:
-        with self._lock:
-            return self._state
+    def _deadline(self, now: int, length_s: float | None) -> int | None:
+        return None if length_s is None else now + round(length_s * 1000)
 
-    def _move(
-        self,
-        round_id: RoundId,
-        phase: RoundPhase,
-        length_s: float | None,
-        durations: dict[str, float] | None = None,
-    ) -> RoundState:
+    def round_of(self, round_id: object) -> LedgerRound:
+        """The latest round with this id; one is opened when the EO speaks of a round whose
+        metadata never reached us (the controller started after it)."""
+        found = self.ledger.round_for(round_id) if round_id is not None else self.ledger.current()
+        if found is not None:
+            return found
         now = self._clock()
-        with self._lock:
-            same_round = self._state.round_id == round_id
-            kept = dict(self._state.durations) if same_round else {}
-            buyer = self._state.buyer if same_round else self._next_buyer
-            if durations:
-                kept.update(durations)
-            self._state = RoundState(
-                source=self.source,
-                round_id=round_id,
-                phase=phase,
-                durations=kept,
-                phase_started=now,
-                phase_deadline=None if length_s is None else now + round(length_s * 1000),
-                buyer=buyer,
-            )
-            return self._state
+        return self.ledger.begin_round(round_id if round_id is not None else "?", {}, None, DEFAULT_CURRENCY, "warmup", now, None)
 
-    def name_buyer(self, label: str, round_id: RoundId | None = None) -> RoundState | None:
-        """The buyer of the next round, and of ``round_id`` when it is the current round (with the
-        platform's EO, whose rounds start there, the operator names the buyer of the round in
-        progress); returns the current round's new state to publish, None when it is unchanged."""
-        with self._lock:
-            self._next_buyer = label
-            if round_id is None or self._state.round_id != round_id or self._state.buyer == label:
-                return None
-            self._state = self._state.model_copy(update={"buyer": label, "ts": self._clock(), "id": new_id()})
-            return self._state
+    def metadata(self, body: RoundMetadata) -> LedgerRound:
+        """Durations and budget are known and the warm-up starts: a new round."""
+        durations = {WARMUP_KEY: float(body.durations.warmUp), ROUND_KEY: float(body.durations.round),
+                     POST_KEY: float(body.durations.post)}
+        now = self._clock()
+        budget = body.humanBudget
+        return self.ledger.begin_round(body.roundId, durations, float(budget.value), budget.currentUnit or DEFAULT_CURRENCY,
+                                       "warmup", now, self._deadline(now, durations[WARMUP_KEY]))
 
-    def adopt(self, state: RoundState) -> bool:
-        """Take over the retained state a previous run of the controller published, so a
-        restart mid-round keeps the round's id and durations. Only while nothing newer is
-        known; returns whether it was taken."""
-        with self._lock:
-            if self._state.round_id is not None or state.round_id is None:
-                return False
-            self._state = state.model_copy(update={"source": self.source})
-            self._next_buyer = self._next_buyer or state.buyer
-            return True
-
-    def metadata(self, body: RoundMetadata) -> RoundState:
-        """Durations are known and the warm-up starts."""
-        durations = {
-            WARMUP_KEY: float(body.durations.warmUp),
-            ROUND_KEY: float(body.durations.round),
-            POST_KEY: float(body.durations.post),
-        }
-        return self._move(body.roundId, "warmup", durations[WARMUP_KEY], durations)
-
-    def start(self, body: StartRound) -> RoundState:
+    def start(self, body: StartRound) -> LedgerRound:
         """The negotiation starts; its length is ``roundDuration`` when the EO sends it."""
-        length = float(body.roundDuration) if body.roundDuration is not None else None
-        with self._lock:
-            known = self._state.durations if self._state.round_id == body.roundId else {}
-            if length is None:
-                length = known.get(ROUND_KEY)
-        extra = {ROUND_KEY: length} if length is not None else None
-        return self._move(body.roundId, "round", length, extra)
+        rnd = self.round_of(body.roundId)
+        length = float(body.roundDuration) if body.roundDuration is not None else rnd.durations.get(ROUND_KEY)
+        durations = {**rnd.durations, **({ROUND_KEY: length} if length is not None else {})}
+        now = self._clock()
+        self.ledger.set_phase(rnd.key, "round", now, self._deadline(now, length), durations)
+        return rnd
 
-    def end(self, body: EndRound) -> RoundState:
+    def end(self, body: EndRound) -> LedgerRound:
         """The negotiation is over; the post-round allocation phase starts."""
-        with self._lock:
-            known = self._state.durations if self._state.round_id == body.roundId else {}
-        return self._move(body.roundId, "post", known.get(POST_KEY))
+        rnd = self.round_of(body.roundId)
+        now = self._clock()
+        self.ledger.set_phase(rnd.key, "post", now, self._deadline(now, rnd.durations.get(POST_KEY)))
+        return rnd
 
-    def totals(self, body: RoundTotals) -> RoundState:
+    def totals(self, body: RoundTotals, totals: dict[str, object]) -> LedgerRound:
         """The EO has sent the totals and forgotten the round."""
-        return self._move(body.roundId, "ended", None)
+        rnd = self.round_of(body.roundId)
+        self.ledger.set_totals(rnd.key, totals, self._clock())
+        return rnd
+
+    def adopt(self, state: RoundState) -> LedgerRound | None:
+        """The retained state a previous controller published, taken up when the ledger knows
+        no round at all (a new data directory): only a round still running."""
+        if self.ledger.current() is not None or state.round_id is None or state.phase not in OPEN_PHASES:
+            return None
+        started = state.phase_started or self._clock()
+        rnd = self.ledger.begin_round(state.round_id, state.durations, None, DEFAULT_CURRENCY, state.phase,  # type: ignore[arg-type]
+                                      started, state.phase_deadline)
+        self.ledger.note(rnd.key, "taken up from the retained round state: the ledger had no record of it")
+        if state.buyer:
+            self.ledger.name_buyer(state.buyer, rnd.key)
+        return self.ledger.round_by_key(rnd.key)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from avatar.app import DISPLAY_PATH, create_app
@@ -15,6 +16,10 @@ __all__ = ["AvatarServer", "ServerError"]
 
 log = logging.getLogger(__name__)
 
+ANSWER_PENDING_TIMEOUT_S = 2.0
+"""How long stopping waits for the waiting confirmations to be answered on the event loop."""
+ANSWER_FLUSH_TURNS = 5
+"""Event-loop turns given to the answered handlers to send their answers before uvicorn stops."""
 WS_PING_INTERVAL_S = 20
 """Keeps the display page's WebSocket alive through idle minutes between rounds."""
 
@@ -38,6 +43,28 @@ class AvatarServer(AppServer):
         return self
 
     def stop(self) -> None:
+        """Answer every waiting confirmation first (the EO has no timeout and exits when the
+        service it waits on goes away), then stop serving and speaking."""
+        self.answer_pending()
         self.request_stop()
         self.controller.stop()
         super().stop()
+
+    def answer_pending(self) -> int:
+        """On the server's event loop: every waiting confirmation gets its configured answer and
+        its HTTP answer a moment to leave. Returns how many were answered."""
+        loop = self.controller.confirms.loop
+        if loop is None or loop.is_closed() or not self.running:
+            return 0
+
+        async def answer() -> int:
+            count = self.controller.answer_pending()
+            for _ in range(ANSWER_FLUSH_TURNS):  # let the handlers return and their answers go out
+                await asyncio.sleep(0)
+            return count
+
+        try:
+            return asyncio.run_coroutine_threadsafe(answer(), loop).result(ANSWER_PENDING_TIMEOUT_S)
+        except Exception as exc:  # a loop already gone: nothing waits on it any more
+            log.debug("waiting confirmations could not be answered: %s", exc)
+            return 0

@@ -96,6 +96,17 @@ class AvatarSettings(Section):
     voices: dict[str, AvatarVoice] = Field(default_factory=_default_voices)
     """Per avatar, merged over the defaults (Celia: Festival ``cmu_us_slt_arctic_hts``; Watson:
     Piper ``en_US-joe-medium``); any other avatar speaks with espeak-ng's default ``en-us``."""
+    speech_process: bool = True
+    """Run the speech engines (Piper's onnxruntime, Festival, espeak-ng: native code) in a
+    supervised child process (:class:`hardware.speech_process.SpeechProcess`): a segfault or
+    abort in one of them then fails the utterance being spoken - a new child speaks the next -
+    instead of ending this process, whose HTTP endpoints the EO is waiting on (it exits when they
+    go away, e.g. in the middle of a ``/confirmAccept``). The cost, measured with
+    ``bench/avatar.py --speech-process on|off`` (two runs each, a shared two-core machine): about
+    45 MB more memory in all (controller 149 MB + child 620-625 MB, against 725-730 MB in one
+    process), the same CPU (4.3-5.5 s + 9.4-9.5 s against 14.1-14.6 s for the same work), start-up
+    1.25-1.44 s against 1.05-1.26 s, and time to first audio within the machine's noise (p50
+    95-110 ms against 85-113 ms). ``false`` keeps the engines in this process."""
     queue_max: int = Field(8, ge=1)
     """Messages waiting to be spoken; a message arriving when the queue is full is not spoken."""
     stale_after_s: float = Field(20.0, gt=0)
@@ -132,7 +143,12 @@ class AvatarSettings(Section):
     """With ``buyer`` or ``operator``: how long a deal waits for its answer (the EO and the
     seller wait meanwhile: the EO has no timeout of its own)."""
     confirm_timeout_answer: Literal["acknowledged", "rejected"] = "acknowledged"
-    """What an unanswered confirmation becomes (the page says so)."""
+    """What an unanswered confirmation becomes (the page says so), and what every waiting
+    confirmation becomes when the controller stops (the EO must not lose its answer)."""
+    eo_books_check_s: float = Field(5.0, gt=0)
+    """While a round lasts, how often the round's books are held against the EO's own
+    (``/viewTotals``): a deal booked while the controller was down is added from them, and a
+    difference or a round the EO lost is said on the console (:mod:`avatar.reconcile`)."""
     display: bool = True
     """Serve the display page at ``/``."""
 

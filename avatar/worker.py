@@ -13,7 +13,10 @@ from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker
 from hardware.speaker_sinks import open_sink
-from workers.runtime.config import Config
+from hardware.speech_process import SpeechProcess
+from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
+from workers.runtime.config import Config, OrchestratorSettings
+from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.worker import Worker, wait_for_stop
 
 SPEECH_DIR = "speech"
@@ -33,16 +36,25 @@ class AvatarWorker(Worker):
     def __init__(self, config: Config, worker_id: str | None = None) -> None:
         super().__init__(config, worker_id)
         self.settings = config.section(AvatarSettings)
-        speaker = Speaker(open_sink(self.settings.speaker, fallback_dir=config.core.data_dir / SPEECH_DIR))
+        engines = SpeechProcess() if self.settings.speech_process else None  # its child starts at check()
+        speaker = Speaker(open_sink(self.settings.speaker, fallback_dir=config.core.data_dir / SPEECH_DIR), engines=engines)
+        self.ledger = RoomLedger.open_or_memory(config.core.data_dir / LEDGER_FILE)
         self.controller = AvatarController(
-            self.settings, config.core.avatars, self.bus, speaker, source=self.worker_id
+            self.settings, config.core.avatars, self.bus, speaker, source=self.worker_id, ledger=self.ledger
         )
-        self.controller.check()
-        self.server = AvatarServer(self.controller, self.settings.host, self.settings.port)
+        try:
+            self.controller.eo_url = resolve_eo_url(config.section(OrchestratorSettings))
+        except ServiceMapError:
+            self.controller.eo_url = None  # no EO to hold the books against (said where the room needs one)
+        try:
+            self.controller.check()
+            self.server = AvatarServer(self.controller, self.settings.host, self.settings.port)
+        except BaseException:
+            speaker.close()  # a worker that cannot start leaves no speech process behind
+            raise
         if self.settings.display:
-            mount_console(self.server.app, config, self.bus, lambda: self.bus.connected, self.controller.buyer,
-                          self.controller.rounds)
-            mount_buyer_page(self.server.app, config, self.controller.buyer, self.controller.rounds, DISPLAY_WS_PATH)
+            mount_console(self.server.app, config, self.bus, lambda: self.bus.connected, self.controller)
+            mount_buyer_page(self.server.app, config, self.controller, DISPLAY_WS_PATH)
 
     def serve(self) -> None:
         """Start the HTTP service, then say ``online`` (only now can the EO reach us)."""
@@ -58,6 +70,10 @@ class AvatarWorker(Worker):
             wait_for_stop(stop)
         finally:
             self.server.stop()
+
+    def close(self) -> None:
+        super().close()
+        self.ledger.close()
 
     def health(self) -> dict[str, Any]:
         figures = super().health()

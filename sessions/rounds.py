@@ -7,7 +7,11 @@ suite (``run`` starts it): it follows the retained round state the Avatar Contro
 round's negotiation starts, records the environment's bus traffic into it in the session
 format (:mod:`sessions.format`: utterances, transcripts, addressee changes, head poses,
 outcomes, the EO's verdicts), and completes it (``session.json`` last) ``close_after_s`` after
-the negotiation ends, when the last utterance's outcome and verdicts are in.
+the negotiation ends, when the last utterance's outcome and verdicts are in. A buyer the operator
+names while the round runs renames the folder to theirs when it completes. The session's summary
+of the round (the deals the EO booked, the money paid, the allocation saved, the EO's totals) is
+read from the room's ledger (:mod:`workers.runtime.ledger`), never counted from the bus, and
+written again when the EO's totals arrive after the post-round.
 
 What a session holds is what the bus carried: with typed input and no camera, the buyer's
 lines and what became of them (no audio, no video: ``label`` drafts its truth from the lines,
@@ -22,6 +26,8 @@ be written is tried again every :data:`RETRY_S` until it is.
 from __future__ import annotations
 
 import datetime
+import json
+import os
 import re
 import threading
 import time
@@ -32,12 +38,13 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from sessions.format import EVENTS_FILE, SESSION_FILE, SessionInfo, write_info
+from sessions.format import EVENTS_FILE, SESSION_FILE, SessionFormatError, SessionInfo, write_info
 from sessions.settings import SessionsSettings
 from transcript.session_log import RETRY_S, SessionLog
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import Envelope, RoundState, now_ms
 from workers.runtime.worker import Worker
@@ -59,6 +66,23 @@ def name_part(text: str) -> str:
     ``_`` and ``-`` (accents dropped, "Zoë" is "Zoe"; anything else a ``-``), bounded."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     return _UNSAFE.sub("-", ascii_text).strip("-.")[:NAME_CHARS].strip("-.")
+
+
+def books_summary(ledger: RoomLedger | None, round_id: object) -> dict[str, Any] | None:
+    """The round as the ledger has it (the EO's books), for ``session.json``; None without one."""
+    found = ledger.round_for(round_id) if ledger is not None else None
+    book = ledger.book(found.key) if ledger is not None and found is not None else None
+    if book is None:
+        return None
+    return {
+        "state": book.round.phase,
+        "budget": book.round.budget,
+        "deals": [{"seller": d.seller, "goods": d.goods, "price": d.price, "source": d.source} for d in book.deals],
+        "paid": book.spent,
+        "allocation": None if book.allocation is None else {"products": book.allocation.products, "value": book.allocation.value},
+        "totals": book.round.totals,
+        "note": book.round.note,
+    }
 
 
 def round_folder(root: Path, started_ms: int, round_id: object, buyer: str) -> Path:
@@ -105,6 +129,11 @@ class RoundRecorder(Worker):
         """The retained attention, written first into a new session (the buyer's gaze when it starts)."""
         self.recorded: list[Path] = []
         self.disk_error = ""
+        self._ledger_path = config.core.data_dir / LEDGER_FILE
+        self._ledger: RoomLedger | None = None
+        self._completed: dict[str, Path] = {}
+        """The last round completed: its id and folder (its summary gets the EO's totals when
+        they come, after the post-round)."""
         self.bus.subscribe(self.topics.everything(), Envelope, self._on_message)
 
     # -- the bus (MQTT network thread) ---------------------------------------------------------
@@ -129,7 +158,11 @@ class RoundRecorder(Worker):
 
     def _follow(self, state: RoundState) -> None:
         """Open a session when a negotiation starts; set the one recording to complete when
-        its negotiation is over (holds the lock)."""
+        its negotiation is over; the EO's totals of a round recorded go into its summary
+        (holds the lock)."""
+        done = self._completed.get(str(state.round_id))
+        if state.phase == "ended" and done is not None and (self.current is None or self.current.round_id != state.round_id):
+            self._summarise_again(done, state.round_id)
         current = self.current
         if current is not None and state.round_id == current.round_id:
             if state.phase == "round":
@@ -187,6 +220,8 @@ class RoundRecorder(Worker):
         if session.log.error:
             return False  # its events are kept in memory and written by the log's own retries
         session.log.close()
+        self._file_under_buyer(session)
+        session.info.notes["books"] = books_summary(self._books(), session.round_id)
         try:
             write_info(session.folder, session.info)
         except OSError as exc:
@@ -194,9 +229,39 @@ class RoundRecorder(Worker):
                               f"tried again every {RETRY_S:g} s")
             return False
         self.recorded.append(session.folder)
+        self._completed = {str(session.round_id): session.folder}
         self.log.log(NOTICE, "round %s recorded: %s (%d events, %.0f s)", session.round_id, session.folder,
                      session.events, session.info.duration_ms / 1000)
         return True
+
+    def _books(self) -> RoomLedger | None:
+        """The room's ledger, read-only (the Avatar Controller writes it); None until it exists."""
+        if self._ledger is None:
+            self._ledger = RoomLedger.reader(self._ledger_path)
+        return self._ledger
+
+    def _file_under_buyer(self, session: RoundSession) -> None:
+        """The buyer named while the round ran (or none) gets the folder: ``r2-Ada``, not ``r2-unnamed``."""
+        buyer = str(session.info.notes.get("buyer") or "")
+        wanted = f"{name_part(str(session.round_id)) or 'round'}-{name_part(buyer) or UNNAMED}"
+        if session.folder.name == wanted or session.folder.name.startswith(wanted + "-"):
+            return
+        target = round_folder(self.root, session.info.start_ms, session.round_id, buyer)
+        try:
+            os.rename(session.folder, target)
+        except OSError as exc:
+            self.log.warning("round %s: its session stays in %s (%s)", session.round_id, session.folder, exc.strerror or exc)
+            return
+        session.folder = target
+
+    def _summarise_again(self, folder: Path, round_id: object) -> None:
+        """The EO's totals arrived after the session was completed: its summary again, with them."""
+        try:
+            info = SessionInfo.from_json(json.loads((folder / SESSION_FILE).read_text(encoding="utf-8")), folder)
+            info.notes["books"] = books_summary(self._books(), round_id)
+            write_info(folder, info)
+        except (OSError, ValueError, SessionFormatError) as exc:
+            self.log.warning("round %s: the EO's totals could not be added to %s (%s)", round_id, folder, exc)
 
     def _due(self) -> None:
         """What the clock makes due: a negotiation's linger ended, a retry of the disk."""

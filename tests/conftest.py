@@ -61,6 +61,11 @@ def make_config(tmp_path: Path) -> Callable[..., Config]:
             "broker.reconnect_min_s": 0.2,
             "broker.reconnect_max_s": 1.0,
             "data_dir": str(tmp_path / "data"),
+            # the controllers tests start in-process share the process's speech engines (a voice
+            # loads once); the supervised speech child is tested on its own
+            # (tests/test_speech_process.py) and in every test that starts a controller as a
+            # process (tests/test_books_real_eo.py, run)
+            "avatar.speech_process": False,
         }
         values.update(overrides or {})
         values.update(more)

@@ -7,6 +7,8 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +17,9 @@ from typing import Any
 
 from sessions.generate import SessionSpec
 from workers.runtime.broker import BrokerAddress, broker_answers
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import RoundState
 
 # Session tests: the sessions are espeak-ng negotiation speech, what pocketsphinx's domain model is tuned for
 # (it is off by default: on other speech it invents deal terms).
@@ -117,3 +122,48 @@ CHROMIUM_ARGS = [
 ]
 """The headless Chromium the page tests drive (``browser`` fixture in conftest)."""
 UI_TIMEOUT_MS = 15_000
+
+
+# -- the whole suite as ``humaine-env run`` -------------------------------------------------------
+CLI = [sys.executable, "-m", "humaine_env"]
+AUTO_FIRST_ROUND = ("--set", 'run.first_round="auto"')
+"""``run`` flags for a suite whose first round starts by itself (with the stand-in EO and the
+operator console, it otherwise waits for the operator's Next round)."""
+
+
+def suite_config(tmp_path: Path, broker_port: int) -> Path:
+    """A configuration with every port free, so the suite can run beside anything else."""
+    path = tmp_path / "humaine-env.toml"
+    path.write_text(
+        f'environment_uuid = "suite{broker_port}"\n'
+        f'data_dir = "{tmp_path / "data"}"\n'
+        f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
+        f"[standin]\nport = {free_port()}\nwarm_up_s = 0.5\n"
+        f"[demo_agents]\nagents = {{ Celia = {free_port()}, Watson = {free_port()} }}\n"
+        f'[avatar]\nport = {free_port()}\nspeaker = "wav-fast:{tmp_path / "speech"}"\n'
+    )
+    return path
+
+
+def start_run(config_path: Path, cwd: Path, *flags: str, without: str = "mic,camera") -> tuple[subprocess.Popen[str], list[str]]:
+    """``humaine-env run`` without the microphone and the camera, in a session of its own (the
+    test stops it with one SIGINT to the group), with ``flags`` (e.g. :data:`AUTO_FIRST_ROUND`);
+    its terminal's lines are collected as they come."""
+    suite = subprocess.Popen(
+        [*CLI, "run", "--config", str(config_path), "--without", without, *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=cwd,
+        start_new_session=True,
+    )
+    output: list[str] = []
+    threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+    return suite, output
+
+
+def round_observer(config: Config) -> tuple[Bus, list[RoundState]]:
+    """A bus client of the room that collects every round state it sees."""
+    rounds: list[RoundState] = []
+    bus = Bus(config, "console-test", persistent=False)
+    bus.subscribe(bus.topics.round_state(), RoundState, lambda _t, m: rounds.append(m))
+    bus.start()
+    assert bus.wait_connected(30)
+    return bus, rounds

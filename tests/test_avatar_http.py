@@ -274,6 +274,14 @@ def next_of_type(ws: Any, kind: str) -> dict[str, Any]:
             return event
 
 
+def next_asked(ws: Any) -> dict[str, Any]:
+    """The confirmation asked now: the first of the next queue the pages are sent that has one."""
+    while True:
+        queue = next_of_type(ws, "confirms")["queue"]
+        if queue:
+            return queue[0]
+
+
 def test_operator_confirms_or_declines_on_the_display(start_avatar: Start) -> None:
     local, _ = start_avatar(**{"avatar.confirm_accept": "operator", "avatar.confirm_timeout_s": 1.0,
                                "avatar.confirm_timeout_answer": "acknowledged"})
@@ -282,7 +290,7 @@ def test_operator_confirms_or_declines_on_the_display(start_avatar: Start) -> No
         assert json.loads(ws.recv(timeout=HTTP_TIMEOUT))["type"] == "snapshot"
         for accept, expected in ((True, {"status": "acknowledged"}), (False, {"status": "rejected"})):
             thread, out = post_in_background(local.url, ep.CONFIRM_ACCEPT, captured("/confirmAccept"))
-            request = next_of_type(ws, "confirm_request")
+            request = next_asked(ws)
             assert request["speaker"] == "Celia" and request["bid"]["type"] == "Accept"
             assert "response" not in out  # the EO waits for the operator
             ws.send(json.dumps({"type": "confirm", "id": request["id"], "accept": accept}))
@@ -291,7 +299,7 @@ def test_operator_confirms_or_declines_on_the_display(start_avatar: Start) -> No
             assert next_of_type(ws, "confirm_done")["id"] == request["id"]
         # the operator does not answer: the configured answer after the timeout
         thread, out = post_in_background(local.url, ep.CONFIRM_ACCEPT, captured("/confirmAccept"))
-        request = next_of_type(ws, "confirm_request")
+        request = next_asked(ws)
         assert next_of_type(ws, "confirm_done") == {"type": "confirm_done", "id": request["id"], "accepted": True, "by": "timeout"}
         thread.join(HTTP_TIMEOUT)
         assert out["response"].json() == {"status": "acknowledged"}
@@ -313,11 +321,11 @@ def test_a_restarted_controller_continues_the_round(start_avatar: Start) -> None
 
     again = LocalAvatar(first.worker.config).start()  # same room, same broker
     try:
-        assert wait_for(lambda: again.controller.rounds.state.round_id == "r1", timeout=HTTP_TIMEOUT)
-        assert again.controller.rounds.state.phase == "round"
+        assert wait_for(lambda: again.controller.round_state().round_id == "r1", timeout=HTTP_TIMEOUT)
+        assert again.controller.round_state().phase == "round"
         with httpx.Client(base_url=again.url, timeout=HTTP_TIMEOUT) as http:
             assert http.post(ep.END_ROUND, json=captured("/endRound")).status_code == 200
-        post = again.controller.rounds.state
+        post = again.controller.round_state()
         # the post-round length came from the first run's /sendRoundMetadata
         assert post.phase == "post" and post.phase_deadline - post.phase_started == 5_000
     finally:

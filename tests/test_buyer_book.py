@@ -1,11 +1,9 @@
-"""The buyer's book: the buyer page's state from what the EO tells, liberal in what it takes."""
+"""The buyer's book: the buyer page's state derived from the round's ledger, liberal in what it takes."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from avatar.buyer.book import STATE_KEY, BuyerBook
-from avatar.display import DisplayHub
+from avatar.buyer.book import buyer_view
+from workers.runtime.ledger import RoomLedger
 
 UTILITY = {
     "cake": {"type": "unitvaluePlusSupplement", "unit": "each", "parameters": {"unitvalue": 25, "supplement": {
@@ -13,32 +11,26 @@ UTILITY = {
                       "parameters": {"minQuantity": 3, "maxQuantity": 6, "minValue": 3, "maxValue": 6}}}}},
     "pancake": {"type": "unitvaluePlusSupplement", "unit": "each", "parameters": {"unitvalue": 10, "supplement": {}}},
 }
+T0 = 1_700_000_000_000
 
 
-def book() -> tuple[BuyerBook, DisplayHub]:
-    hub = DisplayHub(["Celia", "Watson"], "buyer")
-    return BuyerBook(hub), hub
-
-
-def kept(hub: DisplayHub) -> dict[str, Any]:
-    return hub.snapshot()[STATE_KEY]
+def a_round(ledger: RoomLedger, round_id: str = "r1", budget: float | None = 50.0) -> int:
+    return ledger.begin_round(round_id, {"warmUp": 5, "round": 60, "post": 30}, budget, "USD", "round", T0, T0 + 60_000).key
 
 
 def test_budget_values_offers_deals_and_the_best_plan() -> None:
-    buyer, hub = book()
-    buyer.set_budget("r1", 50.0)
-    buyer.set_utility("r1", UTILITY)
-    buyer.offer("Celia", {"type": "SellOffer", "quantity": {"egg": 2, "flour": 2}, "price": {"unit": "USD", "value": 3.5}}, "Two eggs...")
-    buyer.offer("Watson", {"type": "Information", "quantity": {}}, "Hello")  # not an offer
-    view = kept(hub)
+    ledger = RoomLedger.in_memory()
+    key = a_round(ledger)
+    ledger.set_utility(key, UTILITY)
+    ledger.set_offer(key, "Celia", {"egg": 2, "flour": 2}, 3.5, "Two eggs...", T0)
+    view = buyer_view(ledger.book(key))
     assert view["left"] == 50.0 and view["utility"]["lines"][0] == "cake: $25.00 each"
     assert [o["seller"] for o in view["offers"]] == ["Celia"] and view["offers"][0]["price"] == 3.5
-    assert buyer.deal_view({"quantity": {"egg": 2}, "price": {"value": 1.25}})["budget_after"] == 48.75
 
-    buyer.booked("Celia", {"type": "Accept", "quantity": {"egg": 2, "flour": 2, "milk": 1, "sugar": 1, "chocolate": 4},
-                           "price": {"unit": "USD", "value": 6.0}})
-    view = kept(hub)
-    assert view["left"] == 44.0 and view["have"] == {"egg": 2, "flour": 2, "milk": 1, "sugar": 1, "chocolate": 4}
+    goods = {"egg": 2, "flour": 2, "milk": 1, "sugar": 1, "chocolate": 4}
+    ledger.book_deal(key, "Celia", goods, 6.0, "Deal.", "m1", T0 + 1)
+    view = buyer_view(ledger.book(key))
+    assert view["left"] == 44.0 and view["have"] == goods
     assert view["offers"] == []  # the seller's offer was taken
     plan = view["plan"]
     cake = plan["products"]["cake"]
@@ -47,23 +39,43 @@ def test_budget_values_offers_deals_and_the_best_plan() -> None:
     assert plan["needed_for_one_more"]["pancake"] == {"egg": 1, "flour": 2, "milk": 2}
 
 
+def test_a_yes_is_the_buyers_only_once_the_eo_books_it() -> None:
+    ledger = RoomLedger.in_memory()
+    key = a_round(ledger)
+    ledger.add_prompt("p1", key, "Watson", "Deal.", {"type": "Accept"}, {"egg": 1}, 2.0, T0)
+    ledger.answer_prompt("p1", True, "buyer", T0 + 1)
+    view = buyer_view(ledger.book(key))
+    assert view["left"] == 50.0 and view["have"] == {} and view["waiting_eo"][0]["seller"] == "Watson"
+    ledger.book_deal(key, "Watson", {"egg": 1}, 2.0, "Deal.", "m1", T0 + 2)
+    view = buyer_view(ledger.book(key))
+    assert view["left"] == 48.0 and view["waiting_eo"] == [] and view["have"] == {"egg": 1}
+
+
 def test_a_new_round_starts_an_empty_book() -> None:
-    buyer, hub = book()
-    buyer.set_budget("r1", 50.0)
-    buyer.booked("Celia", {"quantity": {"egg": 2}, "price": {"value": 4.0}})
-    buyer.set_budget("r2", 40.0)
-    view = kept(hub)
+    ledger = RoomLedger.in_memory()
+    key = a_round(ledger)
+    ledger.book_deal(key, "Celia", {"egg": 2}, 4.0, "", "m1", T0)
+    second = a_round(ledger, "r2", 40.0)
+    view = buyer_view(ledger.book(second))
     assert view["round_id"] == "r2" and view["left"] == 40.0 and view["deals"] == [] and view["have"] == {}
 
 
 def test_what_the_page_cannot_show_is_said_not_raised() -> None:
-    buyer, hub = book()
-    buyer.set_utility("r1", {"cake": {"parameters": {"unitvalue": "lots"}}})
-    view = kept(hub)
+    ledger = RoomLedger.in_memory()
+    key = a_round(ledger, budget=None)
+    ledger.set_utility(key, {"cake": {"parameters": {"unitvalue": "lots"}}})
+    view = buyer_view(ledger.book(key))
     assert view["utility"] is None and "unitvalue" in view["utility_problem"] and view["plan"] is None
-    for bid in (None, {}, {"type": "SellOffer"}, {"type": "SellOffer", "quantity": {"egg": "two"}, "price": {"value": 1}},
-                {"type": "SellOffer", "quantity": {"egg": 2}, "price": "cheap"}, {"type": "SellOffer", "quantity": [1], "price": {}}):
-        buyer.offer("Celia", bid, "x")
-    buyer.booked("Watson", {"quantity": {"egg": float("nan"), "milk": True}, "price": None})
-    view = kept(hub)
-    assert view["offers"] == [] and view["have"] == {} and view["left"] is None
+    assert view["left"] is None
+    assert buyer_view(None)["round_id"] is None
+
+
+def test_bids_are_read_liberally() -> None:
+    from avatar.buyer.book import goods_of, price_of
+
+    for bid in (None, {}, {"type": "SellOffer"}, {"quantity": {"egg": "two"}, "price": {"value": 1}},
+                {"quantity": {"egg": 2}, "price": "cheap"}, {"quantity": [1], "price": {}},
+                {"quantity": {"egg": float("nan"), "milk": True}, "price": {"value": float("inf")}}):
+        assert goods_of(bid) == {} or goods_of(bid) == {"egg": 2}
+        assert price_of(bid) in (None, 1.0)
+    assert goods_of({"quantity": {"egg": 2.0, "milk": 0, "flour": -1}}) == {"egg": 2}

@@ -22,6 +22,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from avatar.buyer.book import buyer_view
 from avatar.buyer.routes import BUYER_PATH
 from avatar.harness import LocalAvatar, Observer
 from orchestrator_client import buyer_utility as bu
@@ -220,6 +221,6 @@ def test_one_round_on_the_buyer_page_with_the_real_eo_and_utility_generator(
     # 7. the EO's round totals: the utility generator rates the saved allocation above 0
     observer.wait(RoundState, phase="ended", timeout=DURATIONS[2] + 20)
     expect(page.locator("#summary")).to_contain_text("The round scored you $", timeout=UI_TIMEOUT_MS)
-    human = room["avatar"].controller.buyer.view()["human_totals"]
+    human = buyer_view(room["avatar"].controller.books.current())["human_totals"]
     assert human is not None and human["utility"]["value"] > 0, human
     assert eo.alive()

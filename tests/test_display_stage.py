@@ -258,6 +258,9 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
         page.screenshot(path=str(artifacts_dir / "display-1080p-room.png"))
         observer.wait(Speaking, 2, timeout=SPEECH_TIMEOUT_S, where=utterance)
         assert http.post(ep.CONFIRM_ACCEPT, json=captured("/confirmAccept")).json() == {"status": "acknowledged"}
+        expect(page.locator("#deals tbody tr")).to_have_count(0)  # acknowledged is not booked: the EO books it
+        assert http.post(ep.RECEIVE_MESSAGE, json=captured("/confirmAccept")).status_code == 200  # ... and forwards it
+        expect(page.locator("#deals tbody tr")).to_have_count(1, timeout=UI_TIMEOUT_MS)
 
         observer.bus.publish(observer.topics.status(CAMERA_WORKER), camera_status("offline"))
         expect(page.locator("#attention")).to_have_text("no camera", timeout=UI_TIMEOUT_MS)
@@ -280,12 +283,12 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
         summary = page.locator("#summary")
         expect(summary).to_be_visible(timeout=UI_TIMEOUT_MS)
         expect(page.locator("#deals tbody tr")).to_have_count(1)
-        expect(page.locator("#deals tbody tr")).to_have_text("Celia2 eggs3.50 USD")
+        expect(page.locator("#deals tbody tr")).to_have_text("Celia2 eggs$3.50")
         assert http.post(ep.RECEIVE_ROUND_TOTALS, json=captured("/receiveRoundTotals")).status_code == 200
         totals = page.locator("#totals tbody tr")
         expect(totals).to_have_count(2, timeout=UI_TIMEOUT_MS)
-        expect(totals.nth(0)).to_have_text("Human2 eggspaid 3.500.00 USD")
-        expect(totals.nth(1)).to_have_text("Celia2 eggsearned 3.502.74 USD")
+        expect(totals.nth(0)).to_have_text("Human2 eggspaid $3.50$0.00")
+        expect(totals.nth(1)).to_have_text("Celia2 eggsearned $3.50$2.74")
         page.screenshot(path=str(artifacts_dir / "display-1080p-round-end.png"))
 
     # a page opened now shows the same summary (the hub keeps deals and totals)

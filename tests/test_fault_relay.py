@@ -76,7 +76,7 @@ def test_a_relay_the_avatar_dies_in_is_maybe_delivered_not_failed(
         worker = transcript_process(config, relay.eo.url, mosquitto.url)
         try:
             assert wait_for(lambda: _online(relay, worker.pid), 20)
-            state = avatar.controller.rounds.state
+            state = avatar.controller.round_state()
             assert (state.round_id, state.phase) == (ROUND, "round")  # the EO told it; it is retained on the bus
             avatar.stop()  # killed: its port answers nothing any more
             t = now_ms()

@@ -16,8 +16,7 @@ import pytest
 
 from humaine_env.cli import commands
 from humaine_env.supervisor import ShownReply, describe_reply
-from tests.helpers import MosquittoBroker, free_port, wait_for
-from tests.test_suite_cli import CLI, suite_config
+from tests.helpers import CLI, MosquittoBroker, free_port, suite_config, wait_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import AgentMessageSeen

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.helpers import free_port, wait_for
-from tests.test_suite_cli import suite_config
+from tests.helpers import AUTO_FIRST_ROUND, free_port, suite_config, wait_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Gesture, OutgoingMessage, RoundState, Speaking, Status
@@ -26,7 +25,7 @@ LOOP_BOUND_S = 15.0
 """Generous bound against hangs; the measured figure is printed (a few hundred ms here)."""
 
 
-def _observer(config: Config) -> tuple[Bus, dict[str, list]]:
+def round_observer(config: Config) -> tuple[Bus, dict[str, list]]:
     seen: dict[str, list] = {"round": [], "gesture": [], "speaking": [], "outgoing": [], "status": []}
     bus = Bus(config, "loop-observer", persistent=False)
     topics = bus.topics
@@ -44,7 +43,7 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
     port = free_port()
     config_path = suite_config(tmp_path, port)
     suite = subprocess.Popen(
-        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera"],
+        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera", *AUTO_FIRST_ROUND],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=tmp_path,
         start_new_session=True,
     )
@@ -56,7 +55,7 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
     try:
         config = Config.load(config_path, environ={})
         assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
-        bus, seen = _observer(config)
+        bus, seen = round_observer(config)
         assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
 
         mic = subprocess.Popen(

@@ -22,10 +22,8 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import CALIBRATE_PATH
 from hardware.video import Frame, SourceStats
 from tests.camera_assets import pyfeat_data
-from tests.helpers import MosquittoBroker, free_port, wait_for
+from tests.helpers import UI_TIMEOUT_MS, MosquittoBroker, free_port, start_run, suite_config, wait_for
 from tests.test_bus import Collector
-from tests.test_operator_console import UI_TIMEOUT_MS, start_run
-from tests.test_suite_cli import suite_config
 from workers.camera.calibration import AWAY
 from workers.camera.settings import CameraSettings
 from workers.camera.worker import CameraWorker

@@ -9,8 +9,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +25,8 @@ from avatar.operator.feed import ALERTS_KEPT, MISSED_REFRESHES, UTTERANCES_KEPT,
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import strict_dumps
-from tests.helpers import free_port, wait_for
+from tests.helpers import AUTO_FIRST_ROUND, CLI, UI_TIMEOUT_MS, free_port, round_observer, start_run, suite_config, wait_for
 from tests.test_avatar_http import AvatarRunner
-from tests.test_suite_cli import suite_config
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -38,7 +35,6 @@ from workers.runtime.messages import (
     EOVerdict,
     HeadPose,
     OutgoingMessage,
-    RoundState,
     Speaking,
     Stage,
     Status,
@@ -48,8 +44,6 @@ from workers.runtime.messages import (
 from workers.runtime.topics import Topics
 from workers.runtime.worker import HEALTH_INTERVAL_S
 
-CLI = [sys.executable, "-m", "humaine_env"]
-UI_TIMEOUT_MS = 15_000
 OFFLINE_WITHIN_MS = 2_000
 TOKEN = f"console-{os.getpid()}"
 
@@ -185,39 +179,19 @@ def test_console_takes_the_display_token_rules(avatar_with_token: AvatarRunner, 
     expect(page.locator("#pose-targets .target")).to_have_count(len(CameraSettings().targets))
 
 
-def _observer(config: Config) -> tuple[Bus, list[RoundState]]:
-    rounds: list[RoundState] = []
-    bus = Bus(config, "console-test", persistent=False)
-    bus.subscribe(bus.topics.round_state(), RoundState, lambda _t, m: rounds.append(m))
-    bus.start()
-    assert bus.wait_connected(30)
-    return bus, rounds
-
-
-def start_run(config_path: Path, cwd: Path) -> tuple[subprocess.Popen[str], list[str]]:
-    """``humaine-env run`` without the microphone and the camera, in a session of its own (the
-    test stops it with one SIGINT to the group); its terminal's lines are collected as they come."""
-    suite = subprocess.Popen(
-        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=cwd,
-        start_new_session=True,
-    )
-    output: list[str] = []
-    threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
-    return suite, output
 
 
 def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path: Path, page: Page, artifacts_dir: Path) -> None:
     port = free_port()
     config_path = suite_config(tmp_path, port)
     avatar_url = f"http://127.0.0.1:{tomllib.loads(config_path.read_text())['avatar']['port']}"
-    suite, output = start_run(config_path, tmp_path)
+    suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
     mic: subprocess.Popen[str] | None = None
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
         assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
-        bus, rounds = _observer(config)
+        bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "round" for m in rounds), timeout=90), "".join(output)
 
         page.goto(avatar_url + CONSOLE_PATH)

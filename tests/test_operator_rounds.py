@@ -20,9 +20,7 @@ from playwright.sync_api import Page, expect
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
 from avatar.operator.routes import DAY_CSV_PATH
-from tests.helpers import free_port, wait_for
-from tests.test_operator_console import UI_TIMEOUT_MS, _observer, start_run
-from tests.test_suite_cli import suite_config
+from tests.helpers import AUTO_FIRST_ROUND, UI_TIMEOUT_MS, free_port, round_observer, start_run, suite_config, wait_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.worker import HEALTH_INTERVAL_S
@@ -48,12 +46,12 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
     text = config_path.read_text().replace("warm_up_s = 0.5\n", f"warm_up_s = {warm_up}\nround_s = {negotiation}\npost_s = {post}\n")
     config_path.write_text(text)
     avatar_url = f"http://127.0.0.1:{tomllib.loads(text)['avatar']['port']}"
-    suite, output = start_run(config_path, tmp_path)
+    suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
         assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
-        bus, rounds = _observer(config)
+        bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), timeout=90), "".join(output)
 
         page.goto(avatar_url + CONSOLE_PATH)

@@ -23,13 +23,12 @@ from avatar.operator.routes import BUYER_PATH, END_ROUND_PATH, NEXT_ROUND_PATH
 from hardware.session_files import SESSIONS_DIR
 from sessions.format import EVENTS_FILE, SESSION_FILE, Session
 from sessions.rounds import RoundRecorder, name_part, round_folder
-from tests.helpers import MosquittoBroker, free_port, wait_for
+from tests.helpers import AUTO_FIRST_ROUND, CLI, MosquittoBroker, free_port, round_observer, start_run, suite_config, wait_for
 from tests.test_bus import Collector
-from tests.test_operator_console import _observer, start_run
-from tests.test_suite_cli import CLI, suite_config
 from tests.test_transcript_worker import Room
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.messages import RoundState, Status, now_ms
 
 BUYER = "Zoë Lovelace"
@@ -56,13 +55,13 @@ def test_run_records_each_round_as_a_session_for_label_and_eval(tmp_path: Path) 
     text += "[sessions]\nclose_after_s = 0.5\n"
     config_path.write_text(text)
     avatar_url = f"http://127.0.0.1:{tomllib.loads(text)['avatar']['port']}"
-    suite, output = start_run(config_path, tmp_path)
+    suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
     mic: subprocess.Popen[str] | None = None
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
         assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
-        bus, rounds = _observer(config)
+        bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), timeout=90), "".join(output)
         mic = subprocess.Popen(
             [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
@@ -161,3 +160,43 @@ def test_a_disk_that_cannot_be_written_is_one_line_and_the_session_is_completed_
         recorder.close()
         room.close()
     assert not thread.is_alive()
+
+
+def test_a_buyer_named_during_the_round_gets_its_session_and_the_ledger_its_summary(
+    mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
+) -> None:
+    config = make_config(mosquitto.url, **{"sessions.close_after_s": 0.1})
+    ledger = RoomLedger.open(config.core.data_dir / LEDGER_FILE)  # what the Avatar Controller writes
+    key = ledger.begin_round("r7", {"warmUp": 0, "round": 60, "post": 30}, 50.0, "USD", "round", now_ms(), None).key
+    ledger.book_deal(key, "Celia", {"egg": 2}, 1.25, "Deal.", "m1", now_ms())
+    publisher = Bus(config, "test-publisher", persistent=False)
+    publisher.start()
+    assert publisher.wait_connected(10)
+    recorder = RoundRecorder(config)
+    recorder.start()
+    thread = threading.Thread(target=recorder.run, args=(recorder.stop_event,), daemon=True)
+    thread.start()
+    try:
+        assert wait_for(lambda: recorder.bus.connected, 10)
+        state = RoundState(source="avatar", round_id="r7", phase="round")
+        publisher.publish(publisher.topics.round_state(), state)
+        assert wait_for(lambda: recorder.current is not None, 10)
+        assert recorder.current is not None and recorder.current.folder.name == "r7-unnamed"
+        publisher.publish(publisher.topics.round_state(), state.model_copy(update={"buyer": "Ada", "id": "named"}))
+        publisher.publish(publisher.topics.round_state(), state.model_copy(update={"buyer": "Ada", "phase": "post", "id": "post"}))
+        assert wait_for(lambda: len(recorder.recorded) == 1, 10)
+        session = Session(recorder.recorded[0])
+        assert session.path.name == "r7-Ada" and not (session.path.parent / "r7-unnamed").exists()
+        books = session.info.notes["books"]
+        assert books["paid"] == 1.25 and books["deals"][0]["goods"] == {"egg": 2} and books["totals"] is None
+
+        totals = {"Human": {"cost": 1.25, "utility": {"value": 0}}}
+        ledger.set_totals(key, totals, now_ms())
+        publisher.publish(publisher.topics.round_state(), state.model_copy(update={"buyer": "Ada", "phase": "ended", "id": "end"}))
+        assert wait_for(lambda: Session(session.path).info.notes["books"]["totals"] == totals, 10)
+    finally:
+        recorder.stop()
+        thread.join(10)
+        recorder.close()
+        publisher.stop()
+        ledger.close()

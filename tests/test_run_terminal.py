@@ -21,8 +21,7 @@ import tomllib
 
 from avatar.operator.routes import END_ROUND_PATH
 from humaine_env.terminal import PROMPT, BuyerPrompt, LineSafeStream
-from tests.helpers import free_port, wait_for
-from tests.test_suite_cli import CLI, suite_config
+from tests.helpers import AUTO_FIRST_ROUND, CLI, free_port, suite_config, wait_for
 
 PARTIAL, REST = "Celia, I would li", "ke 2 eggs"
 _CSI = re.compile(r"\x1b\[[0-9;?]*([A-Za-z])")
@@ -69,7 +68,7 @@ def test_a_line_printed_while_the_buyer_types_does_not_break_the_typed_line(tmp_
     avatar_url = f"http://127.0.0.1:{tomllib.loads(text)['avatar']['port']}"
     ours, theirs = pty.openpty()
     suite = subprocess.Popen(
-        [*CLI, "run", "--config", str(config_path), "--without", "camera"], stdin=theirs, stdout=theirs, stderr=theirs,
+        [*CLI, "run", "--config", str(config_path), "--without", "camera", *AUTO_FIRST_ROUND], stdin=theirs, stdout=theirs, stderr=theirs,
         cwd=tmp_path, start_new_session=True, env={**os.environ, "TERM": "xterm", "COLUMNS": "200", "LINES": "50"},
     )
     os.close(theirs)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,16 +22,24 @@ import httpx
 import pytest
 
 from humaine_env.cli import commands
-from humaine_env.supervisor import RunSettings, choose_workers, eo_configured
-from tests.helpers import MosquittoBroker, free_port, wait_for
+from humaine_env.supervisor import (
+    RunSettings,
+    choose_workers,
+    eo_configured,
+    first_round_by_itself,
+    stand_in_overrides,
+    stand_ins_line,
+)
+from orchestrator_client import endpoints as ep
+from standins.eo.settings import StandinSettings
+from tests.helpers import CLI, MosquittoBroker, free_port, suite_config, wait_for
 from workers.runtime.broker import EmbeddedBroker, broker_answers, ensure_broker, parse_broker_url
 from workers.runtime.bus import Bus
-from workers.runtime.config import BrokerSettings, Config
+from workers.runtime.config import BrokerSettings, Config, parse_flag_value
 from workers.runtime.messages import VadEvent, now_ms
 from workers.runtime.worker import EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def test_auto_mode_uses_a_running_broker(mosquitto: MosquittoBroker) -> None:
@@ -141,6 +150,37 @@ def test_run_starts_stand_ins_only_without_an_eo(eo: dict[str, str], expected: l
     assert with_stand_ins == (not eo.get("eo.url") and not eo.get("eo.app_settings"))
 
 
+ROOM_WITH_STAND_INS = ["orchestrator", "demo-agents", "avatar", "transcript", "record-rounds", "mic", "camera"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "names", "by_itself"),
+    [
+        ({}, ROOM_WITH_STAND_INS, False),
+        ({"run.first_round": "auto"}, ROOM_WITH_STAND_INS, True),
+        ({"avatar.display": False}, ROOM_WITH_STAND_INS, True),
+        ({}, ["orchestrator", "demo-agents", "transcript"], True),
+    ],
+    ids=["console", "auto", "no-pages", "no-avatar"],
+)
+def test_the_first_round_waits_for_the_operator_when_the_suite_has_a_console(
+    overrides: dict[str, Any], names: list[str], by_itself: bool
+) -> None:
+    """With the stand-in EO and the operator console the operator starts the day's first round
+    (after naming the buyer); ``[run] first_round = "auto"`` or no console: it starts by itself.
+    The start-up line says which."""
+    config = Config(file_data={}, environ={}, overrides=overrides)
+    assert first_round_by_itself(config, names) is by_itself
+    extra = stand_in_overrides(config, names)
+    assert extra["standin.auto_round"] == ("true" if by_itself else "false")
+    wired = config.with_overrides({key: parse_flag_value(value) for key, value in extra.items()})
+    assert wired.section(StandinSettings).auto_round is by_itself
+    line = stand_ins_line(wired)
+    assert line.startswith("humaine-env: no EO configured: stand-in EO at http://127.0.0.1:")
+    assert line.endswith("a round starts automatically" if by_itself
+                         else "press Next round on the operator console to start the first round"), line
+
+
 SIGNAL_TO_ANOTHER_THREAD = """
 import signal, threading, time
 from workers.runtime.worker import install_stop_signals, wait_for_stop
@@ -174,18 +214,6 @@ def test_a_stop_signal_always_stops_a_worker(script: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def suite_config(tmp_path: Path, broker_port: int) -> Path:
-    """A configuration with every port free, so the suite can run beside anything else."""
-    path = tmp_path / "humaine-env.toml"
-    path.write_text(
-        f'environment_uuid = "suite{broker_port}"\n'
-        f'data_dir = "{tmp_path / "data"}"\n'
-        f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
-        f"[standin]\nport = {free_port()}\nwarm_up_s = 0.5\n"
-        f"[demo_agents]\nagents = {{ Celia = {free_port()}, Watson = {free_port()} }}\n"
-        f'[avatar]\nport = {free_port()}\nspeaker = "wav-fast:{tmp_path / "speech"}"\n'
-    )
-    return path
 
 
 def children_command_lines(pid: int) -> list[str]:
@@ -226,6 +254,7 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         output = "".join(lines)
         assert f"MQTT broker mqtt://127.0.0.1:{port} (started here: mosquitto, persistent)" in output, output
         assert "stand-in EO at http://127.0.0.1:" in output
+        assert "press Next round on the operator console to start the first round" in output, output
         assert "display page http://127.0.0.1:" in output
         table = {ln.split()[0]: ln.split(None, 2)[2].strip() for ln in lines if ln.split() and ln.split()[0] in commands()}
         assert set(table) == {"orchestrator", "demo-agents", "avatar", "transcript", "record-rounds", "mic", "camera"}, output
@@ -241,6 +270,10 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         assert not [line for line in children if secret in line], children
         assert httpx.get(avatar_url + "/openapi.json", timeout=10).status_code == 401
         assert httpx.get(avatar_url + "/openapi.json", headers={"authorization": f"Bearer {secret}"}, timeout=10).status_code == 200
+        # every service answers and the console is up: the day waits for the operator's Next round,
+        # with the durations it will take shown to the console
+        standin = httpx.get(f"http://127.0.0.1:{tomllib.loads(config.read_text())['standin']['port']}{ep.HEALTH}", timeout=10).json()
+        assert standin["rounds"] == {} and standin[ep.STANDIN_NEXT_DURATIONS]["warmUp"] == 0.5, standin
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         rest, _ = process.communicate(timeout=15)
         output += rest

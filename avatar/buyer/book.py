@@ -1,25 +1,24 @@
-"""The buyer's book: everything the buyer page shows, kept per round and pushed live.
+"""The buyer's book: what the buyer page shows, derived from the round's ledger.
 
-The EO tells the human side about a round in pieces - the budget in the round metadata, the
-buyer's utility in ``/setUtility``, every seller's offer in the permitted messages, every deal in
-``/confirmAccept``, the scores in the round totals. The book puts them together: the budget left,
-what was bought, the best allocation of it and its value, what one more cake or pancake still
-needs. Each change is one ``buyer`` event on the display hub, whose kept state gives a page
-opened mid-round (or reconnecting) the whole picture at once.
+The EO tells the human side about a round in pieces (the budget in the round metadata, the
+buyer's utility in ``/setUtility``, every seller's offer in the permitted messages, every deal it
+booked as the seller's Accept it forwards, the scores in the round totals); the room's ledger
+(:mod:`workers.runtime.ledger`) keeps them. This module reads one round's book and says what the
+buyer sees: the budget left after what the EO booked, what was bought, the best allocation of it
+and its value, what one more cake or pancake still needs, the answers that wait for the EO.
+It keeps nothing of its own.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from avatar.display import DisplayHub
 from orchestrator_client import buyer_utility as bu
-from orchestrator_client.models import HUMAN, OFFER_BID_TYPES
+from orchestrator_client.models import HUMAN
+from workers.runtime.ledger import RoundBook
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
@@ -28,26 +27,30 @@ STATE_KEY = "buyer"
 """Where the display hub keeps the book's view, and the type of its events."""
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def number(value: Any) -> float | None:
+    """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    result = float(value)
+    return result if result == result and abs(result) != float("inf") else None
 
 
-def _price(bid: Mapping[str, Any]) -> float | None:
-    price = bid.get("price")
-    return _number(price.get("value")) if isinstance(price, Mapping) else None
+def price_of(bid: Mapping[str, Any] | None) -> float | None:
+    price = bid.get("price") if isinstance(bid, Mapping) else None
+    return number(price.get("value")) if isinstance(price, Mapping) else None
 
 
-def _goods(bid: Mapping[str, Any]) -> dict[str, int]:
+def goods_of(bid: Mapping[str, Any] | None) -> dict[str, int]:
     """The bid's goods as whole quantities (what the utility generator counts); anything else
     in a quantity is left out."""
-    quantity = bid.get("quantity")
+    quantity = bid.get("quantity") if isinstance(bid, Mapping) else None
     if not isinstance(quantity, Mapping):
         return {}
     goods = {}
     for name, amount in quantity.items():
-        number = _number(amount)
-        if number is not None and number > 0:
-            goods[str(name)] = int(number)
+        value = number(amount)
+        if value is not None and value > 0:
+            goods[str(name)] = int(value)
     return goods
 
 
@@ -67,168 +70,57 @@ def _values(utility: bu.BuyerUtility) -> dict[str, Any]:
     }
 
 
-class BuyerBook:
-    """The buyer page's state for the current round; safe to call from any thread."""
+def parsed_utility(book: RoundBook | None) -> tuple[bu.BuyerUtility | None, str | None]:
+    """The round's buyer utility, or why it cannot be read (said once, never raised)."""
+    raw = book.round.utility if book is not None else None
+    if raw is None:
+        return None, None
+    try:
+        return bu.parse_utility(raw), None
+    except ValueError as exc:
+        _notes.warning(("utility", str(exc)), "the buyer's utility cannot be shown: %s", exc)
+        return None, str(exc)
 
-    def __init__(self, hub: DisplayHub) -> None:
-        self._hub = hub
-        self._lock = threading.Lock()
-        self._listeners: list[Callable[[dict[str, Any]], None]] = []
-        self._reset(None)
 
-    def listen(self, listener: Callable[[dict[str, Any]], None]) -> None:
-        """Call ``listener`` with the view after every change (the operator's day book)."""
-        self._listeners.append(listener)
+def human_totals(totals: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    human = totals.get(HUMAN) if isinstance(totals, Mapping) else None
+    return dict(human) if isinstance(human, Mapping) else None
 
-    def _reset(self, round_id: int | str | None) -> None:
-        self.round_id = round_id
-        self.budget: float | None = None
-        self.utility_raw: dict[str, Any] | None = None
-        self.utility: bu.BuyerUtility | None = None
-        self.utility_problem: str | None = None
-        self.offers: dict[str, dict[str, Any]] = {}
-        self.deals: list[dict[str, Any]] = []
-        self.saved: dict[str, Any] | None = None
-        self.human_totals: dict[str, Any] | None = None
-        self.round_totals: dict[str, Any] | None = None
 
-    # -- what the EO tells (any thread) --------------------------------------------------------
-    def round(self, round_id: int | str) -> None:
-        """The round the EO runs now: a new one starts an empty book."""
-        with self._lock:
-            if round_id == self.round_id:
-                return
-            budget = self.budget if self.round_id is None else None
-            self._reset(round_id)
-            self.budget = budget
-        self._emit()
-
-    def set_budget(self, round_id: int | str, budget: float) -> None:
-        self.round(round_id)
-        with self._lock:
-            self.budget = budget
-        self._emit()
-
-    def set_utility(self, round_id: int | str | None, utility: Mapping[str, Any]) -> None:
-        """The buyer's utility function (``/setUtility``). One the book cannot read is kept raw
-        and said on the page, never an error for the EO."""
-        if round_id:
-            self.round(round_id)
-        with self._lock:
-            self.utility_raw = dict(utility)
-            try:
-                self.utility, self.utility_problem = bu.parse_utility(utility), None
-            except ValueError as exc:
-                self.utility, self.utility_problem = None, str(exc)
-                _notes.warning(("utility", str(exc)), "the buyer's utility cannot be shown: %s", exc)
-        self._emit()
-
-    def offer(self, seller: str, bid: Mapping[str, Any] | None, text: str) -> None:
-        """A permitted message of a seller: its bid, when it offers something, is that seller's
-        current offer."""
-        if not bid or bid.get("type") not in OFFER_BID_TYPES:
-            return
-        goods, price = _goods(bid), _price(bid)
-        if not goods or price is None:
-            return
-        with self._lock:
-            self.offers[seller] = {"seller": seller, "goods": goods, "price": price, "text": text, "at": now_ms()}
-        self._emit()
-
-    def booked(self, seller: str, bid: Mapping[str, Any]) -> None:
-        """A deal the buyer (or the configured answer) confirmed: the EO books it."""
-        goods, price = _goods(bid), _price(bid)
-        with self._lock:
-            self.deals.append({"seller": seller, "goods": goods, "price": price or 0.0, "at": now_ms()})
-            self.offers.pop(seller, None)
-        self._emit()
-
-    def allocation_saved(self, products: Mapping[str, Any], value: float | None) -> None:
-        with self._lock:
-            self.saved = {"products": dict(products), "value": value, "at": now_ms()}
-        self._emit()
-
-    def totals(self, round_id: int | str, totals: Mapping[str, Any]) -> None:
-        """The EO's round totals: the human's utility as the EO scored it."""
-        self.round(round_id)
-        human = totals.get(HUMAN)
-        with self._lock:
-            self.human_totals = dict(human) if isinstance(human, Mapping) else None
-            self.round_totals = dict(totals)
-        self._emit()
-
-    # -- what the page reads --------------------------------------------------------------------
-    def bought(self) -> dict[str, int]:
-        """Every good of the booked deals, summed."""
-        with self._lock:
-            return self._bought()
-
-    def _bought(self) -> dict[str, int]:
-        have: dict[str, int] = {}
-        for deal in self.deals:
-            for good, amount in deal["goods"].items():
-                have[good] = have.get(good, 0) + amount
-        return have
-
-    def _spent(self) -> float:
-        return round(sum(deal["price"] for deal in self.deals), 2)
-
-    def left(self) -> float | None:
-        with self._lock:
-            return None if self.budget is None else round(self.budget - self._spent(), 2)
-
-    def deal_view(self, bid: Mapping[str, Any]) -> dict[str, Any]:
-        """What a confirmation shows besides the seller's words: goods, price, budget after."""
-        price = _price(bid)
-        left = self.left()
-        after = None if left is None or price is None else round(left - price, 2)
-        return {"goods": _goods(bid), "price": price, "budget_after": after}
-
-    def best(self) -> bu.Allocation | None:
-        """The best allocation of what was bought, or None without a readable utility."""
-        with self._lock:
-            utility, have = self.utility, self._bought()
-        return None if utility is None else bu.best_allocation(have, utility)
-
-    def view(self) -> dict[str, Any]:
-        with self._lock:
-            utility, have, spent = self.utility, self._bought(), self._spent()
-            view: dict[str, Any] = {
-                "round_id": self.round_id,
-                "budget": self.budget,
-                "spent": spent,
-                "left": None if self.budget is None else round(self.budget - spent, 2),
-                "utility": None,
-                "utility_problem": self.utility_problem if self.utility_raw is not None else None,
-                "offers": sorted(self.offers.values(), key=lambda o: o["seller"]),
-                "deals": list(self.deals),
-                "have": have,
-                "plan": None,
-                "saved": self.saved,
-                "human_totals": self.human_totals,
-                "round_totals": self.round_totals,
-                "recipe": bu.RECIPE,
-            }
-        if utility is not None:
-            view["utility"] = {"values": _values(utility), "lines": bu.describe(utility), "currency": utility.currency_unit}
-            best = bu.best_allocation(have, utility)
-            view["plan"] = {
-                "products": best.products_body(),
-                "value": bu.utility_value(utility, best),
-                "needed_for_one_more": bu.needed_for_one_more(have, best),
-            }
-        return view
-
-    def _emit(self) -> None:
+def buyer_view(book: RoundBook | None) -> dict[str, Any]:
+    """Everything the buyer page shows of the round ``book`` (None: no round yet)."""
+    utility, problem = parsed_utility(book)
+    if book is None:
+        view: dict[str, Any] = {"round_id": None, "phase": None, "budget": None, "spent": 0.0, "left": None, "offers": [],
+                                "deals": [], "waiting_eo": [], "have": {}, "saved": None, "human_totals": None,
+                                "round_totals": None}
+    else:
+        rnd = book.round
+        view = {
+            "round_id": rnd.round_id,
+            "phase": rnd.phase,
+            "budget": rnd.budget,
+            "spent": book.spent,
+            "left": book.left,
+            "offers": [{"seller": o.seller, "goods": o.goods, "price": o.price, "text": o.text, "at": o.at_ms} for o in book.offers],
+            "deals": [{"seller": d.seller, "goods": d.goods, "price": d.price, "at": d.booked_ms, "source": d.source}
+                      for d in book.deals],
+            "waiting_eo": [{"id": p.id, "seller": p.seller, "goods": p.goods, "price": p.price}
+                           for p in book.prompts if p.outcome == "sent"],
+            "have": book.bought(),
+            "saved": None if book.allocation is None else {"products": book.allocation.products, "value": book.allocation.value,
+                                                           "at": book.allocation.saved_ms},
+            "human_totals": human_totals(rnd.totals),
+            "round_totals": rnd.totals,
+        }
+    view.update(utility=None, utility_problem=problem, plan=None, recipe=bu.RECIPE)
+    if utility is not None:
+        view["utility"] = {"values": _values(utility), "lines": bu.describe(utility), "currency": utility.currency_unit}
         try:
-            view = self.view()
+            best = bu.best_allocation(view["have"], utility)
+            view["plan"] = {"products": best.products_body(), "value": bu.utility_value(utility, best),
+                            "needed_for_one_more": bu.needed_for_one_more(view["have"], best)}
         except Exception as exc:  # a utility the search cannot take must not cost the EO an answer
-            _notes.warning(("view", type(exc).__name__), "the buyer page could not be updated: %s: %s", type(exc).__name__, exc)
-            return
-        self._hub.emit({"type": STATE_KEY, **view}, lambda s: s.__setitem__(STATE_KEY, view))
-        for listener in self._listeners:
-            try:
-                listener(view)
-            except Exception as exc:  # the day book must never cost the EO an answer either
-                _notes.warning(("listener", type(exc).__name__), "a listener of the buyer's book failed: %s: %s",
-                               type(exc).__name__, exc)
+            _notes.warning(("plan", type(exc).__name__), "the buyer's best plan cannot be worked out: %s: %s",
+                           type(exc).__name__, exc)
+    return view

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from avatar.buyer.book import BuyerBook
-from avatar.round_state import RoundTracker
 from orchestrator_client.allocation import AllocationServiceError, check_allocation, save_allocation
 from orchestrator_client.http_edge import BodyRefused, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url, resolve_utility_generator_url
 from workers.runtime.config import Config, OrchestratorSettings
+from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
+from workers.runtime.messages import RoundState
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
@@ -58,8 +58,26 @@ def _products(data: Any) -> dict[str, Any] | None:
     return products
 
 
-def mount_buyer_page(app: FastAPI, config: Config, book: BuyerBook, rounds: RoundTracker, feed_path: str) -> None:
-    """Add ``/buyer`` and its two actions to ``app``."""
+class Books(Protocol):
+    """The round's books as :class:`avatar.round_books.RoundBooks` keeps them."""
+
+    def current(self) -> RoundBook | None: ...
+
+    def refresh(self) -> RoundBook | None: ...
+
+
+class RoomBooks(Protocol):
+    """What the page needs of the Avatar Controller: the round's books and where they are kept."""
+
+    books: Books
+    ledger: RoomLedger
+
+    def round_state(self) -> RoundState: ...
+
+
+def mount_buyer_page(app: FastAPI, config: Config, controller: RoomBooks, feed_path: str) -> None:
+    """Add ``/buyer`` and its two actions to ``app``: both read the round's book from the
+    controller's ledger (what the EO booked), and a saved allocation is written to it."""
     eo = config.section(OrchestratorSettings)
     try:
         utility_generator = resolve_utility_generator_url(eo)
@@ -85,7 +103,9 @@ def mount_buyer_page(app: FastAPI, config: Config, book: BuyerBook, rounds: Roun
         return products
 
     async def checked(products: dict[str, Any]) -> dict[str, Any]:
-        result = await check_allocation(utility_generator, book.bought(), products, book.utility_raw)
+        book = controller.books.current()
+        bought = book.bought() if book is not None else {}
+        result = await check_allocation(utility_generator, bought, products, book.round.utility if book is not None else None)
         return {"ok": result.sufficient, "sufficient": result.sufficient, "rationale": result.rationale,
                 "shortfall": result.shortfall, "value": result.value, "rated_by": result.rated_by}
 
@@ -105,7 +125,7 @@ def mount_buyer_page(app: FastAPI, config: Config, book: BuyerBook, rounds: Roun
         products = await read(request)
         if isinstance(products, JSONResponse):
             return products
-        state = rounds.state
+        state = controller.round_state()
         if state.round_id is None or state.phase not in SAVE_PHASES:
             when = "has not ended yet" if state.phase in ("warmup", "round") else "is over: the EO has scored the round"
             return _refused(f"not saved: the negotiation {when}" if state.phase != "idle" else "not saved: no round is running", 409)
@@ -122,6 +142,9 @@ def mount_buyer_page(app: FastAPI, config: Config, book: BuyerBook, rounds: Roun
         if status.lower() != "acknowledged":
             reason = answer.get("Reason") or answer.get("reason") or status or "no answer"
             return _refused(f"not saved: the EO answered {reason}", 502)
-        book.allocation_saved(products, result["value"])
+        current = controller.ledger.round_for(state.round_id)
+        if current is not None:
+            controller.ledger.save_allocation(current.key, products, result["value"])
+            controller.books.refresh()
         log.info("the buyer saved an allocation worth %s for round %s", result["value"], state.round_id)
         return JSONResponse({**result, "ok": True, "saved": True, "eo": answer})

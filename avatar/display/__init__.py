@@ -49,7 +49,7 @@ class DisplayHub:
             "last_human": None,
             "speaking": None,
             "captions": {name: None for name in avatars},
-            "confirms": {},
+            "confirms": [],
             "log": [],
             "camera": None,
             "deals": [],

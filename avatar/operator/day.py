@@ -1,10 +1,11 @@
 """The competition day in one table: every round with its buyer, deals, money and scores.
 
-The operator names the buyer of the next round on the console; the day book then follows each
-round through the buyer's book (:class:`avatar.buyer.book.BuyerBook`: deals, the saved allocation,
-the EO's round totals) and the transcript worker's outcomes (utterances that never reached the
-EO). After every change of a round it writes the day to ``data_dir/day/<date>.json`` and
-``.csv``, so a crash of anything keeps the day so far, and the console serves both files.
+The day is read from the room's ledger (:mod:`workers.runtime.ledger`), where the Avatar
+Controller writes what the EO told it as it happens: the rounds of the day, the buyer the
+operator named for each, the deals the EO booked, the allocation saved, the EO's totals, the
+utterances that never reached the EO. The day book keeps no account of its own. After every
+change it writes the day to ``data_dir/day/<date>.json`` and ``.csv`` - exports for people to
+read, replaced whole - and the console serves both.
 """
 
 from __future__ import annotations
@@ -15,34 +16,32 @@ import io
 import json
 import logging
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from avatar.buyer.book import human_totals, number
+from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.messages import MAX_BUYER_CHARS, now_ms
+from workers.runtime.messages import MAX_BUYER_CHARS
+
+__all__ = ["CSV_COLUMNS", "DAY_DIR", "MAX_BUYER_CHARS", "DayBook", "clean_buyer"]
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
 
 DAY_DIR: Final = "day"
 """Under ``data_dir``: one JSON and one CSV file per date."""
-CSV_COLUMNS: Final = ("date", "round", "buyer", "started", "deals", "paid", "allocation_saved", "buyer_utility",
-                      "seller_revenue", "seller_utility", "undelivered")
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+CSV_COLUMNS: Final = ("date", "round", "buyer", "started", "state", "deals", "paid", "allocation_saved", "buyer_utility",
+                      "seller_revenue", "seller_utility", "undelivered", "note")
+UNNAMED: Final = "(unnamed)"
 
 
 def _utility(entry: Any) -> float | None:
     """A participant's utility in the EO's totals: ``{"value": ...}`` or a bare number."""
     if isinstance(entry, Mapping):
-        return _number(entry.get("value"))
-    return _number(entry)
+        return number(entry.get("value"))
+    return number(entry)
 
 
 def clean_buyer(name: Any) -> str:
@@ -51,101 +50,80 @@ def clean_buyer(name: Any) -> str:
     return "".join(ch for ch in text if ch.isprintable())[:MAX_BUYER_CHARS]
 
 
+def _state(book: RoundBook) -> str:
+    """``lost`` when the EO lost the round, else its phase."""
+    return book.round.phase
+
+
 class DayBook:
-    """The day's rounds, kept in memory and written to ``folder`` after every change."""
+    """The day's rounds as the ledger has them, exported to ``folder`` after every change."""
 
-    def __init__(self, folder: Path, today: datetime.date | None = None) -> None:
+    def __init__(self, ledger: RoomLedger, folder: Path, today: datetime.date | None = None) -> None:
+        self.ledger = ledger
         self.folder = folder
-        self.date = (today or datetime.date.today()).isoformat()
-        self._lock = threading.Lock()
-        self._rounds: dict[str, dict[str, Any]] = {}
-        self.next_buyer = ""
-        self._load()
+        self._today = today
 
-    # -- what happens ------------------------------------------------------------------------------
-    def set_buyer(self, name: Any, round_id: Any = None) -> str:
-        """The buyer of the next round (and of ``round_id`` when it runs already)."""
-        label = clean_buyer(name)
-        with self._lock:
-            self.next_buyer = label
-            if round_id is not None and str(round_id) in self._rounds:
-                self._rounds[str(round_id)]["buyer"] = label
-        self._write()
-        return label
+    @property
+    def date(self) -> str:
+        return (self._today or datetime.date.today()).isoformat()
 
-    def on_buyer_view(self, view: Mapping[str, Any]) -> None:
-        """The buyer's book changed (a new round, a deal, a saved allocation, the totals)."""
-        round_id = view.get("round_id")
-        if round_id is None:
-            return
-        key = str(round_id)
-        deals = view.get("deals") if isinstance(view.get("deals"), list) else []
-        with self._lock:
-            entry = self._rounds.get(key)
-            if entry is None:
-                entry = self._rounds[key] = {"round": key, "buyer": self.next_buyer, "started": now_ms(), "undelivered": 0,
-                                             "totals": None}
-            entry["deals"] = [{"seller": d.get("seller"), "goods": d.get("goods"), "price": d.get("price")} for d in deals]
-            entry["paid"] = _number(view.get("spent")) or 0.0
-            entry["allocation_saved"] = view.get("saved") is not None
-            if view.get("human_totals") is not None:
-                entry["totals"] = view.get("human_totals")
-            totals = view.get("round_totals")
-            if isinstance(totals, Mapping):
-                entry["sellers"] = {str(name): {"revenue": _number(e.get("revenue")), "utility": _utility(e.get("utility"))}
-                                    for name, e in totals.items() if isinstance(e, Mapping) and "revenue" in e}
-        self._write()
+    # -- the day from the ledger -------------------------------------------------------------------
+    def books(self) -> list[RoundBook]:
+        found = (self.ledger.book(r.key) for r in self.ledger.rounds_on(self.date))
+        return [b for b in found if b is not None]
 
-    def undelivered(self, round_id: Any) -> None:
-        """One of the buyer's utterances in this round never reached the EO (or may not have)."""
-        if round_id is None:
-            return
-        with self._lock:
-            entry = self._rounds.get(str(round_id))
-            if entry is None:
-                return
-            entry["undelivered"] = int(entry.get("undelivered", 0)) + 1
-        self._write()
+    def _row(self, book: RoundBook) -> dict[str, Any]:
+        rnd = book.round
+        sellers = self._sellers(rnd.totals)
+        human = human_totals(rnd.totals) or {}
+        return {
+            "date": rnd.day,
+            "round": rnd.round_id,
+            "buyer": rnd.buyer,
+            "started": datetime.datetime.fromtimestamp(rnd.started_ms / 1000).strftime("%H:%M:%S"),
+            "state": _state(book),
+            "deals": len(book.deals),
+            "paid": book.spent,
+            "allocation_saved": book.allocation is not None,
+            "buyer_utility": _utility(human.get("utility")),
+            "seller_revenue": round(sum(s["revenue"] or 0.0 for s in sellers.values()), 2) if sellers else None,
+            "seller_utility": round(sum(s["utility"] or 0.0 for s in sellers.values()), 2) if sellers else None,
+            "undelivered": rnd.undelivered,
+            "note": rnd.note,
+        }
 
-    # -- what the console shows and serves ---------------------------------------------------------
-    def rounds(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [json.loads(json.dumps(entry)) for entry in self._rounds.values()]
+    @staticmethod
+    def _sellers(totals: Mapping[str, Any] | None) -> dict[str, dict[str, float | None]]:
+        if not isinstance(totals, Mapping):
+            return {}
+        return {str(name): {"revenue": number(e.get("revenue")), "utility": _utility(e.get("utility"))}
+                for name, e in totals.items() if isinstance(e, Mapping) and "revenue" in e}
 
     def summary(self) -> dict[str, Any]:
         """The day per round, per buyer and per seller."""
-        rounds = self.rounds()
+        books = self.books()
+        rows = [self._row(b) for b in books]
         buyers: dict[str, dict[str, Any]] = {}
         sellers: dict[str, dict[str, Any]] = {}
-        for entry in rounds:
-            buyer = buyers.setdefault(entry.get("buyer") or "(unnamed)", {"rounds": 0, "deals": 0, "paid": 0.0, "utility": 0.0})
+        for book, row in zip(books, rows, strict=True):
+            buyer = buyers.setdefault(row["buyer"] or UNNAMED, {"rounds": 0, "deals": 0, "paid": 0.0, "utility": 0.0})
             buyer["rounds"] += 1
-            buyer["deals"] += len(entry.get("deals") or [])
-            buyer["paid"] = round(buyer["paid"] + (entry.get("paid") or 0.0), 2)
-            buyer["utility"] = round(buyer["utility"] + (_utility((entry.get("totals") or {}).get("utility")) or 0.0), 2)
-            for name, figures in (entry.get("sellers") or {}).items():
+            buyer["deals"] += row["deals"]
+            buyer["paid"] = round(buyer["paid"] + row["paid"], 2)
+            buyer["utility"] = round(buyer["utility"] + (row["buyer_utility"] or 0.0), 2)
+            for name, figures in self._sellers(book.round.totals).items():
                 seller = sellers.setdefault(name, {"rounds": 0, "revenue": 0.0, "utility": 0.0})
                 seller["rounds"] += 1
-                seller["revenue"] = round(seller["revenue"] + (figures.get("revenue") or 0.0), 2)
-                seller["utility"] = round(seller["utility"] + (figures.get("utility") or 0.0), 2)
-        return {"date": self.date, "rounds": [self._row(e) for e in rounds], "buyers": buyers, "sellers": sellers,
-                "next_buyer": self.next_buyer}
+                seller["revenue"] = round(seller["revenue"] + (figures["revenue"] or 0.0), 2)
+                seller["utility"] = round(seller["utility"] + (figures["utility"] or 0.0), 2)
+        return {"date": self.date, "rounds": rows, "buyers": buyers, "sellers": sellers, "next_buyer": self.ledger.next_buyer()}
 
-    def _row(self, entry: Mapping[str, Any]) -> dict[str, Any]:
-        sellers = entry.get("sellers") or {}
-        return {
-            "date": self.date,
-            "round": entry.get("round"),
-            "buyer": entry.get("buyer") or "",
-            "started": datetime.datetime.fromtimestamp((entry.get("started") or 0) / 1000).strftime("%H:%M:%S"),
-            "deals": len(entry.get("deals") or []),
-            "paid": entry.get("paid") or 0.0,
-            "allocation_saved": bool(entry.get("allocation_saved")),
-            "buyer_utility": _utility((entry.get("totals") or {}).get("utility")),
-            "seller_revenue": round(sum(s.get("revenue") or 0.0 for s in sellers.values()), 2) if sellers else None,
-            "seller_utility": round(sum(s.get("utility") or 0.0 for s in sellers.values()), 2) if sellers else None,
-            "undelivered": entry.get("undelivered", 0),
-        }
+    def detail(self) -> list[dict[str, Any]]:
+        """Every round of the day whole: its deals with goods and prices, its saved allocation, the EO's totals."""
+        return [{"round": b.round.round_id, "buyer": b.round.buyer, "state": _state(b), "started": b.round.started_ms,
+                 "deals": [{"seller": d.seller, "goods": d.goods, "price": d.price, "source": d.source} for d in b.deals],
+                 "allocation": None if b.allocation is None else {"products": b.allocation.products, "value": b.allocation.value},
+                 "totals": b.round.totals, "note": b.round.note} for b in self.books()]
 
     def csv_text(self) -> str:
         out = io.StringIO()
@@ -155,7 +133,7 @@ class DayBook:
             writer.writerow({key: "" if row[key] is None else row[key] for key in CSV_COLUMNS})
         return out.getvalue()
 
-    # -- files ----------------------------------------------------------------------------------
+    # -- exports ---------------------------------------------------------------------------------
     @property
     def json_file(self) -> Path:
         return self.folder / f"{self.date}.json"
@@ -164,25 +142,17 @@ class DayBook:
     def csv_file(self) -> Path:
         return self.folder / f"{self.date}.csv"
 
-    def _load(self) -> None:
-        """Go on with the day a restarted controller had written (the rounds so far)."""
-        try:
-            data = json.loads(self.json_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        for entry in data.get("detail", []) if isinstance(data, dict) else []:
-            if isinstance(entry, dict) and entry.get("round") is not None:
-                self._rounds[str(entry["round"])] = entry
-
-    def _write(self) -> None:
+    def export(self) -> dict[str, Any]:
         """Both files, each replaced whole (a reader never sees half a file); a disk problem is
-        one rate-limited line, the day goes on in memory."""
+        one rate-limited line (the ledger keeps the day). Returns the summary."""
+        summary = self.summary()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            payload = {**self.summary(), "detail": self.rounds()}
+            payload = {**summary, "detail": self.detail()}
             for path, text in ((self.json_file, json.dumps(payload, indent=1)), (self.csv_file, self.csv_text())):
                 staging = path.with_name(path.name + ".tmp")
                 staging.write_text(text, encoding="utf-8", newline="")  # the CSV's own line ends, as served
                 os.replace(staging, path)
         except OSError as exc:
             _notes.warning(("write", exc.errno), "the day's summary cannot be written to %s: %s", self.folder, exc.strerror or exc)
+        return summary

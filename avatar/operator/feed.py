@@ -274,6 +274,11 @@ class OperatorFeed:
             current = dict(link)
         self.hub.emit({"type": "link", "name": name, **current})
 
+    def books_alert(self, kind: str, text: str) -> None:
+        """What the controller says about the round's books (they differ from the EO's; a round
+        the EO lost): an error on the console."""
+        self._alert("round_lost" if kind == "round_lost" else "books_differ", "error", text)
+
     def _alert(self, kind: AlertKind, level: AlertLevel, text: str) -> None:
         alert = Alert(kind=kind, level=level, text=text)
         with self._lock:

@@ -22,11 +22,10 @@ from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from avatar.buyer.book import BuyerBook
+from avatar.controller import AvatarController
 from avatar.display.socket import serve_hub
-from avatar.operator.day import DAY_DIR, DayBook
+from avatar.operator.day import DAY_DIR, DayBook, clean_buyer
 from avatar.operator.feed import OperatorFeed, Subscriber
-from avatar.round_state import RoundTracker
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
@@ -81,15 +80,11 @@ async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool],
                 next_probe = time.monotonic() + EO_PROBE_INTERVAL_S
                 try:
                     answer = await http.get(eo_probe_url(eo_url))
-                    feed.set_link("eo", reachable=True, detail=f"answers (HTTP {answer.status_code})", standin=_is_standin(answer))
+                    feed.set_link("eo", reachable=True, detail=f"answers (HTTP {answer.status_code})", standin=_is_standin(answer),
+                                  durations=_next_durations(answer))
                 except httpx.HTTPError as exc:
                     feed.set_link("eo", reachable=False, detail=str(exc) or type(exc).__name__)
             await asyncio.sleep(LINK_POLL_S)
-
-
-def _day_changed(day: DayBook, feed: OperatorFeed, view: dict[str, Any]) -> None:
-    day.on_buyer_view(view)
-    feed.set_day(day.summary())
 
 
 def _is_standin(answer: httpx.Response) -> bool:
@@ -100,6 +95,17 @@ def _is_standin(answer: httpx.Response) -> bool:
     except ValueError:
         return False
     return answer.status_code == 200 and isinstance(body, dict) and body.get(ep.STANDIN_MARK) is True
+
+
+def _next_durations(answer: httpx.Response) -> dict[str, float] | None:
+    """The durations the stand-in's next round takes (its health answer says them; the console
+    shows them in its fields), or None."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return None
+    found = _durations({"durations": body.get(ep.STANDIN_NEXT_DURATIONS)}) if isinstance(body, dict) else None
+    return found or None
 
 
 async def _round_control(eo_url: str | None, path: str, body: dict[str, Any]) -> JSONResponse:
@@ -149,11 +155,11 @@ class ConsoleBus(Subscriber, Protocol):
 
 
 def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connected: Callable[[], bool],
-                  buyer_book: BuyerBook | None = None, rounds: RoundTracker | None = None) -> OperatorFeed:
+                  controller: AvatarController) -> OperatorFeed:
     """Add the console to ``app`` and subscribe its feed on ``bus`` (before the bus starts,
-    so retained statuses arrive with the first connection). With ``buyer_book``, the day's
-    rounds are kept (:class:`DayBook`) and shown; with ``rounds`` (the controller's round state),
-    the buyer named here rides on the round state, for whoever files things per round."""
+    so retained statuses arrive with the first connection). The day's rounds come from the
+    controller's ledger (:class:`DayBook`); the buyer named here is written there and rides on
+    the round state, for whoever files things per round."""
     camera = config.section(CameraSettings)
     feed = OperatorFeed(
         bus, {name: target.model_dump() for name, target in camera.targets.items()}, camera.tolerance_deg,
@@ -166,19 +172,17 @@ def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connecte
         eo_url = None
         feed.set_link("eo", reachable=False, detail=str(exc))
 
-    day = DayBook(config.core.data_dir / DAY_DIR)
-    if buyer_book is not None:
-        buyer_book.listen(lambda view: _day_changed(day, feed, view))
-    feed.on_undelivered = day.undelivered
-    feed.set_day(day.summary())
+    day = DayBook(controller.ledger, config.core.data_dir / DAY_DIR)
+    controller.books.listen(lambda _book: feed.set_day(day.export()))
+    controller.alert_listeners.append(feed.books_alert)
+    feed.on_undelivered = controller.undelivered
+    feed.set_day(day.export())
 
-    def name_buyer(label: str, round_id: Any = None) -> None:
-        """The buyer on the round state: the next round's, and the running round's (published again)."""
-        if rounds is None:
-            return
-        changed = rounds.name_buyer(label, round_id)
-        if changed is not None:
-            bus.publish(feed.topics.round_state(), changed)
+    def name_buyer(name: Any, running: bool) -> str:
+        """The buyer of the next rounds (and of the running one when ``running``), in the ledger."""
+        label = clean_buyer(name)
+        controller.name_buyer(label, running)
+        return label
 
     inner = app.router.lifespan_context
 
@@ -217,8 +221,7 @@ def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connecte
         except BodyRefused as exc:
             return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
         if isinstance(data, dict) and "buyer" in data:
-            name_buyer(day.set_buyer(data["buyer"]))
-            feed.set_day(day.summary())
+            name_buyer(data["buyer"], running=False)
         durations = _durations(data)
         if durations is None:
             return JSONResponse({"ok": False, "reason": "durations are seconds: warmUp, round (above 0), post"}, status_code=422)
@@ -236,16 +239,13 @@ def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connecte
             return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
         if not isinstance(data, dict) or not isinstance(data.get("buyer"), str):
             return JSONResponse({"ok": False, "reason": 'the body is {"buyer": "name"}'}, status_code=422)
-        current = feed.view()["round"] or {}
-        running = current.get("phase") in ("warmup", "round", "post")
-        label = day.set_buyer(data["buyer"], current.get("round_id") if running else None)
-        name_buyer(label, current.get("round_id") if running else None)
-        feed.set_day(day.summary())
+        label = name_buyer(data["buyer"], running=True)
         return JSONResponse({"ok": True, "buyer": label})
 
     @app.get(DAY_JSON_PATH, include_in_schema=False)
     async def day_json() -> JSONResponse:
-        return JSONResponse(day.summary())
+        """The day as in its exported file: per round, buyer and seller, and every round whole."""
+        return JSONResponse({**day.summary(), "detail": day.detail()})
 
     @app.get(DAY_CSV_PATH, include_in_schema=False)
     async def day_csv() -> Response:

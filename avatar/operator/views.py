@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from workers.runtime.messages import NOBODY, HeadPose, OutgoingMessage, Speaking, Stage, Stages, Status, new_id, now_ms
 
-AlertKind = Literal["worker_offline", "worker_error", "worker_silent", "blocked", "undelivered", "maybe_delivered"]
+AlertKind = Literal["worker_offline", "worker_error", "worker_silent", "blocked", "undelivered", "maybe_delivered",
+                    "books_differ", "round_lost"]
 AlertLevel = Literal["error", "warning"]
 
 UNDELIVERED_OUTCOMES: Final = {"undelivered": "undelivered", "failed": "undelivered", "maybe_delivered": "maybe_delivered"}

@@ -19,7 +19,7 @@
   let round = null;
   let buyer = null;
   let confirmMode = "buyer";
-  let confirms = {};
+  let confirms = [];  // the sellers' accepts waiting for the buyer: the first is the one asked
   let editing = null;   // the allocation being edited: {cake: [{good, quantity}|null, ...], pancake: [...]}
   let edited = false;
   let socket = null;
@@ -76,6 +76,9 @@
     const have = b.have || {};
     el("have-empty").hidden = Object.keys(have).length > 0;
     el("have").textContent = Object.keys(have).length ? goodsText(have) + " for " + money(b.spent) : "";
+    // answered yes, not yet booked: the EO's books are the truth, and it has not booked these yet
+    el("waiting-eo").textContent = (b.waiting_eo || []).map((d) =>
+      "Sent to the EO, waiting for it to book: " + d.seller + ", " + goodsText(d.goods) + " for " + money(d.price) + ".").join(" ");
     if (b.plan) {
       el("plan").textContent = planText(b.plan.products) + " — worth " + money(b.plan.value);
       const more = b.plan.needed_for_one_more || {};
@@ -188,11 +191,13 @@
     }
   }
   let noticeTimer = null;
-  function notice(text) {
+  let noticeAbout = null;  // the confirmation the notice speaks of (its booking is added to it)
+  function notice(text, about) {
     const box = el("notice");
     box.textContent = text; box.hidden = !text;
+    noticeAbout = about || null;
     clearTimeout(noticeTimer);
-    noticeTimer = setTimeout(() => { box.hidden = true; }, 8000);
+    noticeTimer = setTimeout(() => { box.hidden = true; noticeAbout = null; }, 8000);
   }
   function status(text, ok) { const s = el("allocation-status"); s.textContent = text; s.dataset.ok = ok === undefined ? "" : String(ok); }
   async function post(path, payload) {
@@ -219,7 +224,7 @@
   };
 
   // -- confirmations ---------------------------------------------------------------------------
-  function currentConfirm() { return Object.values(confirms)[0] || null; }
+  function currentConfirm() { return confirms[0] || null; }
   function renderConfirm() {
     const req = currentConfirm();
     el("confirm").hidden = !req;
@@ -229,6 +234,7 @@
     el("confirm-deal").textContent = goodsText(req.goods) + " for " + money(req.price);
     el("confirm-budget").textContent = req.budget_after !== null && req.budget_after !== undefined ? "Budget after: " + money(req.budget_after) : "";
     el("confirm-said").textContent = req.text ? "“" + req.text + "”" : "";
+    el("confirm-queue").textContent = confirms.length > 1 ? (confirms.length - 1) + " more deal" + (confirms.length > 2 ? "s" : "") + " waiting after this one." : "";
     const mine = req.asks === "buyer";
     el("confirm-accept").hidden = !mine;
     el("confirm-decline").hidden = !mine;
@@ -236,7 +242,7 @@
   }
   function tickConfirm() {
     const req = currentConfirm();
-    if (!req) return;
+    if (!req || !req.deadline) return;
     const left = Math.max(0, Math.round((req.deadline - (Date.now() + clockOffset)) / 1000));
     const answer = req.timeout_answer === "acknowledged" ? "accepted" : "declined";
     el("confirm-timeout").textContent = req.asks === "buyer"
@@ -255,7 +261,7 @@
     snapshot(s) {
       PHASES = s.phase_names || PHASES;
       confirmMode = s.confirm_mode || confirmMode;
-      round = s.round; buyer = s.buyer || null; confirms = s.confirms || {};
+      round = s.round; buyer = s.buyer || null; confirms = s.confirms || [];
       renderBuyer(); renderConfirm(); tick();
     },
     round(v) {
@@ -266,11 +272,18 @@
       renderRound(); tick();
     },
     buyer(v) { buyer = v; renderBuyer(); },
-    confirm_request(req) { confirms[req.id] = req; renderConfirm(); },
+    confirms(e) { confirms = e.queue || []; renderConfirm(); },
     confirm_done(e) {
-      delete confirms[e.id]; renderConfirm();
-      notice(e.by === "timeout" ? "Time ran out: the deal was " + (e.accepted ? "accepted" : "declined") + " without your answer."
-        : "Deal " + (e.accepted ? "accepted" : "declined") + (e.by === "voice" ? " by voice." : "."));
+      const sent = e.accepted ? " Sent to the EO: waiting for it to book the deal." : "";
+      notice(e.by === "timeout" ? "Time ran out: the deal was " + (e.accepted ? "accepted" : "declined") + " without your answer." + sent
+        : e.by === "shutdown" ? "The room stopped: the deal was " + (e.accepted ? "accepted" : "declined") + " without your answer." + sent
+        : "Deal " + (e.accepted ? "accepted" : "declined") + (e.by === "voice" ? " by voice." : ".") + sent, e.id);
+    },
+    booked(e) {
+      const booked = "Booked by the EO: " + goodsText(e.goods) + " from " + e.seller + " for " + money(e.price) + ".";
+      if (e.prompt_id && e.prompt_id === noticeAbout && !el("notice").hidden) {
+        notice(el("notice").textContent.replace(" Sent to the EO: waiting for it to book the deal.", "") + " " + booked, e.prompt_id);
+      } else notice(booked, e.prompt_id);
     },
   };
   function connect() {

@@ -286,7 +286,6 @@
   // -- round, timer, summary ------------------------------------------------------------------
   function setRound(view, serverNow) {
     if (serverNow) clockOffset = serverNow - Date.now();
-    if (!round || !view || round.round_id !== view.round_id) { deals = []; totals = null; }
     round = view;
     el("round-id").textContent = view && view.round_id != null ? String(view.round_id) : "-";
     const phase = view ? view.phase : "idle";
@@ -308,7 +307,9 @@
   const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", but "2 eggs"
   const goods = (quantity) => Object.entries(quantity || {})
     .map(([k, v]) => v + " " + k + (v === 1 || UNCOUNTED.has(k) || /s$/.test(k) ? "" : "s")).join(", ") || "-";
-  const money = (value, unit) => (typeof value === "number" ? value.toFixed(2) : String(value)) + (unit ? " " + unit : "");
+  // "$0.80", as people write it (another currency keeps its name after the amount)
+  const money = (value, unit) => typeof value !== "number" ? String(value)
+    : !unit || unit === "USD" ? "$" + value.toFixed(2) : value.toFixed(2) + " " + unit;
 
   function row(table, cells) {
     const tr = document.createElement("tr");
@@ -320,28 +321,25 @@
     table.querySelector("tbody").appendChild(tr);
   }
 
-  // After the negotiation: the deals made (seller, goods, price), then the EO's totals.
+  // After the negotiation: the deals the EO booked (seller, goods, price), then the EO's totals;
+  // both come from the room's ledger with every change (the "deals" event), never counted here.
   function renderSummary() {
     const phase = round ? round.phase : "idle";
     const show = phase === "post" || phase === "ended" || totals != null;
-    el("summary").hidden = !show;
+    el("summary").hidden = !show;  // drawn all the same: it is the room's account of the round, shown after it
     document.body.dataset.summary = show ? "true" : "false";
-    if (!show) return;
     el("summary-round").textContent = round && round.round_id != null ? String(round.round_id) : "-";
     el("summary-title").textContent = totals ? "deals and totals" : "deals";
     const dealRows = el("deals").querySelector("tbody");
     dealRows.textContent = "";
-    for (const deal of deals) {
-      const bid = deal.bid || {};
-      row(el("deals"), [deal.speaker, goods(bid.quantity), bid.price ? money(bid.price.value, bid.price.unit) : "-"]);
-    }
+    for (const deal of deals) row(el("deals"), [deal.seller, goods(deal.goods), money(deal.price)]);
     el("deals").hidden = !deals.length;
     el("no-deals").hidden = deals.length > 0;
     const totalRows = el("totals").querySelector("tbody");
     totalRows.textContent = "";
     el("totals").hidden = !totals;
     if (!totals) return;
-    for (const [name, t] of Object.entries(totals.totals || {})) {
+    for (const [name, t] of Object.entries(totals || {})) {
       const utility = t && t.utility && typeof t.utility === "object" ? money(t.utility.value, t.utility.currencyUnit) : "-";
       const paid = t && t.cost != null ? "paid " + money(t.cost) : t && t.revenue != null ? "earned " + money(t.revenue) : "-";
       row(el("totals"), [name, goods(t && t.quantity), paid, utility]);
@@ -385,9 +383,14 @@
   window.addEventListener("resize", fitLog);
 
   // -- confirmations: the operator answers here; in "buyer" mode the question is shown large and the
-  // buyer answers on the buyer page or by voice
-  function showConfirm(req) {
-    if (document.getElementById("confirm-" + req.id)) return;
+  // buyer answers on the buyer page or by voice. Sellers' accepts are asked one at a time: the
+  // first of the queue is shown, with how many wait after it.
+  function showConfirms(queue) {
+    el("confirms").textContent = "";
+    const req = (queue || [])[0];
+    if (req) showConfirm(req, queue.length - 1);
+  }
+  function showConfirm(req, more) {
     const box = document.createElement("div");
     box.className = "confirm";
     box.id = "confirm-" + req.id;
@@ -397,7 +400,8 @@
     const p = document.createElement("p");
     const buyerAnswers = req.asks === "buyer";
     p.textContent = req.speaker + " accepts: " + goods(bid.quantity) + price + "." +
-      (buyerAnswers ? " Buyer: deal? Say “yes” or “no”." : " Confirm the deal?");
+      (buyerAnswers ? " Buyer: deal? Say “yes” or “no”." : " Confirm the deal?") +
+      (more > 0 ? " (" + more + " more waiting)" : "");
     box.appendChild(p);
     if (!buyerAnswers) {
       for (const [label, accept] of [["Confirm", true], ["Decline", false]]) {
@@ -440,8 +444,7 @@
       renderSummary();
       el("log").textContent = "";
       for (const item of s.log || []) addLog(item);
-      el("confirms").textContent = "";
-      for (const req of Object.values(s.confirms || {})) showConfirm(req);
+      showConfirms(s.confirms);
     },
     message(m) { if (m.speaker === "Human") setHuman(m); },
     speaking(e) {
@@ -464,11 +467,9 @@
     attention(v) { attention = v; showAttention(); },
     camera(v) { camera = v; showAttention(); },
     round(v) { setRound(v, v.now); },
-    accept(e) { if (e.accepted) { deals.push(e); renderSummary(); } },
-    totals(e) { totals = e; renderSummary(); },
+    deals(e) { deals = e.deals || []; totals = e.totals || null; renderSummary(); },
     log(item) { addLog(item); },
-    confirm_request(req) { showConfirm(req); },
-    confirm_done(e) { const box = document.getElementById("confirm-" + e.id); if (box) box.remove(); },
+    confirms(e) { showConfirms(e.queue); },
   };
 
   function connect() {

@@ -72,8 +72,24 @@
   }
 
   // -- links, round ----------------------------------------------------------------------------
+  // the durations the stand-in's next round takes (from its health answer), until the operator edits them
+  let durationsEdited = false;
+  for (const input of document.querySelectorAll("input.duration")) input.addEventListener("input", () => { durationsEdited = true; });
+  function showDurations(durations) {
+    if (!durations || durationsEdited) return;
+    for (const input of document.querySelectorAll("input.duration")) {
+      const value = durations[input.dataset.key];
+      if (typeof value === "number") input.value = String(value);
+    }
+  }
+  function chosenDurations() {
+    const chosen = {};
+    for (const input of document.querySelectorAll("input.duration")) if (input.value !== "") chosen[input.dataset.key] = Number(input.value);
+    return chosen;
+  }
   function setDriver(link) {
     if (link.name !== "eo") return;
+    showDurations(link.durations);
     const form = el("round-controls");
     const driver = link.reachable === false || link.standin === undefined ? "unknown" : link.standin ? "standin" : "platform";
     form.dataset.driver = driver;
@@ -93,8 +109,7 @@
     status.textContent = answer.ok ? (answer.roundId !== undefined ? "round " + answer.roundId
       : answer.buyer !== undefined ? "buyer: " + (answer.buyer || "(unnamed)") : "done") : (answer.reason || "refused");
   }
-  el("next-round").onclick = () => roundControl(document.body.dataset.next, { buyer: el("buyer-name").value, durations: {
-    warmUp: Number(el("d-warmup").value), round: Number(el("d-round").value), post: Number(el("d-post").value) } });
+  el("next-round").onclick = () => roundControl(document.body.dataset.next, { buyer: el("buyer-name").value, durations: chosenDurations() });
   el("set-buyer").onclick = () => roundControl(document.body.dataset.buyer, { buyer: el("buyer-name").value });
   // -- calibration of the buyer's seat (the camera worker measures; its progress comes on the feed)
   let calibrationAsked = 0;

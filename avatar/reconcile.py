@@ -1,0 +1,197 @@
+"""The room's books held against the EO's own, while a round lasts (``GET /viewTotals/{round}``).
+
+A deal reaches the room as the seller's Accept the EO forwards after booking it; a controller
+that was down at that moment never hears of it. So while a round is open the Avatar Controller
+asks the EO for its totals every ``[avatar] eo_books_check_s``:
+
+* a deal the EO booked that the ledger lacks is added from the EO's totals (per seller: the
+  goods and money beyond what reached us) and said on the console; one the ledger has and the
+  EO does not is said (the EO's books are the truth; the room's are then wrong);
+* a round the EO no longer knows while the ledger has it open is over: lost, or - after its
+  post-round - ended without the totals reaching the room;
+* an EO that does not answer after a restart that cut a confirmation has exited (the platform
+  EO does when the service it waits on goes away): the round is lost, and the console says so.
+
+The EO books an Accept a moment before it forwards it, so a difference counts only when two
+checks in a row see the same one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote
+
+import httpx
+
+from avatar.buyer.book import goods_of, number
+from avatar.controller import AvatarController
+from orchestrator_client import endpoints as ep
+from orchestrator_client.models import HUMAN
+from workers.runtime.ledger import RoundBook
+from workers.runtime.messages import now_ms
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT_S: Final = 3.0
+POST_GRACE_MS: Final = 10_000
+"""After the post-round's deadline the EO sends its totals and forgets the round: a round it no
+longer knows this long after is over, not lost."""
+CHECKS_TO_ACT: Final = 2
+"""The same difference (or the same unknown round) seen this many times in a row is acted on."""
+MONEY_EPSILON: Final = 0.005
+TOTALS_WRAPPER: Final = "roundTotals"
+"""The stand-in's ``documented`` mode wraps the totals (its ``/viewTotals`` says the phase too)."""
+
+
+@dataclass(frozen=True)
+class SellerBooks:
+    """What one seller sold the buyer, in money and goods."""
+
+    price: float
+    goods: dict[str, int]
+
+    def minus(self, other: SellerBooks) -> SellerBooks:
+        goods = {g: self.goods.get(g, 0) - other.goods.get(g, 0) for g in {*self.goods, *other.goods}}
+        return SellerBooks(round(self.price - other.price, 2), {g: n for g, n in goods.items() if n})
+
+    @property
+    def empty(self) -> bool:
+        return abs(self.price) < MONEY_EPSILON and not self.goods
+
+
+def eo_books(answer: Any) -> dict[str, SellerBooks] | None:
+    """Per seller, what the EO's ``/viewTotals`` answer shows sold to the buyer (the platform EO
+    keeps ``{name: {price, quantity}}`` for the speaker and the addressee of every booked Accept);
+    None for an answer that is no totals."""
+    if isinstance(answer, Mapping) and isinstance(answer.get(TOTALS_WRAPPER), Mapping):
+        answer = answer[TOTALS_WRAPPER]
+    if not isinstance(answer, Mapping):
+        return None
+    books = {}
+    for name, entry in answer.items():
+        if name == HUMAN or not isinstance(entry, Mapping):
+            continue
+        price = number(entry.get("price", entry.get("revenue")))
+        books[str(name)] = SellerBooks(round(price or 0.0, 2), goods_of({"quantity": entry.get("quantity")}))
+    return books
+
+
+def ledger_books(book: RoundBook) -> dict[str, SellerBooks]:
+    books: dict[str, SellerBooks] = {}
+    for deal in book.deals:
+        kept = books.get(deal.seller, SellerBooks(0.0, {}))
+        goods = {g: kept.goods.get(g, 0) + deal.goods.get(g, 0) for g in {*kept.goods, *deal.goods}}
+        books[deal.seller] = SellerBooks(round(kept.price + deal.price, 2), goods)
+    return books
+
+
+def differences(eo: Mapping[str, SellerBooks], ours: Mapping[str, SellerBooks]) -> dict[str, SellerBooks]:
+    """Per seller, the EO's books minus the room's (only sellers where they differ)."""
+    found = {}
+    for seller in {*eo, *ours}:
+        diff = eo.get(seller, SellerBooks(0.0, {})).minus(ours.get(seller, SellerBooks(0.0, {})))
+        if not diff.empty:
+            found[seller] = diff
+    return found
+
+
+def _describe(diff: SellerBooks) -> str:
+    goods = ", ".join(f"{n:+d} {g}" for g, n in sorted(diff.goods.items())) or "no goods"
+    return f"{goods} for {diff.price:+.2f}"
+
+
+class Reconciler:
+    """Checks the controller's current round against the EO at ``eo_url``."""
+
+    def __init__(self, controller: AvatarController, eo_url: str) -> None:
+        self.controller = controller
+        self.eo_url = eo_url.rstrip("/")
+        self._last: tuple[int, str] | None = None
+        """The round key and what the last check saw, and how often in a row."""
+        self._seen = 0
+        self.checks = 0
+
+    def _again(self, round_key: int, what: str) -> bool:
+        """Whether ``what`` was seen :data:`CHECKS_TO_ACT` times in a row for this round."""
+        if self._last == (round_key, what):
+            self._seen += 1
+        else:
+            self._last, self._seen = (round_key, what), 1
+        return self._seen >= CHECKS_TO_ACT
+
+    async def run(self) -> None:
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S) as http:
+            while True:
+                with contextlib.suppress(Exception):  # a check that fails is tried again at the next one
+                    await self.check(http)
+                await asyncio.sleep(self.controller.settings.eo_books_check_s)
+
+    async def check(self, http: httpx.AsyncClient) -> str:
+        """One check of the current round; returns what it found (for the log and tests)."""
+        ledger = self.controller.ledger
+        book = ledger.current_book()
+        if book is None or not book.round.open:
+            return "no open round"
+        rnd = book.round
+        self.checks += 1
+        try:
+            answer = await http.get(f"{self.eo_url}{ep.VIEW_TOTALS}/{quote(str(rnd.round_id), safe='')}")
+        except httpx.HTTPError as exc:
+            if self.controller.cut_prompts and self._again(rnd.key, "unreachable"):
+                text = (f"round {rnd.round_id} lost by the EO: the Avatar Controller stopped while a confirmation waited, "
+                        f"and the EO no longer answers ({exc or type(exc).__name__})")
+                ledger.set_phase(rnd.key, "lost", now_ms(), None, note=text)
+                self._settled("round_lost", text)
+            return "unreachable"
+        if not answer.is_success:
+            return self._unknown(book)
+        try:
+            eo = eo_books(answer.json())
+        except ValueError:
+            eo = None
+        if eo is None:
+            return "no totals yet"
+        diffs = differences(eo, ledger_books(book))
+        if not diffs:
+            self._last, self._seen = None, 0
+            return "agree"
+        seen = "; ".join(f"{s} {_describe(d)}" for s, d in sorted(diffs.items()))
+        if not self._again(rnd.key, seen):
+            return "differ (once)"
+        added = []
+        for seller, diff in sorted(diffs.items()):
+            more = {g: n for g, n in diff.goods.items() if n > 0}
+            if diff.price > MONEY_EPSILON or more:
+                ledger.add_reconciled_deal(rnd.key, seller, more, max(diff.price, 0.0), now_ms())
+                added.append(f"{seller}: {_describe(SellerBooks(max(diff.price, 0.0), more))}")
+        text = f"round {rnd.round_id}: the EO's books differ from the room's ({seen}; the EO's minus the room's)"
+        if added:
+            text += "; what only the EO had is added to the room's books: " + "; ".join(added)
+        self._settled("books_differ", text)
+        return "differ"
+
+    def _unknown(self, book: RoundBook) -> str:
+        """The EO does not know the round the ledger has open."""
+        rnd = book.round
+        if not self._again(rnd.key, "unknown"):
+            return "unknown (once)"
+        ledger = self.controller.ledger
+        late = rnd.phase == "post" and rnd.phase_deadline_ms is not None and now_ms() > rnd.phase_deadline_ms + POST_GRACE_MS
+        if late:
+            text = f"round {rnd.round_id} is over at the EO, but its totals never reached the room"
+            ledger.set_phase(rnd.key, "ended", now_ms(), None, note=text)
+        else:
+            text = f"round {rnd.round_id} lost by the EO: the EO no longer knows it (it restarted, or the round was ended there)"
+            ledger.set_phase(rnd.key, "lost", now_ms(), None, note=text)
+        self._settled("round_lost", text)
+        return "unknown"
+
+    def _settled(self, kind: str, text: str) -> None:
+        self._last, self._seen = None, 0
+        self.controller.alert(kind, text)
+        self.controller.refresh_round()

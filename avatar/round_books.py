@@ -1,0 +1,89 @@
+"""Every screen's account of the round, derived from the room's ledger after each change.
+
+The buyer page (budget, values, offers, what was bought, the confirmation asked now), the
+display (the deals and the EO's totals, the question asked now) and the operator's day book are
+views of one store, the ledger (:mod:`workers.runtime.ledger`): after each change the Avatar
+Controller calls :meth:`RoundBooks.refresh`, which reads the current round's book once and hands
+each view to the display hub (whose kept state gives a page opened or reconnecting the same
+picture) and to the listeners (the day book). No view keeps a tally of its own, so what a page
+shows is what the EO booked, after a slow answer, two offers at once or a restart alike.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from avatar.buyer.book import STATE_KEY, buyer_view
+from avatar.confirm_queue import prompt_views
+from avatar.display import DisplayHub
+from avatar.settings import AvatarSettings
+from workers.runtime.ledger import RoomLedger, RoundBook
+from workers.runtime.logs import RateLimitedLog
+
+log = logging.getLogger(__name__)
+_notes = RateLimitedLog(log)
+
+DEALS_KEY: Final = "deals"
+TOTALS_KEY: Final = "totals"
+CONFIRMS_KEY: Final = "confirms"
+"""The display hub's kept state (and the pages' event types): the round's booked deals, the EO's
+totals, the confirmations waiting (the first is the one asked)."""
+
+Listener = Callable[[RoundBook | None], None]
+
+
+def deal_views(book: RoundBook | None) -> list[dict[str, Any]]:
+    """The booked deals as the display lists them."""
+    if book is None:
+        return []
+    return [{"seller": d.seller, "goods": d.goods, "price": d.price, "text": d.text, "source": d.source, "at": d.booked_ms}
+            for d in book.deals]
+
+
+class RoundBooks:
+    """The ledger of one room and the views derived from it."""
+
+    def __init__(self, ledger: RoomLedger, hub: DisplayHub, settings: AvatarSettings) -> None:
+        self.ledger = ledger
+        self.hub = hub
+        self.settings = settings
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> None:
+        """Call ``listener`` with the current round's book after every change (the day book)."""
+        self._listeners.append(listener)
+
+    def current(self) -> RoundBook | None:
+        return self.ledger.current_book()
+
+    def prompts(self, book: RoundBook | None) -> list[dict[str, Any]]:
+        s = self.settings
+        return prompt_views(book, s.confirm_accept, s.confirm_timeout_s, s.confirm_timeout_answer)
+
+    def refresh(self) -> RoundBook | None:
+        """Derive every view from the ledger and send each where it is shown; returns the book."""
+        try:
+            book = self.current()
+        except Exception as exc:  # a ledger that cannot be read must never cost the EO an answer
+            _notes.warning(("read", type(exc).__name__), "the round's books cannot be read: %s: %s", type(exc).__name__, exc)
+            return None
+        buyer = buyer_view(book)
+        self.hub.emit({"type": STATE_KEY, **buyer}, lambda s: s.__setitem__(STATE_KEY, buyer))
+        deals = {"type": DEALS_KEY, "round_id": buyer["round_id"], DEALS_KEY: deal_views(book),
+                 TOTALS_KEY: book.round.totals if book is not None else None}
+
+        def keep_deals(state: dict[str, Any]) -> None:
+            state[DEALS_KEY], state[TOTALS_KEY] = deals[DEALS_KEY], deals[TOTALS_KEY]
+
+        self.hub.emit(deals, keep_deals)
+        queue = self.prompts(book)
+        self.hub.emit({"type": CONFIRMS_KEY, "queue": queue}, lambda s: s.__setitem__(CONFIRMS_KEY, queue))
+        for listener in self._listeners:
+            try:
+                listener(book)
+            except Exception as exc:  # the day book must never cost the EO an answer either
+                _notes.warning(("listener", type(exc).__name__), "a view of the round's books failed: %s: %s",
+                               type(exc).__name__, exc)
+        return book
