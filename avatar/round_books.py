@@ -12,6 +12,7 @@ shows is what the EO booked, after a slow answer, two offers at once or a restar
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -50,6 +51,9 @@ class RoundBooks:
         self.hub = hub
         self.settings = settings
         self._listeners: list[Listener] = []
+        self._refreshing = threading.Lock()
+        """Refreshes come from several threads (HTTP, MQTT): one at a time, so a view read
+        before a change can never be sent after the view read after it."""
 
     def listen(self, listener: Listener) -> None:
         """Call ``listener`` with the current round's book after every change (the day book)."""
@@ -64,6 +68,10 @@ class RoundBooks:
 
     def refresh(self) -> RoundBook | None:
         """Derive every view from the ledger and send each where it is shown; returns the book."""
+        with self._refreshing:
+            return self._refresh()
+
+    def _refresh(self) -> RoundBook | None:
         try:
             book = self.current()
         except Exception as exc:  # a ledger that cannot be read must never cost the EO an answer

@@ -117,6 +117,7 @@ def main() -> int:
         broker = MosquittoBroker(Path(tmp) / "mosquitto").start()
         config = Config(file_data={}, environ={}, overrides={
             "environment_uuid": "benchavatar",
+            "data_dir": str(Path(tmp) / "data"),  # the room's ledger of a benchmark is the benchmark's
             "broker.url": broker.url,
             "broker.mode": "external",
             "avatar.port": 0,

@@ -31,11 +31,18 @@ def prompt(ledger: RoomLedger, key: int, pid: str, seller: str, price: float) ->
     return pid
 
 
+def ask_two(ledger: RoomLedger, key: int, queue: ConfirmQueue, prices: tuple[float, float] = (1.0, 1.0)) -> tuple[
+        asyncio.Task[tuple[bool, str]], asyncio.Task[tuple[bool, str]]]:
+    """Celia's Accept ("a") and Watson's ("b") at once, each waiting for its answer."""
+    first = asyncio.create_task(queue.ask(prompt(ledger, key, "a", "Celia", prices[0])))
+    second = asyncio.create_task(queue.ask(prompt(ledger, key, "b", "Watson", prices[1])))
+    return first, second
+
+
 def test_two_accepts_at_once_are_asked_one_after_the_other() -> None:
     async def scenario() -> None:
         ledger, key, queue, changes, clock = setup()
-        first = asyncio.create_task(queue.ask(prompt(ledger, key, "a", "Celia", 10.0)))
-        second = asyncio.create_task(queue.ask(prompt(ledger, key, "b", "Watson", 5.0)))
+        first, second = ask_two(ledger, key, queue, (10.0, 5.0))
         await asyncio.sleep(0)
         assert queue.head() == "a" and len(queue) == 2
         views = prompt_views(ledger.book(key), "buyer", 30.0, "rejected")
@@ -56,8 +63,7 @@ def test_two_accepts_at_once_are_asked_one_after_the_other() -> None:
 def test_the_next_prompt_is_asked_when_the_first_is_answered() -> None:
     async def scenario() -> None:
         ledger, key, queue, _changes, clock = setup()
-        first = asyncio.create_task(queue.ask(prompt(ledger, key, "a", "Celia", 10.0)))
-        second = asyncio.create_task(queue.ask(prompt(ledger, key, "b", "Watson", 5.0)))
+        first, second = ask_two(ledger, key, queue, (10.0, 5.0))
         await asyncio.sleep(0)
         assert ledger.prompt("b").asked_ms is None
         clock.now += 4000
@@ -76,8 +82,7 @@ def test_the_next_prompt_is_asked_when_the_first_is_answered() -> None:
 def test_the_timeout_gives_the_configured_answer_and_asks_the_next() -> None:
     async def scenario() -> None:
         ledger, key, queue, _changes, _clock = setup(timeout_s=0.05)
-        first = asyncio.create_task(queue.ask(prompt(ledger, key, "a", "Celia", 1.0)))
-        second = asyncio.create_task(queue.ask(prompt(ledger, key, "b", "Watson", 1.0)))
+        first, second = ask_two(ledger, key, queue)
         assert await asyncio.wait_for(first, 5) == (False, TIMEOUT)
         assert await asyncio.wait_for(second, 5) == (False, TIMEOUT)
         assert {p.answered_by for p in ledger.book(key).prompts} == {TIMEOUT}
@@ -99,8 +104,7 @@ def test_stopping_answers_every_waiting_prompt() -> None:
 def test_a_prompt_whose_caller_went_away_leaves_the_queue() -> None:
     async def scenario() -> None:
         ledger, key, queue, _changes, _clock = setup()
-        first = asyncio.create_task(queue.ask(prompt(ledger, key, "a", "Celia", 1.0)))
-        second = asyncio.create_task(queue.ask(prompt(ledger, key, "b", "Watson", 1.0)))
+        first, second = ask_two(ledger, key, queue)
         await asyncio.sleep(0)
         first.cancel()
         await asyncio.sleep(0)

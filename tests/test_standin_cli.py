@@ -20,10 +20,13 @@ from tests.helpers import free_port, wait_for
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def spawn(*args: str) -> subprocess.Popen[str]:
+def spawn(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """A service of the suite in this checkout, with a data directory of the test's own (the
+    stand-in reads the room's ledger there)."""
     # No broker answers at this address: the services must run without one.
     dead_broker = f'broker.url="mqtt://127.0.0.1:{free_port()}"'
-    argv = [sys.executable, "-m", "humaine_env", "--set", dead_broker, "--set", 'broker.mode="external"', *args]
+    argv = [sys.executable, "-m", "humaine_env", "--set", dead_broker, "--set", 'broker.mode="external"',
+            "--set", f'data_dir="{data_dir}"', *args]
     return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -45,12 +48,13 @@ def human_side() -> Iterator[RecordingServer]:
         yield server
 
 
-def test_auto_round_with_demo_sellers_and_clean_stop(human_side: RecordingServer) -> None:
+def test_auto_round_with_demo_sellers_and_clean_stop(human_side: RecordingServer, tmp_path: Path) -> None:
     eo_port, celia, watson = free_port(), free_port(), free_port()
-    sellers = spawn("demo-agents", "--agent", f"Celia={celia}", "--agent", f"Watson={watson}",
+    sellers = spawn(tmp_path, "demo-agents", "--agent", f"Celia={celia}", "--agent", f"Watson={watson}",
                     "--eo-url", f"http://127.0.0.1:{eo_port}")
     eo = spawn(
-        "orchestrator", "--port", str(eo_port), "--set", "standin.auto_round=true", "--warm-up-seconds", "0.2", "--round-seconds", "30",
+        tmp_path, "orchestrator", "--port", str(eo_port), "--set", "standin.auto_round=true",
+        "--warm-up-seconds", "0.2", "--round-seconds", "30",
         "--set", f"standin.agents={{Celia = {celia}, Watson = {watson}}}",
         "--set", f"standin.human_port={human_side.port}", "--set", "standin.r0_min_gap_s=0.0",
     )
@@ -76,9 +80,9 @@ def test_auto_round_with_demo_sellers_and_clean_stop(human_side: RecordingServer
     assert "Traceback" not in eo_output + sellers_output
 
 
-def test_busy_port_is_one_readable_line() -> None:
+def test_busy_port_is_one_readable_line(tmp_path: Path) -> None:
     with RecordingServer() as busy:
-        code, output = stop_after_exit(spawn("orchestrator", "--port", str(busy.port)))
+        code, output = stop_after_exit(spawn(tmp_path, "orchestrator", "--port", str(busy.port)))
     assert code == 3
     assert "cannot listen on 127.0.0.1" in output and "Traceback" not in output
 

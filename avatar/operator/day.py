@@ -50,11 +50,6 @@ def clean_buyer(name: Any) -> str:
     return "".join(ch for ch in text if ch.isprintable())[:MAX_BUYER_CHARS]
 
 
-def _state(book: RoundBook) -> str:
-    """``lost`` when the EO lost the round, else its phase."""
-    return book.round.phase
-
-
 class DayBook:
     """The day's rounds as the ledger has them, exported to ``folder`` after every change."""
 
@@ -81,7 +76,7 @@ class DayBook:
             "round": rnd.round_id,
             "buyer": rnd.buyer,
             "started": datetime.datetime.fromtimestamp(rnd.started_ms / 1000).strftime("%H:%M:%S"),
-            "state": _state(book),
+            "state": rnd.phase,  # "lost" when the EO lost the round
             "deals": len(book.deals),
             "paid": book.spent,
             "allocation_saved": book.allocation is not None,
@@ -120,7 +115,7 @@ class DayBook:
 
     def detail(self) -> list[dict[str, Any]]:
         """Every round of the day whole: its deals with goods and prices, its saved allocation, the EO's totals."""
-        return [{"round": b.round.round_id, "buyer": b.round.buyer, "state": _state(b), "started": b.round.started_ms,
+        return [{"round": b.round.round_id, "buyer": b.round.buyer, "state": b.round.phase, "started": b.round.started_ms,
                  "deals": [{"seller": d.seller, "goods": d.goods, "price": d.price, "source": d.source} for d in b.deals],
                  "allocation": None if b.allocation is None else {"products": b.allocation.products, "value": b.allocation.value},
                  "totals": b.round.totals, "note": b.round.note} for b in self.books()]

@@ -27,6 +27,7 @@ from typing import Any
 from orchestrator_client.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts
 from orchestrator_client.models import ACCEPT_BID_TYPES, HUMAN, OFFER_BID_TYPES, SELLER, ms_to_iso
 from standins.demo_agents.parsing import ParsedOffer, closes_a_deal, parse_offer
+from standins.demo_agents.settings import DemoAgentsSettings
 from standins.demo_agents.strategy import Reply, Seller
 from standins.eo.round_setup import CURRENCY, unit_costs
 
@@ -76,7 +77,7 @@ class SellerAgent:
     timing: Timing = field(default_factory=Timing)
     follow_offset_s: float = 0.0
     """Extra wait of this seller when nobody was addressed (staggering)."""
-    request_timeout_s: float = 3.0
+    request_timeout_s: float = DemoAgentsSettings.model_fields["request_timeout_s"].default
     currency: str = CURRENCY
     round_id: Any = None
     turn: Turn | None = None

@@ -50,5 +50,7 @@ class DemoAgentsSettings(Section):
     unaddressed_wait_s: float = Field(UNADDRESSED_WAIT_MS / 1000.0 + R2_MARGIN_S, ge=0)
     """...and never sooner than this after the buyer's message: the EO blocks the seller the
     buyer did not name for 2 s after a named message, even once the addressee has answered."""
-    request_timeout_s: float = Field(3.0, gt=0)
-    """How long a reply to the EO may take."""
+    request_timeout_s: float = Field(120.0, gt=0)
+    """How long a reply to the EO may take. An Accept is answered only once the buyer confirmed
+    it (the EO waits for the human side's ``/confirmAccept``; the buyer has ``[avatar]
+    confirm_timeout_s`` per deal, asked one after another), so this is minutes, not seconds."""

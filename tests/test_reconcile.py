@@ -1,0 +1,144 @@
+"""The round's books held against the EO's ``/viewTotals``: what only the EO booked is added, a
+difference or a round the EO lost is said, each only when two checks in a row see it.
+
+The EO's answers are those the platform EO gives (its ``totals`` shape, a 500 for a round it
+forgot, no answer when its process is gone), served in-process; the controller, its ledger and
+the console's alerts are real."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from avatar.controller import AvatarController
+from avatar.reconcile import Reconciler, differences, eo_books, ledger_books
+from avatar.settings import AvatarSettings
+from hardware.speaker import Speaker, WavSink
+from workers.runtime.ledger import RoomLedger
+from workers.runtime.messages import Envelope, now_ms
+from workers.runtime.topics import Topic, Topics
+
+EO = "http://eo.test"
+
+
+class QuietBus:
+    """The bus the controller publishes on, kept in a list (nothing here listens)."""
+
+    def __init__(self) -> None:
+        self.topics = Topics("reconcile")
+        self.published: list[tuple[str, Envelope]] = []
+
+    def publish(self, topic: Topic, message: Envelope) -> None:
+        self.published.append((topic.name, message))
+
+    def subscribe(self, topic: Topic, model: Any, handler: Any) -> None: ...
+
+    def own(self, topic: Topic, model: Any, current: Any) -> None: ...
+
+
+def controller(tmp_path: Path, phase: str = "round", deadline: int | None = None) -> tuple[AvatarController, list[tuple[str, str]]]:
+    ledger = RoomLedger.in_memory()
+    key = ledger.begin_round("r1", {"warmUp": 1, "round": 60, "post": 10}, 50.0, "USD", "warmup", now_ms(), None).key
+    ledger.set_phase(key, phase, now_ms(), deadline)  # type: ignore[arg-type]
+    ledger.book_deal(key, "Celia", {"egg": 2}, 1.0, "Deal.", "m1", now_ms())
+    ctl = AvatarController(AvatarSettings(), ["Celia", "Watson"], QuietBus(), Speaker(WavSink(tmp_path, realtime=False)),
+                           ledger=ledger)
+    alerts: list[tuple[str, str]] = []
+    ctl.alert_listeners.append(lambda kind, text: alerts.append((kind, text)))
+    return ctl, alerts
+
+
+def eo_answering(*answers: httpx.Response | Exception) -> httpx.AsyncClient:
+    """An EO that gives these answers to ``/viewTotals``, one per check, then the last again."""
+    queue = list(answers)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+
+
+def totals(celia: tuple[float, dict[str, int]], watson: tuple[float, dict[str, int]] | None = None) -> httpx.Response:
+    """``/viewTotals`` as the platform EO answers it: the speaker's and the addressee's books."""
+    human_goods: dict[str, int] = {}
+    body: dict[str, Any] = {"Celia": {"price": celia[0], "quantity": celia[1]}}
+    for seller in (celia, watson):
+        for good, n in (seller[1] if seller else {}).items():
+            human_goods[good] = human_goods.get(good, 0) + n
+    if watson is not None:
+        body["Watson"] = {"price": watson[0], "quantity": watson[1]}
+    body["Human"] = {"price": celia[0] + (watson[0] if watson else 0), "quantity": human_goods}
+    return httpx.Response(200, json=body)
+
+
+def checks(ctl: AvatarController, http: httpx.AsyncClient, count: int) -> list[str]:
+    async def run() -> list[str]:
+        reconciler = Reconciler(ctl, EO)
+        async with http:
+            return [await reconciler.check(http) for _ in range(count)]
+
+    return asyncio.run(run())
+
+
+def test_books_that_agree_are_left_alone(tmp_path: Path) -> None:
+    ctl, alerts = controller(tmp_path)
+    assert checks(ctl, eo_answering(totals((1.0, {"egg": 2}))), 3) == ["agree"] * 3
+    assert alerts == []
+
+
+def test_a_deal_only_the_eo_booked_is_added_from_its_totals_after_two_checks(tmp_path: Path) -> None:
+    ctl, alerts = controller(tmp_path)
+    eo = totals((1.0, {"egg": 2}), (0.6, {"flour": 2}))  # Watson's deal never reached the room
+    assert checks(ctl, eo_answering(eo), 3) == ["differ (once)", "differ", "agree"]
+    book = ctl.ledger.current_book()
+    assert book is not None and [(d.seller, d.goods, d.price, d.source) for d in book.deals][-1] == \
+        ("Watson", {"flour": 2}, 0.6, "eo-totals")
+    assert book.left == 48.4
+    (kind, text), = alerts
+    assert kind == "books_differ" and "Watson +2 flour for +0.60" in text and "added" in text
+
+
+def test_a_difference_seen_once_is_the_eo_booking_before_it_forwards(tmp_path: Path) -> None:
+    ctl, alerts = controller(tmp_path)
+    ahead = totals((1.0, {"egg": 2}), (0.6, {"flour": 2}))
+    assert checks(ctl, eo_answering(ahead, totals((1.0, {"egg": 2}))), 2) == ["differ (once)", "agree"]
+    assert alerts == [] and len(ctl.ledger.current_book().deals) == 1  # type: ignore[union-attr]
+
+
+def test_a_round_the_eo_forgot_is_lost_or_over(tmp_path: Path) -> None:
+    ctl, alerts = controller(tmp_path)
+    assert checks(ctl, eo_answering(httpx.Response(500, text="TypeError")), 2) == ["unknown (once)", "unknown"]
+    assert ctl.ledger.current().phase == "lost" and alerts[0][0] == "round_lost"  # type: ignore[union-attr]
+
+    late, alerts = controller(tmp_path / "late", phase="post", deadline=now_ms() - 60_000)
+    assert checks(late, eo_answering(httpx.Response(500)), 2)[-1] == "unknown"
+    current = late.ledger.current()
+    assert current is not None and current.phase == "ended" and "totals never reached" in current.note
+
+
+def test_an_eo_gone_after_a_cut_confirmation_lost_the_round(tmp_path: Path) -> None:
+    ctl, alerts = controller(tmp_path)
+    gone = httpx.ConnectError("connection refused")
+    assert checks(ctl, eo_answering(gone), 2) == ["unreachable", "unreachable"]
+    assert ctl.ledger.current().phase == "round" and alerts == []  # type: ignore[union-attr]  # the EO may just be away
+    ctl.cut_prompts = 1  # the previous run stopped while the EO waited for its answer
+    assert checks(ctl, eo_answering(gone), 2)[-1] == "unreachable"
+    assert ctl.ledger.current().phase == "lost" and "lost by the EO" in alerts[0][1]  # type: ignore[union-attr]
+
+
+def test_the_eos_totals_are_read_liberally() -> None:
+    assert eo_books(None) is None and eo_books([1, 2]) is None and eo_books({}) == {}
+    documented = {"roundId": "r1", "phase": "round", "roundTotals": {"Human": {"cost": 2}, "Celia": {"revenue": 2, "quantity": {"egg": 1}}}}
+    assert eo_books(documented)["Celia"].price == 2.0  # type: ignore[index]
+    odd = eo_books({"Celia": {"price": "lots", "quantity": {"egg": "two", "milk": 1}}, "Watson": "?"})
+    assert odd is not None and odd["Celia"].price == 0.0 and odd["Celia"].goods == {"milk": 1}
+    ledger = RoomLedger.in_memory()
+    key = ledger.begin_round("r1", {}, 50.0, "USD", "round", now_ms(), None).key
+    ledger.book_deal(key, "Celia", {"milk": 1}, 0.0, "", "m", now_ms())
+    assert differences(odd, ledger_books(ledger.book(key))) == {}  # type: ignore[arg-type]
