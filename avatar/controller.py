@@ -163,6 +163,7 @@ class AvatarController:
         for avatar in self.avatars:
             self.bus.publish(self.topics.speaking(avatar), Speaking(source=self.source, avatar=avatar, state="end"))
         self._take_up_the_round()
+        self.books.start()
         self.queue.start()
         self.bus.subscribe(self.topics.attention(), Attention, self._on_attention)
         self.bus.subscribe(self.topics.round_state(), RoundState, self._on_retained_round)
@@ -192,7 +193,7 @@ class AvatarController:
             self.ledger.note(current.key, text)
         if current is not None and current.open:
             log.info("continuing round %s (phase %s) from the room's ledger", current.round_id, current.phase)
-        self.books.refresh()
+        self.books.changed()
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """The HTTP server's event loop (confirmations are answered on it)."""
@@ -211,6 +212,7 @@ class AvatarController:
         return answered
 
     def stop(self) -> None:
+        self.books.stop()
         self.speaker.cancel()
         self.queue.stop()
         self.speaker.close()
@@ -313,7 +315,7 @@ class AvatarController:
         except Exception as exc:  # a ledger that cannot be written is said; the message is still spoken
             _notes.error(("books", type(exc).__name__), "the round's books cannot be kept: %s: %s", type(exc).__name__, exc)
             return
-        self.books.refresh()
+        self.books.changed()
 
     def _check_marks(self, avatar: str, text: SpeechText) -> None:
         for mark in text.marks:
@@ -424,7 +426,7 @@ class AvatarController:
         self.bus.publish(self.topics.round_state(), state)
         view = state.model_dump(include=ROUND_VIEW)
         self.hub.emit({"type": "round", **view, "now": now_ms()}, lambda kept: kept.__setitem__("round", view))
-        self.books.refresh()
+        self.books.changed()
 
     def round_metadata(self, body: RoundMetadata) -> None:
         self.rounds.metadata(body)
@@ -448,7 +450,7 @@ class AvatarController:
         self.hub.emit({"type": "utility", "name": body.name, "roundId": body.roundId, "goods": list(body.utility)})
         rnd = self.rounds.round_of(body.roundId)
         self.ledger.set_utility(rnd.key, body.utility)
-        self.books.refresh()
+        self.books.changed()
 
     def name_buyer(self, label: str, running: bool) -> None:
         """The operator named the buyer: of the next rounds, and of the round running when
@@ -460,7 +462,7 @@ class AvatarController:
     def undelivered(self, round_id: object) -> None:
         """One of the buyer's utterances in this round never reached the EO (the day book counts them)."""
         if round_id is not None and self.ledger.count_undelivered(round_id):
-            self.books.refresh()
+            self.books.changed()
 
     def receive_log(self, entry: LogEntry) -> None:
         """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own
@@ -534,7 +536,7 @@ class AvatarController:
 
     def _answered_at_once(self, prompt_id: str, accepted: bool, by: str) -> dict[str, Any]:
         self.ledger.answer_prompt(prompt_id, accepted, by, now_ms())
-        self.books.refresh()
+        self.books.changed()
         return _answer(accepted)
 
     def _confirms_changed(self, answer: Answer | None) -> None:
@@ -543,7 +545,7 @@ class AvatarController:
         self._publish_pending()
         if answer is not None:
             self.hub.emit({"type": "confirm_done", "id": answer.prompt_id, "accepted": answer.accepted, "by": answer.by})
-        self.books.refresh()
+        self.books.changed()
 
     def decide(self, confirm_id: str, accepted: bool, by: str) -> bool:
         """A person answered confirmation ``confirm_id`` (on the event loop): the first answer

@@ -7,6 +7,11 @@ Controller calls :meth:`RoundBooks.refresh`, which reads the current round's boo
 each view to the display hub (whose kept state gives a page opened or reconnecting the same
 picture) and to the listeners (the day book). No view keeps a tally of its own, so what a page
 shows is what the EO booked, after a slow answer, two offers at once or a restart alike.
+
+The EO waits for our answer (it has no timeout, and the sellers' turn window runs meanwhile),
+while deriving the views takes milliseconds: the EO's endpoints write the ledger - the record -
+and answer, and :meth:`RoundBooks.changed` has the views derived on a thread of their own right
+after, a burst of changes once.
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ class RoundBooks:
         self.hub = hub
         self.settings = settings
         self._listeners: list[Listener] = []
+        self._dirty = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
         self._refreshing = threading.Lock()
         """Refreshes come from several threads (HTTP, MQTT): one at a time, so a view read
         before a change can never be sent after the view read after it."""
@@ -58,6 +66,36 @@ class RoundBooks:
     def listen(self, listener: Listener) -> None:
         """Call ``listener`` with the current round's book after every change (the day book)."""
         self._listeners.append(listener)
+
+    # -- the views' own thread ------------------------------------------------------------------
+    def start(self) -> None:
+        """Derive the views after each change on a thread of their own (:meth:`changed`)."""
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, name="round-books", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._dirty.set()
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+    def changed(self) -> None:
+        """The ledger changed: the views follow at once, off the caller's thread (the caller is
+        answering the EO). Without the thread (not started), here and now."""
+        if self._thread is None or not self._thread.is_alive():
+            self.refresh()
+            return
+        self._dirty.set()
+
+    def _run(self) -> None:
+        while True:
+            self._dirty.wait()
+            if self._stopping.is_set():
+                return
+            self._dirty.clear()
+            self.refresh()
 
     def current(self) -> RoundBook | None:
         return self.ledger.current_book()

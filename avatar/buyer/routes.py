@@ -63,7 +63,7 @@ class Books(Protocol):
 
     def current(self) -> RoundBook | None: ...
 
-    def refresh(self) -> RoundBook | None: ...
+    def changed(self) -> None: ...
 
 
 class RoomBooks(Protocol):
@@ -145,6 +145,6 @@ def mount_buyer_page(app: FastAPI, config: Config, controller: RoomBooks, feed_p
         current = controller.ledger.round_for(state.round_id)
         if current is not None:
             controller.ledger.save_allocation(current.key, products, result["value"])
-            controller.books.refresh()
+            controller.books.changed()
         log.info("the buyer saved an allocation worth %s for round %s", result["value"], state.round_id)
         return JSONResponse({**result, "ok": True, "saved": True, "eo": answer})

@@ -57,6 +57,8 @@ class DayBook:
         self.ledger = ledger
         self.folder = folder
         self._today = today
+        self._written = ""
+        """What the last export wrote (the same day again is not written again)."""
 
     @property
     def date(self) -> str:
@@ -94,9 +96,9 @@ class DayBook:
         return {str(name): {"revenue": number(e.get("revenue")), "utility": _utility(e.get("utility"))}
                 for name, e in totals.items() if isinstance(e, Mapping) and "revenue" in e}
 
-    def summary(self) -> dict[str, Any]:
-        """The day per round, per buyer and per seller."""
-        books = self.books()
+    def summary(self, books: list[RoundBook] | None = None) -> dict[str, Any]:
+        """The day per round, per buyer and per seller (of ``books``, read once by the caller, or now)."""
+        books = self.books() if books is None else books
         rows = [self._row(b) for b in books]
         buyers: dict[str, dict[str, Any]] = {}
         sellers: dict[str, dict[str, Any]] = {}
@@ -113,18 +115,18 @@ class DayBook:
                 seller["utility"] = round(seller["utility"] + (figures["utility"] or 0.0), 2)
         return {"date": self.date, "rounds": rows, "buyers": buyers, "sellers": sellers, "next_buyer": self.ledger.next_buyer()}
 
-    def detail(self) -> list[dict[str, Any]]:
+    def detail(self, books: list[RoundBook] | None = None) -> list[dict[str, Any]]:
         """Every round of the day whole: its deals with goods and prices, its saved allocation, the EO's totals."""
         return [{"round": b.round.round_id, "buyer": b.round.buyer, "state": b.round.phase, "started": b.round.started_ms,
                  "deals": [{"seller": d.seller, "goods": d.goods, "price": d.price, "source": d.source} for d in b.deals],
                  "allocation": None if b.allocation is None else {"products": b.allocation.products, "value": b.allocation.value},
-                 "totals": b.round.totals, "note": b.round.note} for b in self.books()]
+                 "totals": b.round.totals, "note": b.round.note} for b in (self.books() if books is None else books)]
 
-    def csv_text(self) -> str:
+    def csv_text(self, summary: dict[str, Any] | None = None) -> str:
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
         writer.writeheader()
-        for row in self.summary()["rounds"]:
+        for row in (summary or self.summary())["rounds"]:
             writer.writerow({key: "" if row[key] is None else row[key] for key in CSV_COLUMNS})
         return out.getvalue()
 
@@ -137,17 +139,23 @@ class DayBook:
     def csv_file(self) -> Path:
         return self.folder / f"{self.date}.csv"
 
-    def export(self) -> dict[str, Any]:
-        """Both files, each replaced whole (a reader never sees half a file); a disk problem is
-        one rate-limited line (the ledger keeps the day). Returns the summary."""
-        summary = self.summary()
+    def export(self) -> tuple[dict[str, Any], bool]:
+        """The day's summary, and whether it changed since the last export. Both files are
+        written when it did (an offer or a prompt changes no row), each replaced whole (a reader
+        never sees half a file); a disk problem is one rate-limited line (the ledger keeps the day)."""
+        books = self.books()
+        summary = self.summary(books)
+        payload = {**summary, "detail": self.detail(books)}
+        seen = json.dumps(payload)  # compact: the C encoder (the indented file's is Python's, 10x slower)
+        if seen == self._written:
+            return summary, False
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            payload = {**summary, "detail": self.detail()}
-            for path, text in ((self.json_file, json.dumps(payload, indent=1)), (self.csv_file, self.csv_text())):
+            for path, text in ((self.json_file, json.dumps(payload, indent=1)), (self.csv_file, self.csv_text(summary))):
                 staging = path.with_name(path.name + ".tmp")
                 staging.write_text(text, encoding="utf-8", newline="")  # the CSV's own line ends, as served
                 os.replace(staging, path)
+            self._written = seen
         except OSError as exc:
             _notes.warning(("write", exc.errno), "the day's summary cannot be written to %s: %s", self.folder, exc.strerror or exc)
-        return summary
+        return summary, True

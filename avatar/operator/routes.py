@@ -173,10 +173,15 @@ def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connecte
         feed.set_link("eo", reachable=False, detail=str(exc))
 
     day = DayBook(controller.ledger, config.core.data_dir / DAY_DIR)
-    controller.books.listen(lambda _book: feed.set_day(day.export()))
+    def day_changed(_book: object) -> None:
+        summary, changed = day.export()
+        if changed:
+            feed.set_day(summary)
+
+    controller.books.listen(day_changed)
     controller.alert_listeners.append(feed.books_alert)
     feed.on_undelivered = controller.undelivered
-    feed.set_day(day.export())
+    feed.set_day(day.export()[0])
 
     def name_buyer(name: Any, running: bool) -> str:
         """The buyer of the next rounds (and of the running one when ``running``), in the ledger."""
