@@ -149,7 +149,9 @@ class AvatarController:
         self.cut_prompts = 0
         """Confirmations a previous run of the controller left unanswered (found at start)."""
         self.eo_url: str | None = None
-        """The EO whose books the round's are held against while it lasts (:mod:`avatar.reconcile`)."""
+        """The EO whose books the round's are held against while it lasts (:mod:`avatar.reconcile`)..."""
+        self.books_check: dict[str, Any] | None = None
+        """...and what the last check of them found."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def check(self) -> None:
@@ -230,6 +232,7 @@ class AvatarController:
             "display_clients": self.hub.client_count,
             "round": self.round_state().model_dump(include={"round_id", "phase", "phase_deadline"}),
             "confirms_waiting": len(self.confirms),
+            "books_check": self.books_check,
             "ledger": self.ledger.where,
             **dict(self.counters),
         }

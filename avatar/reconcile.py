@@ -7,7 +7,8 @@ asks the EO for its totals every ``[avatar] eo_books_check_s``:
 * a deal the EO booked that the ledger lacks is added from the EO's totals (per seller: the
   goods and money beyond what reached us) and said on the console; one the ledger has and the
   EO does not is said (the EO's books are the truth; the room's are then wrong);
-* a round the EO no longer knows while the ledger has it open is over: lost, or - after its
+* a round the EO no longer knows while the ledger has it open is over: lost (when the EO had
+  answered its totals before: an EO without ``/viewTotals`` decides nothing), or - after its
   post-round - ended without the totals reaching the room;
 * an EO that does not answer after a restart that cut a confirmation has exited (the platform
   EO does when the service it waits on goes away): the round is lost, and the console says so.
@@ -115,6 +116,12 @@ class Reconciler:
         """The round key and what the last check saw, and how often in a row."""
         self._seen = 0
         self.checks = 0
+        self._known: set[int] = set()
+        """Rounds (ledger keys) whose totals the EO has answered: only an EO that knew a round and
+        answers ``/viewTotals`` at all can be said to have lost it (an EO without the endpoint, or
+        one that has not set the round up yet, answers an error too)."""
+        self._said: set[tuple[int, str]] = set()
+        """Differences said already (one the room cannot mend stays on the console once)."""
 
     def _again(self, round_key: int, what: str) -> bool:
         """Whether ``what`` was seen :data:`CHECKS_TO_ACT` times in a row for this round."""
@@ -132,9 +139,16 @@ class Reconciler:
                 await asyncio.sleep(self.controller.settings.eo_books_check_s)
 
     async def check(self, http: httpx.AsyncClient) -> str:
-        """One check of the current round; returns what it found (for the log and tests)."""
+        """One check of the current round; returns what it found (also in the controller's
+        ``/health``, as ``books_check``)."""
+        book = self.controller.ledger.current_book()
+        found = await self._check(http, book)
+        if book is not None and book.round.open:
+            self.controller.books_check = {"round": book.round.round_id, "found": found, "at": now_ms()}
+        return found
+
+    async def _check(self, http: httpx.AsyncClient, book: RoundBook | None) -> str:
         ledger = self.controller.ledger
-        book = ledger.current_book()
         if book is None or not book.round.open:
             return "no open round"
         rnd = book.round
@@ -156,6 +170,7 @@ class Reconciler:
             eo = None
         if eo is None:
             return "no totals yet"
+        self._known.add(rnd.key)
         diffs = differences(eo, ledger_books(book))
         if not diffs:
             self._last, self._seen = None, 0
@@ -163,6 +178,9 @@ class Reconciler:
         seen = "; ".join(f"{s} {_describe(d)}" for s, d in sorted(diffs.items()))
         if not self._again(rnd.key, seen):
             return "differ (once)"
+        if (rnd.key, seen) in self._said:
+            return "differ (said)"
+        self._said.add((rnd.key, seen))
         added = []
         for seller, diff in sorted(diffs.items()):
             more = {g: n for g, n in diff.goods.items() if n > 0}
@@ -182,6 +200,8 @@ class Reconciler:
             return "unknown (once)"
         ledger = self.controller.ledger
         late = rnd.phase == "post" and rnd.phase_deadline_ms is not None and now_ms() > rnd.phase_deadline_ms + POST_GRACE_MS
+        if not late and rnd.key not in self._known:
+            return "unknown (never known)"  # no proof the EO ever had it: nothing is decided on it
         if late:
             text = f"round {rnd.round_id} is over at the EO, but its totals never reached the room"
             ledger.set_phase(rnd.key, "ended", now_ms(), None, note=text)

@@ -48,11 +48,11 @@ from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import load_audio, write_wav  # noqa: E402
 from orchestrator_client.recorder import free_port  # noqa: E402
 from standins.demo_agents.settings import DemoAgentsSettings  # noqa: E402
+from tests.helpers import AUTO_FIRST_ROUND, CLI, suite_config  # noqa: E402
 from workers.runtime.bus import Bus  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402
 from workers.runtime.messages import OutgoingMessage, RoundState, Speaking, Stage, Transcript  # noqa: E402
 
-CLI = [sys.executable, "-m", "humaine_env"]
 CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 """The processes run this checkout's code whatever copy of the suite is installed."""
 SILENCE_AFTER_S = 15.0
@@ -89,30 +89,17 @@ def recording(path: Path, count: int) -> list[str]:
     return texts
 
 
-def suite_config(workdir: Path, broker_port: int) -> Path:
-    path = workdir / "humaine-env.toml"
-    path.write_text(
-        f'environment_uuid = "v2v{broker_port}"\n'
-        f'data_dir = "{workdir / "data"}"\n'
-        f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
-        f"[standin]\nport = {free_port()}\nwarm_up_s = 0.5\n"
-        f"[demo_agents]\nagents = {{ Celia = {free_port()}, Watson = {free_port()} }}\n"
-        f'[avatar]\nport = {free_port()}\nspeaker = "wav:{workdir / "speech"}"\n'
-    )
-    return path
-
-
 def run(count: int) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-v2v-"))
     wav = workdir / "buyer.wav"
     texts = recording(wav, count)
     port = free_port()
-    config_path = suite_config(workdir, port)
+    config_path = suite_config(workdir, port, speaker=f"wav:{workdir / 'speech'}")  # paced like a sound card
     config = Config.load(config_path, environ={})
     sellers = config.section(DemoAgentsSettings)
     think_s = {"addressed": sellers.reply_delay_s, "unaddressed": sellers.follow_delay_s}
     suite = subprocess.Popen(
-        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera", "--log-level", "WARNING"],
+        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera", "--log-level", "WARNING", *AUTO_FIRST_ROUND],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=workdir,
         start_new_session=True, env=CHILD_ENV,
     )

@@ -13,13 +13,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sessions.generate import SessionSpec
 from workers.runtime.broker import BrokerAddress, broker_answers
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import RoundState
+from workers.runtime.messages import Envelope, RoundState
+from workers.runtime.topics import Topic, Topics
+
+E = TypeVar("E", bound=Envelope)
 
 # Session tests: the sessions are espeak-ng negotiation speech, what pocketsphinx's domain model is tuned for
 # (it is off by default: on other speech it invents deal terms).
@@ -131,16 +134,18 @@ AUTO_FIRST_ROUND = ("--set", 'run.first_round="auto"')
 operator console, it otherwise waits for the operator's Next round)."""
 
 
-def suite_config(tmp_path: Path, broker_port: int) -> Path:
-    """A configuration with every port free, so the suite can run beside anything else."""
+def suite_config(tmp_path: Path, broker_port: int, speaker: str = "") -> Path:
+    """A configuration with every port free, so the suite can run beside anything else; the
+    avatars speak into fast WAV files under ``tmp_path`` unless ``speaker`` says otherwise."""
     path = tmp_path / "humaine-env.toml"
+    speaker = speaker or f"wav-fast:{tmp_path / 'speech'}"
     path.write_text(
         f'environment_uuid = "suite{broker_port}"\n'
         f'data_dir = "{tmp_path / "data"}"\n'
         f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
         f"[standin]\nport = {free_port()}\nwarm_up_s = 0.5\n"
         f"[demo_agents]\nagents = {{ Celia = {free_port()}, Watson = {free_port()} }}\n"
-        f'[avatar]\nport = {free_port()}\nspeaker = "wav-fast:{tmp_path / "speech"}"\n'
+        f'[avatar]\nport = {free_port()}\nspeaker = "{speaker}"\n'
     )
     return path
 
@@ -159,11 +164,16 @@ def start_run(config_path: Path, cwd: Path, *flags: str, without: str = "mic,cam
     return suite, output
 
 
-def round_observer(config: Config) -> tuple[Bus, list[RoundState]]:
-    """A bus client of the room that collects every round state it sees."""
-    rounds: list[RoundState] = []
-    bus = Bus(config, "console-test", persistent=False)
-    bus.subscribe(bus.topics.round_state(), RoundState, lambda _t, m: rounds.append(m))
+def collect(config: Config, topic: Topic, model: type[E], name: str = "observer") -> tuple[Bus, list[E]]:
+    """A bus client of the room, connected, that keeps every ``model`` it sees on ``topic``."""
+    seen: list[E] = []
+    bus = Bus(config, name, persistent=False)
+    bus.subscribe(topic, model, lambda _t, m: seen.append(m))
     bus.start()
     assert bus.wait_connected(30)
-    return bus, rounds
+    return bus, seen
+
+
+def round_observer(config: Config) -> tuple[Bus, list[RoundState]]:
+    """A bus client of the room that collects every round state it sees."""
+    return collect(config, Topics(config.core.environment_uuid).round_state(), RoundState, "console-test")

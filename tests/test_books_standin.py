@@ -6,7 +6,9 @@ in Chromium a seller's Accept answered after 8 s is booked (the stand-in waits a
 does), one left to the timeout gets the configured answer and is booked; after every step the
 page, the display and the day book equal the stand-in's ``/viewTotals``. The allocation is saved,
 the round is scored and recorded under the buyer's name. Then ``run`` is stopped and started on
-the same data directory: the day goes on with ``r2``, and the first round's row is unchanged.
+the same data directory: the day goes on with ``r2``, and the first round's row is unchanged. The
+stand-in's process is killed during ``r2``: ``run`` starts it again, no round begins by itself,
+and the day book marks ``r2`` lost by the EO.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
 from sessions.format import SESSION_FILE, Session
 from tests.books_room import Platform, Views, money
-from tests.helpers import UI_TIMEOUT_MS, free_port, round_observer, start_run, wait_for
+from tests.helpers import UI_TIMEOUT_MS, collect, free_port, round_observer, start_run, wait_for
 from workers.runtime.config import Config
+from workers.runtime.messages import Status
+from workers.runtime.topics import Topics
 
 pytestmark = pytest.mark.slow
 
@@ -43,6 +47,8 @@ BUDGET = 50.0
 BUYER = "Ada"
 WITHOUT = "mic,camera,demo-agents"
 """The test plays the sellers (two recording servers on the sellers' ports) and the buyer's words."""
+STANDIN = "orchestrator"
+"""The stand-in EO's worker id (its retained status names its process)."""
 NOT_BEFORE_S = 3.0
 """How long the test watches that no round starts before the operator's Next round."""
 
@@ -74,6 +80,10 @@ def _answers(url: str) -> bool:
         return httpx.get(url + ep.HEALTH, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def _health(url: str) -> dict[str, Any]:
+    return httpx.get(url + ep.HEALTH, timeout=5).json()
 
 
 def _stop(suite: subprocess.Popen[str]) -> int:
@@ -121,8 +131,8 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         expect(buyer.locator("#left")).to_have_text(money(BUDGET), timeout=UI_TIMEOUT_MS)
 
         # a seller's Accept answered after 8 s: the stand-in waits, as the platform EO does, and books it
-        platform.say("Celia, two eggs for a dollar?", "Celia")
-        reply = platform.accept("Celia", {"egg": 2}, 1.0)
+        platform.say("Celia, an egg and two cups of flour for a dollar?", "Celia")
+        reply = platform.accept("Celia", {"egg": 1, "flour": 2}, 1.0)
         expect(buyer.locator("#confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
         time.sleep(8.0)
         buyer.get_by_role("button", name="Accept").click()
@@ -137,7 +147,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         assert reply.result(timeout=CONFIRM_TIMEOUT_S + 30).status_code == 200
         views.agree(platform, "left to the timeout")
         booked_paid, booked_goods = platform.human()
-        assert (booked_paid, booked_goods) == (2.5, {"egg": 2, "milk": 2})
+        assert (booked_paid, booked_goods) == (2.5, {"egg": 1, "flour": 2, "milk": 2})  # a pancake's
 
         # the operator ends the negotiation; the buyer saves; the operator ends the post-round: scored
         console.get_by_role("button", name="End round").click()
@@ -149,8 +159,11 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         console.get_by_role("button", name="End round").click()
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), 15)
         expect(buyer.locator("#summary")).to_contain_text("The round scored you", timeout=UI_TIMEOUT_MS)
-        row, _ = views.day_row()
+        row, detail = views.day_row()
         assert (row["buyer"], row["deals"], row["paid"], row["allocation_saved"]) == (BUYER, 2, 2.5, True)
+        scored = detail["totals"]["Human"]["utility"]["value"]  # the stand-in's score of the pancake saved
+        assert scored > 0 and row["buyer_utility"] == scored
+        expect(buyer.locator("#summary")).to_contain_text(money(scored))
         console.screenshot(path=str(artifacts_dir / "books-standin-console.png"))
         day_dir = tmp_path / "data" / SESSIONS_DIR
         assert wait_for(lambda: any(day_dir.glob(f"*/r1-{BUYER}/{SESSION_FILE}")), 15), list(day_dir.rglob("*"))
@@ -164,14 +177,32 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         assert wait_for(lambda: any("press Next round" in line for line in output), 60), "".join(output)
         bus, rounds = round_observer(config)
         assert wait_for(lambda: _answers(avatar_url) and _answers(eo_url), 60), "".join(output)
-        started = httpx.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 5, "post": 1}}, timeout=15)
+        started = httpx.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 1}}, timeout=15)
         assert started.status_code == 200 and started.json()["roundId"] == "r2", started.text
-        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "ended" for m in rounds), 30)
+        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "round" for m in rounds), 30)
+        knew = {"round": "r2", "found": "agree"}  # the room's books held against the stand-in's, which has r2
+        assert wait_for(lambda: knew.items() <= (_health(avatar_url).get("books_check") or {}).items(), 15)
+
+        # the stand-in's process dies mid-round: run starts it again; it starts no round of its own
+        # over the room's (the stray "round r1: warm-up"), and the round it forgot is lost by the EO
+        status_bus, statuses = collect(config, Topics(config.core.environment_uuid).status(STANDIN), Status)
+        try:
+            assert wait_for(lambda: any(st.state == "online" for st in statuses), 10)
+            first_pid = next(st.pid for st in reversed(statuses) if st.state == "online")
+            os.kill(first_pid, signal.SIGKILL)
+            assert wait_for(lambda: any(st.state == "online" and st.pid != first_pid for st in statuses), 30), "".join(output)
+        finally:
+            status_bus.stop()
+        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "ended" for m in rounds), 30), "".join(output)
+        assert [m.round_id for m in rounds if m.phase == "warmup"] == ["r2"]  # no round began by itself
+        assert httpx.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
+        console.reload()
+        expect(console.locator("#day tr[data-round='r2'] td").first).to_have_text("r2 (lost by the EO)", timeout=UI_TIMEOUT_MS)
         again = Views(avatar_url, buyer, display, "r1", BUDGET).day_row()[0]
         assert {k: again[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")} == \
             {k: row[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")}
         day = httpx.get(avatar_url + DAY_JSON_PATH, timeout=10).json()
-        assert [str(r["round"]) for r in day["rounds"]] == ["r1", "r2"]
+        assert [(str(r["round"]), r["state"]) for r in day["rounds"]] == [("r1", "ended"), ("r2", "lost")]
         assert day["rounds"][1]["buyer"] == BUYER  # the named buyer goes on until another is named
     finally:
         if bus is not None:

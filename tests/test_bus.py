@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import MosquittoBroker, wait_for
+from tests.helpers import MosquittoBroker, collect, wait_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Status, Transcript, VadEvent, now_ms
+from workers.runtime.topics import Topics
 from workers.runtime.worker import STOP_DEADLINE_S
 
 
@@ -182,12 +183,7 @@ def _start_worker_process(env_id: str, url: str) -> subprocess.Popen[bytes]:
 
 
 def _watch_status(config: Config) -> tuple[Bus, list[Status]]:
-    seen: list[Status] = []
-    observer = Bus(config, "observer", persistent=False)
-    observer.subscribe(observer.topics.all_status(), Status, lambda _t, s: seen.append(s))
-    observer.start()
-    assert observer.wait_connected(10)
-    return observer, seen
+    return collect(config, Topics(config.core.environment_uuid).all_status(), Status)
 
 
 def test_killed_worker_is_seen_offline(mosquitto: MosquittoBroker, make_config: Callable[..., Config]) -> None:

@@ -37,12 +37,14 @@ from tests.real_eo import RealEO
 
 ENV = "abcdefg"
 LOG_WAIT_S = 5.0
-STANDIN_REQUEST_TIMEOUT_S = 5.0
-"""The stand-in's own bound on a service's answer (``[standin] request_timeout_s``)."""
-CONFIRM_LATE_S = 8.0
+STANDIN_REQUEST_TIMEOUT_S = 2.0
+"""The stand-in's own bound on a service's answer (``[standin] request_timeout_s``; 5 s by
+default: shorter here, so a late answer past it costs the tests less)."""
+CONFIRM_LATE_S = STANDIN_REQUEST_TIMEOUT_S + 1.0
 """A buyer's yes or no this long after ``/confirmAccept``: past the stand-in's request timeout,
 within the Avatar Controller's ``[avatar] confirm_timeout_s`` (15 s). The platform EO waits for
-it without a timeout of its own; the stand-in must too."""
+it without a timeout of its own; the stand-in must too (its ``confirm_wait_s`` bounds it alone;
+``tests/test_books_standin.py`` answers after 8 s with the default settings)."""
 HTTP_TIMEOUT_S = CONFIRM_LATE_S + 20.0
 """The test's own client waits through a late confirmation (a seller's relay is held meanwhile)."""
 RESULTS: dict[str, dict[str, Any]] = {}

@@ -96,12 +96,20 @@ def test_a_deal_only_the_eo_booked_is_added_from_its_totals_after_two_checks(tmp
     ctl, alerts = controller(tmp_path)
     eo = totals((1.0, {"egg": 2}), (0.6, {"flour": 2}))  # Watson's deal never reached the room
     assert checks(ctl, eo_answering(eo), 3) == ["differ (once)", "differ", "agree"]
+    assert len(alerts) == 1
     book = ctl.ledger.current_book()
     assert book is not None and [(d.seller, d.goods, d.price, d.source) for d in book.deals][-1] == \
         ("Watson", {"flour": 2}, 0.6, "eo-totals")
     assert book.left == 48.4
     (kind, text), = alerts
     assert kind == "books_differ" and "Watson +2 flour for +0.60" in text and "added" in text
+
+
+def test_a_difference_the_room_cannot_mend_is_said_once(tmp_path: Path) -> None:
+    ctl, alerts = controller(tmp_path)
+    behind = httpx.Response(200, json={"Human": {"price": 0, "quantity": {}}})  # the room has a deal the EO has not
+    assert checks(ctl, eo_answering(behind), 6)[1:] == ["differ", "differ (once)", "differ (said)", "differ (said)", "differ (said)"]
+    assert len(alerts) == 1 and "Celia -2 egg for -1.00" in alerts[0][1] and "added" not in alerts[0][1]
 
 
 def test_a_difference_seen_once_is_the_eo_booking_before_it_forwards(tmp_path: Path) -> None:
@@ -113,7 +121,10 @@ def test_a_difference_seen_once_is_the_eo_booking_before_it_forwards(tmp_path: P
 
 def test_a_round_the_eo_forgot_is_lost_or_over(tmp_path: Path) -> None:
     ctl, alerts = controller(tmp_path)
-    assert checks(ctl, eo_answering(httpx.Response(500, text="TypeError")), 2) == ["unknown (once)", "unknown"]
+    forgot = httpx.Response(500, text="TypeError")
+    assert checks(ctl, eo_answering(forgot), 3)[-1] == "unknown (never known)"  # no proof the EO ever had it
+    assert ctl.ledger.current().phase == "round" and alerts == []  # type: ignore[union-attr]
+    assert checks(ctl, eo_answering(totals((1.0, {"egg": 2})), forgot), 3) == ["agree", "unknown (once)", "unknown"]
     assert ctl.ledger.current().phase == "lost" and alerts[0][0] == "round_lost"  # type: ignore[union-attr]
 
     late, alerts = controller(tmp_path / "late", phase="post", deadline=now_ms() - 60_000)

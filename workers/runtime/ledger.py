@@ -284,6 +284,11 @@ def _deal(row: tuple[Any, ...]) -> Deal:
     return Deal(did, round_key, seller, _loads(goods), price, text, prompt_id, booked, source)
 
 
+def _unbooked(db: sqlite3.Connection, key: int) -> None:
+    """The round is over: a yes the EO has not booked by now never will be."""
+    db.execute("UPDATE prompts SET outcome = 'unbooked' WHERE round_key = ? AND outcome = 'sent'", (key,))
+
+
 class RoomLedger:
     """The store (thread-safe: one connection under a lock, each change one transaction)."""
 
@@ -427,15 +432,11 @@ class RoomLedger:
             if note is not None:
                 db.execute("UPDATE rounds SET note = ? WHERE key = ?", (note, key))
             if phase in ("ended", "lost"):
-                db.execute("UPDATE prompts SET outcome = 'unbooked' WHERE round_key = ? AND outcome = 'sent'", (key,))
+                _unbooked(db, key)
 
     def note(self, key: int, note: str) -> None:
         with self._write() as db:
             db.execute("UPDATE rounds SET note = ? WHERE key = ?", (note, key))
-
-    def set_budget(self, key: int, budget: float, currency: str) -> None:
-        with self._write() as db:
-            db.execute("UPDATE rounds SET budget = ?, currency = ? WHERE key = ?", (budget, currency, key))
 
     def set_utility(self, key: int, utility: Mapping[str, Any]) -> None:
         with self._write() as db:
@@ -446,7 +447,7 @@ class RoomLedger:
         with self._write() as db:
             db.execute("UPDATE rounds SET totals = ?, phase = 'ended', phase_started_ms = ?, phase_deadline_ms = NULL "
                        "WHERE key = ?", (_dumps(dict(totals)), ended_ms, key))
-            db.execute("UPDATE prompts SET outcome = 'unbooked' WHERE round_key = ? AND outcome = 'sent'", (key,))
+            _unbooked(db, key)
 
     def count_undelivered(self, round_id: object) -> bool:
         """One of the buyer's utterances in this round never reached the EO; False: no such round."""

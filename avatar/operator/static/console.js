@@ -152,7 +152,9 @@
     for (const r of (d.rounds || []).slice().reverse()) {
       const row = node("tr");
       row.dataset.round = r.round;
-      for (const value of [r.round, r.buyer || "-", r.started, r.deals, money(r.paid), r.allocation_saved ? "yes" : "no",
+      row.dataset.state = r.state || "";
+      if (r.note) row.title = r.note;  // why a round was lost, or ended without its totals
+      for (const value of [r.state === "lost" ? r.round + " (lost by the EO)" : r.round, r.buyer || "-", r.started, r.deals, money(r.paid), r.allocation_saved ? "yes" : "no",
         money(r.buyer_utility), money(r.seller_revenue), r.undelivered]) row.appendChild(node("td", "", String(value)));
       body.appendChild(row);
     }
