@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: setup run test bench lint
+.PHONY: setup run test test-fast bench lint
 
 setup:
 	@bash scripts/setup.sh
@@ -12,8 +12,14 @@ setup:
 run: setup
 	$(VENV)/bin/humaine-env run $(ARGS)
 
+# All three tiers (tests/unit, tests/integration, tests/e2e) on three workers, a module per worker
+# at a time (a module's browser, models and brokers start once); the 15 slowest tests are listed.
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n 3 --dist loadfile --durations=15
+
+# The unit tier alone, for the development loop (seconds; no broker, no browser, no model).
+test-fast: setup
+	$(PY) -m pytest tests/unit
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b" >&2; $(PY) $$b || exit 1; done

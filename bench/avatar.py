@@ -37,7 +37,7 @@ from avatar.ssml import prepare
 from hardware.speaker import Speaker, WavSink
 from hardware.speech_process import SpeechProcess
 from orchestrator_client import endpoints as ep
-from tests.helpers import MosquittoBroker
+from tests.support.helpers import MosquittoBroker
 from workers.runtime.config import Config
 from workers.runtime.messages import Speaking
 

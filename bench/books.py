@@ -36,7 +36,7 @@ import httpx
 from avatar.harness import LocalAvatar
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import ms_to_iso
-from tests.helpers import MosquittoBroker
+from tests.support.helpers import MosquittoBroker
 from workers.runtime.config import Config
 from workers.runtime.ledger import LEDGER_FILE
 from workers.runtime.messages import now_ms

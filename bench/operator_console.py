@@ -35,7 +35,7 @@ import httpx
 from websockets.sync.client import connect as ws_connect
 
 from avatar.operator.routes import CONSOLE_FEED_PATH
-from tests.helpers import MosquittoBroker, free_port, wait_for
+from tests.support.helpers import MosquittoBroker, free_port, wait_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import HeadPose, OutgoingMessage, now_ms

@@ -25,7 +25,7 @@ from orchestrator_client.client import Delivered, EOClient
 from orchestrator_client.models import confirm_accept_answer
 from orchestrator_client.recorder import Behavior, RecordingServer
 from standins.eo import default_round
-from tests.real_eo import RealEO
+from tests.support.real_eo import RealEO
 
 UTTERANCES = 100
 

@@ -12,7 +12,7 @@ the room). Per voice:
 * ``rtf``: rendering time over audio time (a fast WAV sink: the engine's own speed);
 * ``lipsync_max_ms`` / ``lipsync_p95_ms``: every word after a pause against where the mouth
   opens in the timeline made from the engine's own timing (``avatar.lipsync``, the measure of
-  ``tests/test_display_stage.py``); ``lipsync_unpaired``: lines whose pauses did not pair up.
+  ``tests/e2e/avatar/test_display_stage.py``); ``lipsync_unpaired``: lines whose pauses did not pair up.
 
 Targets (issue: voices a buyer understands): WER ≤ 0.05 per default voice, TTFA p95 ≤ 150 ms,
 lip-sync ≤ 60 ms. Usage: ``.venv/bin/python bench/voices.py [--avatar NAME] [--no-fallbacks]``.

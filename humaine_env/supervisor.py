@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -424,16 +424,19 @@ class ConsoleLines:
     (bursts of :data:`CONSOLE_BURST`): whatever floods the bus (a peer in a loop, hostile
     payloads), the terminal stays readable, and what was left out is said in one line."""
 
-    def __init__(self, rate: float = CONSOLE_LINES_PER_S, burst: int = CONSOLE_BURST) -> None:
+    def __init__(self, rate: float = CONSOLE_LINES_PER_S, burst: int = CONSOLE_BURST,
+                 seconds: Callable[[], float] = time.monotonic) -> None:
+        """``seconds``: the clock the bucket refills by (monotonic seconds)."""
         self.rate, self.burst = rate, burst
+        self._seconds = seconds
         self._tokens = float(burst)
-        self._at = time.monotonic()
+        self._at = seconds()
         self._dropped = 0
         self._lock = threading.Lock()
 
     def say(self, line: str) -> None:
         with self._lock:
-            now = time.monotonic()
+            now = self._seconds()
             self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
             self._at = now
             if self._tokens < 1:

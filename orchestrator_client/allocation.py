@@ -2,7 +2,7 @@
 
 Check and rate: the platform's utility generator (``/checkAllocation``, ``/calculateUtility/buyer``)
 when one is known, else the suite's own port of its rules (:mod:`orchestrator_client.buyer_utility`,
-held equal to the real one by ``tests/test_buyer_utility.py``), so a laptop with the stand-in EO
+held equal to the real one by ``tests/e2e/orchestrator_client/test_buyer_utility.py``), so a laptop with the stand-in EO
 rates allocations too. Save: the EO's ``/receiveHumanAllocation`` with competition-ui's body,
 ``{"roundId", "payload": products}``; the EO keeps the last one it got and scores the human on it
 at the end of the post-round phase.

@@ -151,7 +151,7 @@ PIPECAT_REFERENCE_PACKAGES = ("loguru==0.7.3", "soxr==1.1.0", "wait_for2==0.4.1"
 
 @fetcher
 def pipecat_reference() -> Path:
-    """Pipecat itself, for one test only: ``tests/test_mic_turn.py`` checks our features against
+    """Pipecat itself, for one test only: ``tests/integration/microphone/test_mic_turn.py`` checks our features against
     its ``LocalSmartTurnAnalyzerV3`` on real recordings. Installed apart (``pip install
     --target``, no dependencies: the few its smart-turn path imports are listed), never into the
     suite's environment, which must not depend on Pipecat."""
@@ -247,7 +247,7 @@ UTILITY_GENERATOR_TREE = PLATFORM / "utility-generator"
 def utility_generator() -> Path:
     """The real HUMAINE utility generator (Node.js) with its ``node_modules``: the buyer's
     utility, allocation check and rating that ``orchestrator_client.buyer_utility`` ports are
-    tested against it (``tests/test_buyer_utility.py``). Fetched as the EO is."""
+    tested against it (``tests/e2e/orchestrator_client/test_buyer_utility.py``). Fetched as the EO is."""
     return platform_service("utility-generator", UTILITY_GENERATOR_REPOSITORY, UTILITY_GENERATOR_COMMIT, "utility-generator.js",
                             UTILITY_GENERATOR_TREE, UTILITY_GENERATOR_SOURCE)
 
@@ -279,22 +279,35 @@ def speech_corpus() -> Path:
     return CACHE
 
 
+LONG_FETCHERS = ("environment_orchestrator", "utility_generator", "noise_set", "speech_corpus")
+"""The fetchers that take tens of seconds on a fresh machine (npm, speech synthesis): run side by
+side once the quick ones (which they may build on) are done."""
+
+
+def _fetch(fetch: Callable[[], Path]) -> bool:
+    """Run one fetcher and say what it gave, or why not, in one line; True when it worked."""
+    started = time.monotonic()
+    try:
+        where = fetch()
+    except Exception as exc:  # one line per missing asset, then go on with the others
+        log.error("could not fetch %s: %s", fetch.__name__, exc)
+        return False
+    log.info("    %s: %s (%.0f s)", fetch.__name__, where.relative_to(ROOT) if where.is_relative_to(ROOT) else where,
+             time.monotonic() - started)
+    return True
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="setup: %(message)s")
     ASSETS.mkdir(parents=True, exist_ok=True)
-    failed = 0
-    for fetch in FETCHERS:
-        started = time.monotonic()
-        try:
-            where = fetch()
-        except Exception as exc:  # one line per missing asset, then go on with the others
-            failed += 1
-            log.error("could not fetch %s: %s", fetch.__name__, exc)
-            continue
-        log.info("    %s: %s (%.0f s)", fetch.__name__, where.relative_to(ROOT) if where.is_relative_to(ROOT) else where,
-                 time.monotonic() - started)
+    from concurrent.futures import ThreadPoolExecutor
 
-    return 1 if failed else 0
+    quick = [f for f in FETCHERS if f.__name__ not in LONG_FETCHERS]
+    long = [f for f in FETCHERS if f.__name__ in LONG_FETCHERS]
+    done = [_fetch(fetch) for fetch in quick]
+    with ThreadPoolExecutor(max_workers=len(long) or 1, thread_name_prefix="fetch") as pool:
+        done += list(pool.map(_fetch, long))
+    return 0 if all(done) else 1
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Negotiation utterances spoken with a pause in the middle, and complete ones, for measuring
-how final transcripts are merged (``bench/merging.py``, ``tests/test_merge_corpus.py``).
+how final transcripts are merged (``bench/merging.py``, ``tests/integration/microphone/test_merge_corpus.py``).
 
 Each paused utterance is its two halves synthesised separately by the same voice (so each half
 has its own natural prosody) joined by silence longer than the segmenter's hangover, so the

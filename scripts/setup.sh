@@ -59,7 +59,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   echo "setup:     pip install -e \".[dev,voices]\": MediaPipe, faster-whisper, Vosk, pocketsphinx, FastAPI, ... (a few minutes the first time)"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
   # one line per package pip fetches, then what it installed: progress without its bars
-  "$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar off -e ".[dev,voices]" \
+  "$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar off --no-compile -e ".[dev,voices]" \
     | { grep -E '^(Collecting|Successfully installed)' || true; } | cut -c1-160 | sed 's/^/setup:       /'
   echo "$want" > "$STAMP"
   done_step "installed"

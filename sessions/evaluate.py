@@ -34,6 +34,9 @@ STAGE_SPANS: tuple[tuple[str, str], ...] = (
     (Stage.RELAY_SENT, Stage.EO_ANSWER),
 )
 """Consecutive stages whose spans ``eval`` reports (p50/p95 ms, paced replay)."""
+SESSION_CLOCK_STAGES = (Stage.SPEECH_END, Stage.RELEASED, Stage.RELAY_SENT, Stage.EO_ANSWER)
+"""The stages a paced replay stamps in session time: the speech on the audio clock, the rest on
+the transcript worker's clock (the replay's session clock); the final's stamp is wall time."""
 
 
 @dataclass
@@ -141,8 +144,11 @@ def score(result: ReplayResult, scores: Scores | None = None) -> Scores:
             speech_end_wall = result.wall_origin_ms + (utt.end_ms - info.start_ms) / result.speed
             scores.latencies_ms.append(delivered_at[best["id"]] - speech_end_wall)
             stages = dict(best.get("stages") or {})
-            if Stage.SPEECH_END in stages:  # on the session's audio clock: put it on the wall clock
-                stages[Stage.SPEECH_END] = result.wall_origin_ms + (stages[Stage.SPEECH_END] - info.start_ms) / result.speed
+            # the speech (audio clock) and the transcript worker's stamps (its clock, the held
+            # session clock) are session time: put them on the wall clock of the final's stamp
+            for name in SESSION_CLOCK_STAGES:
+                if name in stages:
+                    stages[name] = result.wall_origin_ms + (stages[name] - info.start_ms) / result.speed
             for first, then in STAGE_SPANS:
                 if first in stages and then in stages:
                     scores.stage_ms.setdefault(f"{first}→{then}", []).append(float(stages[then] - stages[first]))

@@ -10,16 +10,29 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CHROMIUM, CHROMIUM_ARGS, MosquittoBroker, free_port
+from tests.support.avatar import AvatarRunner
+from tests.support.helpers import CHROMIUM, CHROMIUM_ARGS, MosquittoBroker, free_port
+from tests.support.paths import ROOT
 from workers.runtime.broker import EmbeddedBroker
 from workers.runtime.config import Config
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
 # Processes the tests start (``python -m humaine_env`` in a temporary folder) run this checkout's
 # code, not whatever copy of the suite is installed in the environment.
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
 _env_counter = itertools.count()
+
+
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test's tier is the folder it lives in: ``tests/<tier>/<package>/test_*.py``."""
+    for item in items:
+        tier = item.path.relative_to(TESTS).parts[0]
+        assert tier in TIERS, f"{item.nodeid}: a test lives in one of tests/{{{','.join(TIERS)}}}/"
+        item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(scope="session")
@@ -63,8 +76,8 @@ def make_config(tmp_path: Path) -> Callable[..., Config]:
             "data_dir": str(tmp_path / "data"),
             # the controllers tests start in-process share the process's speech engines (a voice
             # loads once); the supervised speech child is tested on its own
-            # (tests/test_speech_process.py) and in every test that starts a controller as a
-            # process (tests/test_books_real_eo.py, run)
+            # (tests/integration/hardware/test_speech_process.py) and in every test that starts a controller as a
+            # process (tests/e2e/avatar/test_books_real_eo.py, run)
             "avatar.speech_process": False,
         }
         values.update(overrides or {})
@@ -98,6 +111,15 @@ def scanner() -> Iterator[Any]:
     face_scanner = FaceScanner()
     yield face_scanner
     face_scanner.close()
+
+
+@pytest.fixture
+def start_avatar(mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path) -> Iterator[AvatarRunner]:
+    """``start_avatar(**settings)``: Avatar Controllers started in-process on the session's
+    mosquitto (each with an observer), all stopped when the test ends."""
+    runner = AvatarRunner(mosquitto.url, make_config, tmp_path / "wav")
+    yield runner
+    runner.close()
 
 
 @pytest.fixture(scope="module")

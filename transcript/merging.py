@@ -33,8 +33,9 @@ class Utterance:
 
     parts: list[Transcript]
     arrived_mono: float
-    """``time.monotonic()`` when the latest part arrived (the TTL runs from here: a held turn
-    is as fresh as its last words)."""
+    """Seconds on a monotonic clock when the latest part arrived (the TTL runs from here: a
+    held turn is as fresh as its last words): the ``now_mono`` given to :meth:`Merger.add` -
+    the transcript worker's clock - or ``time.monotonic()`` when none is given."""
     hold_until_ms: float
     """Time (ms, on the clock of the audio: wall time for a live microphone) after which no
     further part can join."""
@@ -43,7 +44,8 @@ class Utterance:
     held_because: str = ""
     """Why the utterance waited for a continuation (empty: it did not wait)."""
     released_ms: int | None = None
-    """Wall time (ms since the epoch) the transcript worker let it go."""
+    """When the transcript worker let it go (ms since the epoch, on its clock: wall time live,
+    the session's clock in a paced replay)."""
 
     @property
     def text(self) -> str:
@@ -80,8 +82,9 @@ class Utterance:
         return [p.utterance_id for p in self.parts]
 
     def stages(self) -> Stages:
-        """The human-side stage timestamps so far: speech on the audio clock, the rest on the
-        wall clock (the same clock for a live microphone)."""
+        """The human-side stage timestamps so far: speech on the audio clock, the final when it
+        was published (wall clock), the release on the transcript worker's clock (all one clock
+        for a live microphone)."""
         stages = {Stage.SPEECH_START: self.speech_start, Stage.SPEECH_END: self.end, Stage.FINAL: max(p.ts for p in self.parts)}
         if self.released_ms is not None:
             stages[Stage.RELEASED] = self.released_ms
@@ -138,7 +141,8 @@ class Merger:
         )
 
     def add(self, part: Transcript, now_ms: float, now_mono: float | None = None) -> list[Utterance]:
-        """Take a final; returns the utterances now complete (in order)."""
+        """Take a final; returns the utterances now complete (in order). ``now_mono``: now in
+        seconds on the clock the caller measures TTLs with (default ``time.monotonic()``)."""
         mono = time.monotonic() if now_mono is None else now_mono
         mergeable = self.gap_ms > 0 and part.source in self.mergeable_sources
         restarted = self._speech_restarted(part)

@@ -5,6 +5,14 @@ state are cheap and thread-safe, so they are applied there; final transcripts go
 worker's asyncio loop, which merges them, decides the addressee, and hands each message to a
 single delivery task (one at a time, so the human's messages reach the EO in the order spoken).
 
+Time: every decision takes its time from the worker's clock (:attr:`TranscriptWorker.clock`, a
+:class:`~hardware.clock.Clock`) - the merge holds, the TTL of a message, the round checks
+(against the round state's phase deadline), the pending confirmation's deadline and the stage
+timestamps it writes. Live, that clock is wall time; in a paced replay it is the session's clock,
+so a replay decides as the room would have. Two readings stay on other clocks on purpose: the age
+of a final (how long the broker held it: wall time against its publication stamp) and the
+deadline handed to the HTTP client (``time.monotonic()``, for its real retries and timeouts).
+
 Every message ends in exactly one recorded outcome - ``delivered``, ``blocked`` (with the EO's
 rationale), ``maybe_delivered`` (sent, unanswered by its deadline), ``failed`` or
 ``undelivered`` (no active round, a round the EO does not know, expired, worker stopping) - in
@@ -86,7 +94,8 @@ class _Job:
     message_id: str
     body: dict[str, Any]
     deadline: float
-    """``time.monotonic()`` after which it is no longer sent (the TTL)."""
+    """Seconds on the worker's clock (``clock.now_ms() / 1000``) after which it is no longer
+    sent (the TTL); turned into a ``time.monotonic()`` deadline for the HTTP client when sent."""
     stages: Stages
     """Stage timestamps (:class:`~workers.runtime.messages.Stage`), completed as it is delivered."""
     recorded: bool = False
@@ -94,17 +103,24 @@ class _Job:
 
 
 class TranscriptWorker(Worker):
+    """Final transcripts and attention in, one addressed message per utterance out, each with
+    one recorded outcome. All its time comes from :attr:`clock` (wall time live, the session's
+    clock in a paced replay): never the machine's clock directly, so that tests and replays can
+    drive it with a :class:`~hardware.clock.VirtualClock`."""
+
     name = WORKER_ID
 
     def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None, clock: Clock | None = None) -> None:
-        """``clock``: the clock of the audio the transcripts come from, for the merge hold
-        (default: wall time, as for a live microphone; a paced replay passes its session clock)."""
+        """``clock``: the clock of the audio the transcripts come from (default: wall time, as
+        for a live microphone; a paced replay passes its session clock). It governs the merge
+        holds, the TTLs, the round checks and the stage timestamps (see the module's docstring)."""
         # resolve everything that can be misconfigured before connecting anywhere
         self.settings = config.section(TranscriptSettings)
         core = config.core
         self.avatars = list(core.avatars)
         self.environment_uuid = core.environment_uuid
         self.delivery = Delivery(self.settings, config.section(OrchestratorSettings), self.avatars)
+        self.clock: Clock = clock or RealClock()
         super().__init__(config, worker_id, bus)
         s = self.settings
         self.history = AttentionHistory(keep_ms=s.history_s * 1000)
@@ -118,12 +134,15 @@ class TranscriptWorker(Worker):
         )
         self.rounds = RoundTracker(s.round_id, s.relay_phases, s.round_deadline_grace_s * 1000)
         self.merger = Merger.from_settings(s, self.avatars)
-        self.clock: Clock = clock or RealClock()
         self.session_log: SessionLog | None = None
         if s.session_log:
             directory = Path(s.session_dir) if s.session_dir else core.data_dir / SESSIONS_DIR
             self.session_log = SessionLog.create(directory, f"transcript-{self.environment_uuid}", self._disk_error,
                                                  self._disk_recovered)
+            # first in the file, before anything the subscriptions bring (a retained round state
+            # arrives as soon as the bus connects, which may be before run() is called)
+            self._log("session_start", environment=self.environment_uuid, worker=self.worker_id,
+                      delivery=self.delivery.describe(), settings=self.settings.model_dump(mode="json"))
         self.counts: dict[str, int] = {
             "finals": 0, "echo_dropped": 0, "too_old": 0, "messages": 0,
             "delivered": 0, "blocked": 0, "maybe_delivered": 0, "failed": 0, "undelivered": 0, "answered": 0,
@@ -211,7 +230,7 @@ class TranscriptWorker(Worker):
         its rationale, and a permitted log decides a relay whose answer was lost."""
         if message.message.get("speaker") != HUMAN:
             if message.permitted:
-                self._agent_replied_ms = now_ms()
+                self._agent_replied_ms = self.clock.now_ms()
             return
         loop = self._loop
         if loop is not None:
@@ -259,7 +278,7 @@ class TranscriptWorker(Worker):
         """When a confirmation waits and this utterance is a plain yes or no, give it to the
         Avatar Controller as the answer (and record it so), instead of relaying it to the EO."""
         pending = self._pending_confirm
-        if pending is None or pending.confirm_id is None or (pending.deadline is not None and now_ms() > pending.deadline):
+        if pending is None or pending.confirm_id is None or (pending.deadline is not None and self.clock.now_ms() > pending.deadline):
             return False
         text = str(job.body.get("text", ""))
         accept = spoken_answer(text, self.avatars)
@@ -278,8 +297,6 @@ class TranscriptWorker(Worker):
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
-        self._log("session_start", environment=self.environment_uuid, worker=self.worker_id,
-                  delivery=self.delivery.describe(), settings=self.settings.model_dump(mode="json"))
         self.log.info("delivering to %s", self.delivery.describe())
         try:
             asyncio.run(self._main(stop))
@@ -382,8 +399,9 @@ class TranscriptWorker(Worker):
             return []
         if not part.text.strip():
             return []
-        # how long the broker held it (wall time since it was published; the audio clock of a
-        # replay is in the past by design)
+        # how long the broker held it: wall time since it was published (the envelope's ``ts`` is
+        # the publisher's wall clock), on purpose not the worker's clock - the audio clock of a
+        # replay is in the past by design, and a message's time in the broker is real time
         age_s = (now_ms() - part.ts) / 1000
         if age_s > self.settings.max_final_age_s:
             self.counts["too_old"] += 1
@@ -391,13 +409,15 @@ class TranscriptWorker(Worker):
             self._drops.warning("too old", "final transcripts published over %g s ago are not relayed (the last: %.0f s)",
                                 self.settings.max_final_age_s, age_s)
             return []
-        return self.merger.add(part, self.clock.now_ms())
+        now = self.clock.now_ms()
+        # the TTL runs on the worker's clock too (in seconds, as the merger keeps it)
+        return self.merger.add(part, now, now_mono=now / 1000)
 
     def _dispatch(self, utterance: Utterance, outbox: asyncio.Queue[_Job | None], hold: bool = True) -> None:
         """Fuse, build and queue (or record as undelivered) one complete utterance; while no
         round state is known yet, hold it (see :meth:`_release_held`)."""
         if utterance.released_ms is None:  # when the merger let it go
-            utterance.released_ms = now_ms()
+            utterance.released_ms = self.clock.now_ms()
         if hold and (self._held or not self.rounds.known):  # behind held ones: in the order spoken
             self._held.append(utterance)
             if len(self._held) > MAX_HELD_FOR_ROUND:
@@ -406,7 +426,7 @@ class TranscriptWorker(Worker):
         decision = decide(
             utterance.text, utterance.speech_start, utterance.end, self.history, self.matcher, self.avatars, self.policy
         )
-        check = self.rounds.check(now_ms())
+        check = self.rounds.check(self.clock.now_ms())
         body = build_message(utterance, decision, self.environment_uuid, check.round_id)
         job = _Job(new_id(), body, utterance.arrived_mono + self.settings.ttl_s, utterance.stages())
         self.counts["messages"] += 1
@@ -424,7 +444,7 @@ class TranscriptWorker(Worker):
         out before one was (recorded undelivered: no round state received)."""
         if not self._held:
             return
-        now = time.monotonic()
+        now = self._clock_s()
         release_all = everything or self.rounds.known
         keep = []
         for utterance in self._held:
@@ -433,6 +453,15 @@ class TranscriptWorker(Worker):
             else:
                 keep.append(utterance)
         self._held = keep
+
+    def _clock_s(self) -> float:
+        """Now on the worker's clock, in seconds (the unit of the TTL deadlines)."""
+        return self.clock.now_ms() / 1000
+
+    def _monotonic_deadline(self, job: _Job) -> float:
+        """The TTL of ``job`` as the HTTP client takes it: a ``time.monotonic()`` deadline for
+        its real retries and timeouts, as much later as the job has left on the worker's clock."""
+        return time.monotonic() + max(0.0, job.deadline - self._clock_s())
 
     async def _deliver_loop(self, outbox: asyncio.Queue[_Job | None]) -> None:
         """One job at a time; a job that raises is recorded ``failed`` and the next one goes."""
@@ -453,19 +482,19 @@ class TranscriptWorker(Worker):
                                      f"internal error while delivering: {type(exc).__name__}")
 
     async def _deliver_one(self, job: _Job) -> None:
-        if time.monotonic() >= job.deadline:
+        if self._clock_s() >= job.deadline:
             self._record(job, "undelivered", f"expired: not sent within {self.settings.ttl_s:g} s")
             return
-        check = self.rounds.check(now_ms())
+        check = self.rounds.check(self.clock.now_ms())
         if not check.active or check.round_id != job.body.get("roundId"):
             self._record(job, "undelivered", f"not relayed: round changed while queued ({check.reason})")
             return
-        proposal = Proposal.from_body(job.body, now_ms())
-        job.stages[Stage.RELAY_SENT] = now_ms()
+        proposal = Proposal.from_body(job.body, self.clock.now_ms())
+        job.stages[Stage.RELAY_SENT] = self.clock.now_ms()
         try:
-            outcome = await self.delivery.send(job.body, job.deadline)
+            outcome = await self.delivery.send(job.body, self._monotonic_deadline(job))
             if isinstance(outcome, (Delivered, Blocked)):
-                job.stages[Stage.EO_ANSWER] = now_ms()
+                job.stages[Stage.EO_ANSWER] = self.clock.now_ms()
             if isinstance(outcome, Blocked) and not outcome.rationale:
                 outcome = Blocked(await self._rationale(job.body), outcome.answer, outcome.attempts, outcome.latency_ms)
             if isinstance(outcome, Failed) and outcome.uncertain:
@@ -502,7 +531,7 @@ class TranscriptWorker(Worker):
         if isinstance(outcome, Delivered):
             self._sent.append(Entry(proposal, Verdict(True)))
             del self._sent[:-50]
-            self._last_sent_ms = now_ms()
+            self._last_sent_ms = self.clock.now_ms()
         if verdict.permitted or (verdict.rule == "R0" and answered):
             return ""  # R0 only explains agents that do not answer: a note where they did is noise
         return f"the documented {verdict.rule} would block it ({verdict.rationale})"
@@ -550,6 +579,6 @@ class TranscriptWorker(Worker):
         base = super().health()
         with self._lock:
             counts = dict(self.counts)
-        round_check = self.rounds.check(now_ms())
+        round_check = self.rounds.check(self.clock.now_ms())
         return {**base, **counts, "delivery": self.delivery.describe(), "round": round_check.round_id,
                 "round_reason": round_check.reason}

@@ -57,7 +57,7 @@ FULL_WINDOW_FRAMES = 3000
 CONTEXT_PAD_S = 7.0
 """Padding the trimmed encoder keeps after the utterance (``[microphone] whisper_context_pad_s``).
 Measured with the decoder given the full window's positions (:func:`splice_encoding`), beam 5,
-one core, on the 60 negotiation utterances of tests/test_mic_whisper.py (Festival HTS + espeak-ng)
+one core, on the 60 negotiation utterances of tests/integration/microphone/test_mic_whisper.py (Festival HTS + espeak-ng)
 and 60 more by two other voices (Festival kal, espeak-ng en-gb): WER 0.163/0.208 (these 60/all 120),
 deal-term recall 0.881, CPU 0.27 s per utterance at 7 s; at 5 s 0.176/0.211, at 1 s 0.167/0.204
 (0.23 s); the 30 s window 0.150/0.190, recall 0.889, at 0.62 s. Before the splice the same

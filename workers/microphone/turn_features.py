@@ -4,7 +4,7 @@ smart-turn v3 is a Whisper-encoder classifier: it takes the log-mel spectrogram 
 feature extractor makes of exactly 8 s of 16 kHz audio (80 mel bands, 25 ms windows every
 10 ms, 800 frames). The features are computed here, with numpy only, rather than through
 Pipecat (whose package pulls in an LLM client, numba and more) or ``transformers``: the
-microphone worker stays light. ``tests/test_mic_turn.py`` checks that they give the model the
+microphone worker stays light. ``tests/integration/microphone/test_mic_turn.py`` checks that they give the model the
 same probabilities as Pipecat's own ``LocalSmartTurnAnalyzerV3`` on real recordings.
 
 The steps follow Whisper's feature extractor: the window's waveform is normalised to zero mean

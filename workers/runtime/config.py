@@ -63,7 +63,7 @@ def section_targets() -> dict[str, str]:
     registered ones in their declared order. The file is checked against these names (a
     misspelled section fails like a misspelled key), a command imports only the models it uses,
     and ``humaine-env config`` imports them all to show the effective values or write a sample
-    file (``tests/test_config_cli.py`` checks each model's own ``section_name`` against its key)."""
+    file (``tests/integration/runtime/test_config_cli.py`` checks each model's own ``section_name`` against its key)."""
     targets = dict(CORE_SECTIONS)
     for entry in registered(SECTIONS_GROUP):
         targets.setdefault(entry.name, entry.value)

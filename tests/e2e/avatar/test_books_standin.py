@@ -1,0 +1,209 @@
+"""The operator's day with ``run`` and the stand-in EO, held to the stand-in's books.
+
+``run`` waits for the operator: no round starts until Next round on the console, whose duration
+fields show what the stand-in will use. The buyer named there gets the round. On the buyer's page
+in Chromium a seller's Accept answered after 8 s is booked (the stand-in waits as the platform EO
+does), one left to the timeout gets the configured answer and is booked; after every step the
+page, the display and the day book equal the stand-in's ``/viewTotals``. The allocation is saved,
+the round is scored and recorded under the buyer's name. Then ``run`` is stopped and started on
+the same data directory: the day goes on with ``r2``, and the first round's row is unchanged. The
+stand-in's process is killed during ``r2``: ``run`` starts it again, no round begins by itself,
+and the day book marks ``r2`` lost by the EO.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Page, expect
+
+from avatar.buyer.routes import BUYER_PATH
+from avatar.operator import CONSOLE_PATH
+from avatar.operator.routes import DAY_JSON_PATH, NEXT_ROUND_PATH
+from hardware.session_files import SESSIONS_DIR
+from orchestrator_client import endpoints as ep
+from orchestrator_client.recorder import RecordingServer
+from sessions.format import SESSION_FILE, Session
+from tests.support.books_room import Platform, Views, money
+from tests.support.helpers import UI_TIMEOUT_MS, collect, free_port, round_observer, start_run, wait_for
+from workers.runtime.config import Config
+from workers.runtime.messages import Status
+from workers.runtime.topics import Topics
+
+DURATIONS = {"warmUp": 1.0, "round": 45.0, "post": 30.0}
+"""The stand-in's ``[standin]`` durations: the console shows them and Next round uses them."""
+CONFIRM_TIMEOUT_S = 10.0
+BUDGET = 50.0
+BUYER = "Ada"
+WITHOUT = "mic,camera,demo-agents"
+"""The test plays the sellers (two recording servers on the sellers' ports) and the buyer's words."""
+STANDIN = "orchestrator"
+"""The stand-in EO's worker id (its retained status names its process)."""
+NOT_BEFORE_S = 3.0
+"""How long the test watches that no round starts before the operator's Next round."""
+
+
+@pytest.fixture
+def sellers() -> Iterator[tuple[RecordingServer, RecordingServer]]:
+    with RecordingServer() as celia, RecordingServer() as watson:
+        yield celia, watson
+
+
+def _config(tmp_path: Path, broker_port: int, celia: int, watson: int) -> tuple[Path, int, int]:
+    standin, avatar = free_port(), free_port()
+    path = tmp_path / "humaine-env.toml"
+    path.write_text(
+        f'environment_uuid = "books{broker_port}"\ndata_dir = "{tmp_path / "data"}"\n'
+        f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
+        f"[standin]\nport = {standin}\nwarm_up_s = {DURATIONS['warmUp']}\nround_s = {DURATIONS['round']}\n"
+        f"post_s = {DURATIONS['post']}\nhuman_budget = {BUDGET}\n"
+        f"[demo_agents]\nagents = {{ Celia = {celia}, Watson = {watson} }}\n"
+        f'[avatar]\nport = {avatar}\nspeaker = "wav-fast:{tmp_path / "speech"}"\nconfirm_timeout_s = {CONFIRM_TIMEOUT_S}\n'
+        f'confirm_timeout_answer = "acknowledged"\neo_books_check_s = 1.0\n'
+        f"[sessions]\nclose_after_s = 0.5\n"
+    )
+    return path, standin, avatar
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url + ep.HEALTH, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _health(url: str) -> dict[str, Any]:
+    return httpx.get(url + ep.HEALTH, timeout=5).json()
+
+
+def _stop(suite: subprocess.Popen[str]) -> int:
+    os.killpg(suite.pid, signal.SIGINT)
+    return suite.wait(30)
+
+
+def _page(browser: Any, url: str, width: int = 1280, height: int = 800) -> Page:
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    page.goto(url)
+    expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
+    return page
+
+
+def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restart(
+    tmp_path: Path, browser: Any, sellers: tuple[RecordingServer, RecordingServer], artifacts_dir: Path
+) -> None:
+    broker_port = free_port()
+    config_path, standin_port, avatar_port = _config(tmp_path, broker_port, sellers[0].port, sellers[1].port)
+    eo_url, avatar_url = f"http://127.0.0.1:{standin_port}", f"http://127.0.0.1:{avatar_port}"
+    suite, output = start_run(config_path, tmp_path, without=WITHOUT)
+    bus = None
+    try:
+        assert wait_for(lambda: any("press Next round" in line for line in output), 60), "".join(output)
+        config = Config.load(config_path, environ={})
+        bus, rounds = round_observer(config)
+        assert wait_for(lambda: _answers(avatar_url), 60), "".join(output)
+        console = _page(browser, avatar_url + CONSOLE_PATH, 1280, 800)
+        # the console shows the durations the stand-in's next round takes, and no round starts by itself
+        expect(console.locator("#d-round")).to_have_value(f"{DURATIONS['round']:g}", timeout=UI_TIMEOUT_MS)
+        expect(console.locator("#d-post")).to_have_value(f"{DURATIONS['post']:g}")
+        time.sleep(NOT_BEFORE_S)
+        assert httpx.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
+        assert not any(m.phase == "warmup" for m in rounds)
+
+        buyer = _page(browser, avatar_url + BUYER_PATH)
+        display = _page(browser, avatar_url + "/", 1280, 720)
+        console.fill("#buyer-name", BUYER)
+        console.get_by_role("button", name="Next round").click()
+        assert wait_for(lambda: any(m.phase == "round" for m in rounds), 30), [(m.round_id, m.phase) for m in rounds]
+        first = next(m for m in rounds if m.phase == "round")
+        assert (first.round_id, first.buyer, first.durations["round"]) == ("r1", BUYER, DURATIONS["round"])
+        platform = Platform(eo_url, config.core.environment_uuid, httpx.Client(timeout=60), "r1")
+        views = Views(avatar_url, buyer, display, "r1", BUDGET)
+        expect(buyer.locator("#left")).to_have_text(money(BUDGET), timeout=UI_TIMEOUT_MS)
+
+        # a seller's Accept answered after 8 s: the stand-in waits, as the platform EO does, and books it
+        platform.say("Celia, an egg and two cups of flour for a dollar?", "Celia")
+        reply = platform.accept("Celia", {"egg": 1, "flour": 2}, 1.0)
+        expect(buyer.locator("#confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        time.sleep(8.0)
+        buyer.get_by_role("button", name="Accept").click()
+        answer = reply.result(timeout=30)
+        assert answer.status_code == 200, answer.text
+        views.agree(platform, "answered after 8 s")
+
+        # nobody answers: the configured answer after the timeout, booked
+        platform.say("Watson, two cups of milk for a dollar fifty?", "Watson")
+        reply = platform.accept("Watson", {"milk": 2}, 1.5)
+        expect(buyer.locator("#confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        assert reply.result(timeout=CONFIRM_TIMEOUT_S + 30).status_code == 200
+        views.agree(platform, "left to the timeout")
+        booked_paid, booked_goods = platform.human()
+        assert (booked_paid, booked_goods) == (2.5, {"egg": 1, "flour": 2, "milk": 2})  # a pancake's
+
+        # the operator ends the negotiation; the buyer saves; the operator ends the post-round: scored
+        console.get_by_role("button", name="End round").click()
+        assert wait_for(lambda: any(m.phase == "post" for m in rounds), 15)
+        expect(buyer.locator("#allocation-panel")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        buyer.get_by_role("button", name="Save").click()
+        expect(buyer.locator("#allocation-status")).to_have_attribute("data-ok", "true", timeout=UI_TIMEOUT_MS)
+        views.agree(platform, "saved")
+        console.get_by_role("button", name="End round").click()
+        assert wait_for(lambda: any(m.phase == "ended" for m in rounds), 15)
+        expect(buyer.locator("#summary")).to_contain_text("The round scored you", timeout=UI_TIMEOUT_MS)
+        row, detail = views.day_row()
+        assert (row["buyer"], row["deals"], row["paid"], row["allocation_saved"]) == (BUYER, 2, 2.5, True)
+        scored = detail["totals"]["Human"]["utility"]["value"]  # the stand-in's score of the pancake saved
+        assert scored > 0 and row["buyer_utility"] == scored
+        expect(buyer.locator("#summary")).to_contain_text(money(scored))
+        console.screenshot(path=str(artifacts_dir / "books-standin-console.png"))
+        day_dir = tmp_path / "data" / SESSIONS_DIR
+        assert wait_for(lambda: any(day_dir.glob(f"*/r1-{BUYER}/{SESSION_FILE}")), 15), list(day_dir.rglob("*"))
+        session = Session(next(day_dir.glob(f"*/r1-{BUYER}")))
+        assert session.info.notes["books"]["paid"] == 2.5
+
+        # run stopped and started again on the same data directory: the day goes on with r2
+        assert _stop(suite) == 0
+        bus.stop()
+        suite, output = start_run(config_path, tmp_path, without=WITHOUT)
+        assert wait_for(lambda: any("press Next round" in line for line in output), 60), "".join(output)
+        bus, rounds = round_observer(config)
+        assert wait_for(lambda: _answers(avatar_url) and _answers(eo_url), 60), "".join(output)
+        started = httpx.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 1}}, timeout=15)
+        assert started.status_code == 200 and started.json()["roundId"] == "r2", started.text
+        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "round" for m in rounds), 30)
+        knew = {"round": "r2", "found": "agree"}  # the room's books held against the stand-in's, which has r2
+        assert wait_for(lambda: knew.items() <= (_health(avatar_url).get("books_check") or {}).items(), 15)
+
+        # the stand-in's process dies mid-round: run starts it again; it starts no round of its own
+        # over the room's (the stray "round r1: warm-up"), and the round it forgot is lost by the EO
+        status_bus, statuses = collect(config, Topics(config.core.environment_uuid).status(STANDIN), Status)
+        try:
+            assert wait_for(lambda: any(st.state == "online" for st in statuses), 10)
+            first_pid = next(st.pid for st in reversed(statuses) if st.state == "online")
+            os.kill(first_pid, signal.SIGKILL)
+            assert wait_for(lambda: any(st.state == "online" and st.pid != first_pid for st in statuses), 30), "".join(output)
+        finally:
+            status_bus.stop()
+        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "ended" for m in rounds), 30), "".join(output)
+        assert [m.round_id for m in rounds if m.phase == "warmup"] == ["r2"]  # no round began by itself
+        assert httpx.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
+        console.reload()
+        expect(console.locator("#day tr[data-round='r2'] td").first).to_have_text("r2 (lost by the EO)", timeout=UI_TIMEOUT_MS)
+        again = Views(avatar_url, buyer, display, "r1", BUDGET).day_row()[0]
+        assert {k: again[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")} == \
+            {k: row[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")}
+        day = httpx.get(avatar_url + DAY_JSON_PATH, timeout=10).json()
+        assert [(str(r["round"]), r["state"]) for r in day["rounds"]] == [("r1", "ended"), ("r2", "lost")]
+        assert day["rounds"][1]["buyer"] == BUYER  # the named buyer goes on until another is named
+    finally:
+        if bus is not None:
+            bus.stop()
+        if suite.poll() is None:
+            _stop(suite)

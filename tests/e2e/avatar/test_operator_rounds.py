@@ -1,0 +1,107 @@
+"""A competition day from the operator console: ``humaine-env run`` with the stand-in EO runs a
+short round; when it is over, the console's Next round starts another without restarting ``run``,
+End round ends a phase; the console raises no false "not heard of" alert, and the terminal stays
+quiet while the console is open."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import tomllib
+from playwright.sync_api import Page, expect
+
+from avatar.operator import CONSOLE_PATH
+from avatar.operator.day import DAY_DIR
+from avatar.operator.routes import DAY_CSV_PATH
+from tests.support.helpers import AUTO_FIRST_ROUND, UI_TIMEOUT_MS, free_port, round_observer, start_run, suite_config, wait_for
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.worker import HEALTH_INTERVAL_S
+
+FIRST_ROUND = (0.5, 3.0, 1.0)
+"""Warm-up, negotiation, post-round (s) of the round ``run`` starts by itself."""
+NEXT_ROUND_WITHIN_S = 15.0
+MAX_WARNINGS = 3
+
+
+@pytest.fixture
+def page(browser: object) -> Page:
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})  # type: ignore[attr-defined]
+    return context.new_page()
+
+
+def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page: Page, artifacts_dir: Path) -> None:
+    port = free_port()
+    config_path = suite_config(tmp_path, port)
+    warm_up, negotiation, post = FIRST_ROUND
+    text = config_path.read_text().replace("warm_up_s = 0.5\n", f"warm_up_s = {warm_up}\nround_s = {negotiation}\npost_s = {post}\n")
+    config_path.write_text(text)
+    avatar_url = f"http://127.0.0.1:{tomllib.loads(text)['avatar']['port']}"
+    suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
+    bus: Bus | None = None
+    try:
+        config = Config.load(config_path, environ={})
+        assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
+        bus, rounds = round_observer(config)
+        assert wait_for(lambda: any(m.phase == "ended" for m in rounds), timeout=90), "".join(output)
+
+        page.goto(avatar_url + CONSOLE_PATH)
+        opened_at = len(output)
+        expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#round-controls")).to_have_attribute("data-driver", "standin", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#round-phase")).to_have_attribute("data-phase", "ended")
+
+        # Next round, with the durations typed on the console: another round starts within 15 s
+        page.fill("#buyer-name", "Ada Lovelace")
+        page.fill("#d-warmup", "1")
+        page.fill("#d-round", "60")
+        page.fill("#d-post", "2")
+        clicked = time.monotonic()
+        page.get_by_role("button", name="Next round").click()
+        assert wait_for(lambda: any(m.round_id != "r1" and m.phase == "round" for m in rounds), timeout=NEXT_ROUND_WITHIN_S), \
+            [(m.round_id, m.phase) for m in rounds]
+        started_s = time.monotonic() - clicked
+        second = next(m for m in rounds if m.round_id != "r1" and m.phase == "round")
+        assert second.durations.get("round") == 60.0
+        expect(page.locator("#round-phase")).to_have_attribute("data-phase", "round", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#round-id")).to_have_text(str(second.round_id))
+        page.screenshot(path=str(artifacts_dir / "operator-console-next-round.png"))
+
+        # a second Next round while one runs is refused on the console, with the reason
+        page.get_by_role("button", name="Next round").click()
+        expect(page.locator("#round-control-status")).to_contain_text("still running", timeout=UI_TIMEOUT_MS)
+
+        # End round: the negotiation ends now (the post-round follows), then the post-round
+        page.get_by_role("button", name="End round").click()
+        assert wait_for(lambda: any(m.round_id == second.round_id and m.phase == "post" for m in rounds), timeout=10)
+        assert wait_for(lambda: any(m.round_id == second.round_id and m.phase == "ended" for m in rounds), timeout=15)
+        print(f"\nNext round -> negotiation of {second.round_id}: {started_s:.1f} s")
+
+        # the day: both rounds on the console and in the day's files, the second under its buyer
+        expect(page.locator(f"#day tr[data-round='{second.round_id}'] td").nth(1)).to_have_text("Ada Lovelace", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#day tr[data-round='r1']")).to_have_count(1)
+        csv_text = httpx.get(avatar_url + DAY_CSV_PATH, timeout=10).text
+        rows = list(csv.DictReader(io.StringIO(csv_text)))
+        assert [(r["round"], r["buyer"]) for r in rows] == [("r1", ""), (str(second.round_id), "Ada Lovelace")], csv_text
+        day_files = list((tmp_path / "data" / DAY_DIR).glob("*.csv"))
+        assert len(day_files) == 1
+        assert list(csv.DictReader(io.StringIO(day_files[0].read_text()))) == rows
+
+        # the console stays open past the silence limit: no false "not heard of" alert
+        time.sleep(3 * HEALTH_INTERVAL_S + 2 - min(3 * HEALTH_INTERVAL_S, time.monotonic() - clicked))
+        expect(page.locator("#alerts .alert[data-kind=worker_silent]")).to_have_count(0)
+        warnings = [line for line in output[opened_at:] if " WARNING " in line]
+        assert len(warnings) <= MAX_WARNINGS, warnings
+    finally:
+        if bus is not None:
+            bus.stop()
+        if suite.poll() is None:
+            os.killpg(suite.pid, signal.SIGINT)
+            suite.wait(20)

@@ -1,0 +1,110 @@
+"""The whole room on one machine, as real processes on 127.0.0.1: a typed utterance goes
+through the Rich Transcript worker, the stand-in EO and a demo seller, and comes back as the
+seller's speech in a WAV file with a gesture event on MQTT."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import wave
+from pathlib import Path
+
+import numpy as np
+
+from tests.support.helpers import AUTO_FIRST_ROUND, free_port, suite_config, wait_for
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Gesture, OutgoingMessage, RoundState, Speaking, Status
+
+CLI = [sys.executable, "-m", "humaine_env"]
+LOOP_BOUND_S = 15.0
+"""Generous bound against hangs; the measured figure is printed (a few hundred ms here)."""
+
+
+def round_observer(config: Config) -> tuple[Bus, dict[str, list]]:
+    seen: dict[str, list] = {"round": [], "gesture": [], "speaking": [], "outgoing": [], "status": []}
+    bus = Bus(config, "loop-observer", persistent=False)
+    topics = bus.topics
+    bus.subscribe(topics.round_state(), RoundState, lambda _t, m: seen["round"].append((time.monotonic(), m)))
+    bus.subscribe(topics.all_gestures(), Gesture, lambda _t, m: seen["gesture"].append((time.monotonic(), m)))
+    bus.subscribe(topics.all_speaking(), Speaking, lambda _t, m: seen["speaking"].append((time.monotonic(), m)))
+    bus.subscribe(topics.outgoing_message(), OutgoingMessage, lambda _t, m: seen["outgoing"].append((time.monotonic(), m)))
+    bus.subscribe(topics.all_status(), Status, lambda _t, m: seen["status"].append((time.monotonic(), m)))
+    bus.start()
+    assert bus.wait_connected(30)
+    return bus, seen
+
+
+def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> None:
+    port = free_port()
+    config_path = suite_config(tmp_path, port)
+    suite = subprocess.Popen(
+        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera", *AUTO_FIRST_ROUND],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=tmp_path,
+        start_new_session=True,
+    )
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    mic: subprocess.Popen[str] | None = None
+    bus: Bus | None = None
+    try:
+        config = Config.load(config_path, environ={})
+        assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
+        bus, seen = round_observer(config)
+        assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
+
+        mic = subprocess.Popen(
+            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
+        )
+        assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
+        assert mic.stdin is not None
+        typed_at = time.monotonic()
+        mic.stdin.write("@Celia I would like to buy 2 eggs for 1 dollar\n")
+        mic.stdin.flush()
+
+        def celia_done() -> bool:
+            return any(m.avatar == "Celia" and m.state == "end" and m.message_id for _, m in seen["speaking"])
+
+        assert wait_for(celia_done, timeout=LOOP_BOUND_S), "".join(output)
+        delivered = [m for _, m in seen["outgoing"]]
+        assert delivered and delivered[0].outcome == "delivered", delivered
+        assert delivered[0].message["addressee"] == "Celia"
+        assert delivered[0].message["text"] == "Celia, I would like to buy 2 eggs for 1 dollar"
+
+        begin_at = next(t for t, m in seen["speaking"] if m.avatar == "Celia" and m.state == "begin" and m.message_id)
+        end_at = next(t for t, m in seen["speaking"] if m.avatar == "Celia" and m.state == "end" and m.message_id)
+        gestures = [(t, m) for t, m in seen["gesture"] if m.avatar == "Celia"]
+        assert gestures, "the seller's first reply of a round carries a gesture"
+        assert begin_at - 0.05 <= gestures[0][0] <= end_at + 0.05
+
+        wavs = sorted((tmp_path / "speech").glob("*.wav"))
+        assert wavs, "Celia's reply was written to a WAV file"
+        with wave.open(str(wavs[-1])) as handle:
+            samples = np.frombuffer(handle.readframes(handle.getnframes()), dtype=np.int16).astype(np.float64)
+            duration = handle.getnframes() / handle.getframerate()
+        assert duration > 1.0 and np.sqrt(np.mean(samples**2)) > 300
+
+        lines = "".join(output)
+        assert 'buyer → Celia (by name): "Celia, I would like to buy 2 eggs for 1 dollar"  [delivered]' in lines
+        assert "Celia → buyer:" in lines
+        assert "round r1: negotiation" in lines  # the round's events
+        # a quiet console: no INFO lines, so no reply repeated by its log line
+        assert not [ln for ln in lines.splitlines() if " INFO " in ln[:20]], lines
+        print(f"\ntyped → Celia's first audio: {1000 * (begin_at - typed_at):.0f} ms; "
+              f"→ reply fully spoken: {1000 * (end_at - typed_at):.0f} ms ({duration:.1f} s of speech)")
+    finally:
+        if mic is not None and mic.poll() is None:
+            mic.send_signal(signal.SIGTERM)
+            mic.wait(10)
+        if bus is not None:
+            bus.stop()
+        if suite.poll() is None:
+            os.killpg(suite.pid, signal.SIGINT)
+            suite.wait(20)
+

@@ -1,0 +1,70 @@
+"""``humaine-env avatar`` as a user (or ``humaine-env run``) starts it: a real process."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from orchestrator_client import endpoints as ep
+from tests.support.avatar import HTTP_TIMEOUT, captured
+from tests.support.helpers import free_port, wait_for
+from workers.runtime.worker import EXIT_UNAVAILABLE, STOP_DEADLINE_S
+
+CLI = [sys.executable, "-m", "humaine_env"]
+
+
+def run_cli(mosquitto: Any, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, "--set", f'broker.url="{mosquitto.url}"', "--set", 'broker.mode="external"',
+         "--set", 'environment_uuid="avatarcli"', "avatar", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_serves_speaks_to_wav_and_stops_on_sigterm(mosquitto: Any, tmp_path: Path) -> None:
+    port = free_port()
+    process = run_cli(mosquitto, "--port", str(port), "--speaker", f"wav:{tmp_path}")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def up() -> bool:
+            try:
+                return httpx.get(url + "/health", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        assert wait_for(up, timeout=20), process.stderr.read() if process.poll() is not None else "not up"
+        reply = captured("/receiveMessage (from agent)")
+        assert httpx.post(url + ep.RECEIVE_MESSAGE, json=reply, timeout=HTTP_TIMEOUT).status_code == 200
+        assert wait_for(lambda: httpx.get(url + "/health", timeout=1).json()["spoken"] == 1, timeout=20)
+        assert len(list(tmp_path.glob("*-Celia-*.wav"))) == 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        code = process.wait(10)
+        stopped_in = time.monotonic() - started
+    assert code == 0
+    assert stopped_in < STOP_DEADLINE_S + 1.0  # generous bound against a hang
+
+
+def test_missing_sound_card_or_busy_port_is_one_line(mosquitto: Any, tmp_path: Path) -> None:
+    # no output device on this machine: says so and what to do, exits "unavailable"
+    process = run_cli(mosquitto, "--port", str(free_port()), "--speaker", "soundcard:no-such-device")
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == EXIT_UNAVAILABLE
+    assert err.strip().count("\n") == 0 and "wav:DIR" in err and "Traceback" not in err
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        process = run_cli(mosquitto, "--port", str(port), "--speaker", f"wav:{tmp_path}")
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == EXIT_UNAVAILABLE
+    assert f"127.0.0.1:{port}" in err and "--port" in err and "Traceback" not in err

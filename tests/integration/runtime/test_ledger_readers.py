@@ -1,0 +1,24 @@
+"""The ledger read by another process while the Avatar Controller writes it (SQLite in WAL mode:
+the day book, the exports and the console read it from beside the controller)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from workers.runtime.ledger import LEDGER_FILE, RoomLedger, day_of
+
+DURATIONS = {"warmUp": 5.0, "round": 60.0, "post": 30.0}
+T0 = 1_700_000_000_000
+
+
+def test_another_process_reads_while_the_controller_writes(tmp_path: Path) -> None:
+    path = tmp_path / LEDGER_FILE
+    assert RoomLedger.reader(path) is None  # no ledger yet: nothing to read
+    writer = RoomLedger.open(path)
+    writer.begin_round("r3", DURATIONS, 50.0, "USD", "warmup", T0, None)
+    code = (f"from pathlib import Path; from workers.runtime.ledger import RoomLedger; "
+            f"r = RoomLedger.reader(Path({str(path)!r})); print(sorted(r.round_ids_on({day_of(T0)!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
+    assert out.stdout.strip() == "['r3']"

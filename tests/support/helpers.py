@@ -1,0 +1,195 @@
+"""Test helpers: free ports, a real mosquitto broker per test session, waiting for conditions."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sessions.generate import SessionSpec
+from tests.support.paths import ROOT
+from workers.runtime.broker import BrokerAddress, broker_answers
+from workers.runtime.bus import Bus
+from workers.runtime.config import Config
+from workers.runtime.messages import Envelope, RoundState
+from workers.runtime.topics import Topic, Topics
+
+E = TypeVar("E", bound=Envelope)
+
+# Session tests: the sessions are espeak-ng negotiation speech, what pocketsphinx's domain model is tuned for
+# (it is off by default: on other speech it invents deal terms).
+PS_DOMAIN = {"microphone.engine": "pocketsphinx", "microphone.pocketsphinx_domain_lm": True}
+QUICK_SESSION = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=3)
+"""The short generated session the format, paced-replay and recording tests share (cached):
+three utterances (gaze to Celia twice, then Watson by name while looking at Celia), about 17 s."""
+
+
+def load_script(name: str) -> Any:
+    """A module of ``scripts/`` (not a package) by name, e.g. the speech corpus recipes."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_synth() -> Any:
+    """``scripts/synth_speech.py``: the negotiation speech corpus the microphone tests decode."""
+    return load_script("synth_speech")
+
+
+CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+"""The environment of a process a test starts: this checkout's code first."""
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (127.0.0.1)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+_NEVER_SET = threading.Event()
+"""Waited on between two polls of :func:`wait_for` (never set: each wait lasts its interval)."""
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> bool:
+    """Poll ``condition`` until it is truthy or ``timeout`` passes; returns the last verdict.
+    Between polls it waits on an event, not ``time.sleep``, which the unit tier refuses."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        _NEVER_SET.wait(interval)
+    return bool(condition())
+
+
+@dataclass
+class MosquittoBroker:
+    """A real mosquitto on 127.0.0.1 with persistence, so a restart keeps queued sessions."""
+
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    host: str = "127.0.0.1"
+    save_every_change: bool = False
+    """Persist after every change, so even ``kill -9`` loses nothing (slow: QoS 1 throughput
+    drops tenfold, so only tests that kill the broker ask for it)."""
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{self.host}:{self.port}"
+
+    @property
+    def address(self) -> BrokerAddress:
+        return BrokerAddress(self.host, self.port, False)
+
+    def start(self) -> MosquittoBroker:
+        binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        conf = self.workdir / "mosquitto.conf"
+        conf.write_text(
+            f"listener {self.port} {self.host}\n"
+            "allow_anonymous true\n"
+            "persistence true\n"
+            f"persistence_location {self.workdir}/\n"
+            "autosave_interval 1\n"
+            f"autosave_on_changes {'true' if self.save_every_change else 'false'}\n"
+            "max_queued_messages 100000\n"
+            "log_dest none\n"
+            # As root mosquitto would drop to the 'mosquitto' user, which cannot write the
+            # persistence file here; stay as the user running the tests.
+            f"user {getpass.getuser()}\n"
+        )
+        self.process = subprocess.Popen([binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_for(lambda: broker_answers(self.address, 0.2), timeout=10):
+            raise RuntimeError(f"mosquitto did not start on port {self.port}")
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(10)
+        self.process = None
+
+    def restart(self, sig: int = signal.SIGTERM, down_for: float = 0.0) -> None:
+        self.stop(sig)
+        time.sleep(down_for)
+        self.start()
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+    # a venue's display PC is clicked once to allow sound (speaker = "browser"); the headless one allows it at once
+    "--autoplay-policy=no-user-gesture-required",
+]
+"""The headless Chromium the page tests drive (``browser`` fixture in conftest)."""
+UI_TIMEOUT_MS = 15_000
+
+
+# -- the whole suite as ``humaine-env run`` -------------------------------------------------------
+CLI = [sys.executable, "-m", "humaine_env"]
+AUTO_FIRST_ROUND = ("--set", 'run.first_round="auto"')
+"""``run`` flags for a suite whose first round starts by itself (with the stand-in EO and the
+operator console, it otherwise waits for the operator's Next round)."""
+
+
+def suite_config(tmp_path: Path, broker_port: int, speaker: str = "") -> Path:
+    """A configuration with every port free, so the suite can run beside anything else; the
+    avatars speak into fast WAV files under ``tmp_path`` unless ``speaker`` says otherwise."""
+    path = tmp_path / "humaine-env.toml"
+    speaker = speaker or f"wav-fast:{tmp_path / 'speech'}"
+    path.write_text(
+        f'environment_uuid = "suite{broker_port}"\n'
+        f'data_dir = "{tmp_path / "data"}"\n'
+        f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
+        f"[standin]\nport = {free_port()}\nwarm_up_s = 0.5\n"
+        f"[demo_agents]\nagents = {{ Celia = {free_port()}, Watson = {free_port()} }}\n"
+        f'[avatar]\nport = {free_port()}\nspeaker = "{speaker}"\n'
+    )
+    return path
+
+
+def start_run(config_path: Path, cwd: Path, *flags: str, without: str = "mic,camera") -> tuple[subprocess.Popen[str], list[str]]:
+    """``humaine-env run`` without the microphone and the camera, in a session of its own (the
+    test stops it with one SIGINT to the group), with ``flags`` (e.g. :data:`AUTO_FIRST_ROUND`);
+    its terminal's lines are collected as they come."""
+    suite = subprocess.Popen(
+        [*CLI, "run", "--config", str(config_path), "--without", without, *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=cwd,
+        start_new_session=True,
+    )
+    output: list[str] = []
+    threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+    return suite, output
+
+
+def collect(config: Config, topic: Topic, model: type[E], name: str = "observer") -> tuple[Bus, list[E]]:
+    """A bus client of the room, connected, that keeps every ``model`` it sees on ``topic``."""
+    seen: list[E] = []
+    bus = Bus(config, name, persistent=False)
+    bus.subscribe(topic, model, lambda _t, m: seen.append(m))
+    bus.start()
+    assert bus.wait_connected(30)
+    return bus, seen
+
+
+def round_observer(config: Config) -> tuple[Bus, list[RoundState]]:
+    """A bus client of the room that collects every round state it sees."""
+    return collect(config, Topics(config.core.environment_uuid).round_state(), RoundState, "console-test")

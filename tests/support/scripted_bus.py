@@ -1,0 +1,271 @@
+"""An in-process MQTT bus for the unit tier: workers talk through a scripted broker, no sockets.
+
+In the spirit of paho's own test broker: one :class:`ScriptedBroker` object stands for the broker
+and several :class:`ScriptedBus` clients share it, so a test's "room" and the worker under test
+hear each other as they would through mosquitto. What a subscriber sees is what the real
+:class:`~workers.runtime.bus.Bus` would give it: the publisher writes the envelope as JSON bytes
+exactly as ``Bus.publish`` does, and each subscriber reads them back with the same strict parser
+and its own model (a payload that is not JSON, or not the model, goes to ``on_invalid``), drops
+QoS 1 redeliveries by envelope id, and keeps retained messages for the topics the suite retains
+(a property of the :class:`~workers.runtime.topics.Topic`). Filters match with MQTT wildcards
+(``Topic.matches``).
+
+What it leaves out, on purpose: delivery is synchronous, in the publisher's thread (a test
+knows a message arrived when ``publish`` returns, without polling a network thread); there are
+no sessions, reconnects, last wills, takeovers or reader gates. A test that needs those belongs
+to ``tests/integration`` with a real broker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from pydantic import ValidationError
+
+from workers.runtime import __version__
+from workers.runtime.broker import BrokerAddress, parse_broker_url
+from workers.runtime.bus import Bus, BusStats, InvalidHandler, _Subscription
+from workers.runtime.config import Config
+from workers.runtime.messages import Envelope, Status, now_ms
+from workers.runtime.strict_json import StrictJSONError
+from workers.runtime.strict_json import loads as strict_loads
+from workers.runtime.topics import Topic, Topics
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=Envelope)
+
+
+class ScriptedBroker:
+    """The broker of one test: routes every publication to the started clients at once and
+    keeps the last retained payload of each concrete topic (an empty payload clears it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: list[ScriptedBus] = []
+        self._retained: dict[str, tuple[int, bytes]] = {}
+        """Concrete topic -> (QoS, payload) of its retained message."""
+
+    def bus(self, config: Config, worker_id: str, health: Callable[[], dict[str, Any]] | None = None) -> ScriptedBus:
+        """A new client of this broker (not started: subscribe first, as with a real bus)."""
+        return ScriptedBus(self, config, worker_id, health=health)
+
+    def retained(self, topic: Topic) -> bytes | None:
+        """The retained payload on the concrete ``topic`` (what a new subscriber would get)."""
+        with self._lock:
+            kept = self._retained.get(topic.name)
+        return None if kept is None else kept[1]
+
+    def route(self, topic: Topic, payload: bytes) -> None:
+        """One publication: retained when its topic is, then delivered to every started client
+        (in the publisher's thread; the broker's lock is not held while handlers run)."""
+        with self._lock:
+            if topic.retain:
+                if payload:
+                    self._retained[topic.name] = (topic.qos, payload)
+                else:
+                    self._retained.pop(topic.name, None)
+            clients = list(self._clients)
+        for client in clients:
+            client.receive(topic.name, payload, topic.qos)
+
+    def connect(self, client: ScriptedBus) -> None:
+        with self._lock:
+            if client not in self._clients:
+                self._clients.append(client)
+
+    def disconnect(self, client: ScriptedBus) -> None:
+        with self._lock:
+            if client in self._clients:
+                self._clients.remove(client)
+
+    def retained_matching(self, topic: Topic) -> list[tuple[str, int, bytes]]:
+        """The retained messages a new subscription to the filter ``topic`` is sent."""
+        with self._lock:
+            return [(name, qos, payload) for name, (qos, payload) in self._retained.items() if topic.matches(name)]
+
+
+class ScriptedBus:
+    """One client of a :class:`ScriptedBroker`, with the interface of
+    :class:`~workers.runtime.bus.Bus` that workers use (pass it as ``bus=``; :meth:`as_bus` types
+    it so). Handlers run in the publisher's thread, each payload checked as ``Bus`` checks it."""
+
+    def __init__(self, broker: ScriptedBroker, config: Config, worker_id: str, *,
+                 health: Callable[[], dict[str, Any]] | None = None) -> None:
+        self.broker = broker
+        self.settings = config.broker
+        self.topics = Topics(config.core.environment_uuid)
+        self.worker_id = worker_id
+        self.address: BrokerAddress = parse_broker_url(self.settings.url)
+        """Where a real bus would connect (only named in messages: nothing connects)."""
+        self.stats = BusStats()
+        self.health = health
+        """Figures for the status, as ``Bus(health=...)`` (settable after the worker exists)."""
+        self.taken_over: Status | None = None
+        """Always None: a scripted broker has no second instance to take the client id over."""
+        self.refresh_s: float | None = None
+        self._started_at = now_ms()
+        self._state = "starting"
+        self._detail = ""
+        self._subscriptions: list[_Subscription] = []
+        self._lock = threading.Lock()
+        self._connected = threading.Event()
+        self._queued: list[tuple[Topic, bytes]] = []
+        """Published while not connected: sent on :meth:`start`, as paho keeps them."""
+        self._status_topic = self.topics.status(worker_id)
+
+    def as_bus(self) -> Bus:
+        """This client, typed as the ``Bus`` a worker's constructor takes."""
+        return cast(Bus, self)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Connect at once: the retained messages of every subscription arrive, what was
+        published meanwhile goes out, and the status becomes ``online`` (as ``Bus`` on connect)."""
+        self.stats.connects += 1
+        self.broker.connect(self)
+        self._connected.set()
+        with self._lock:
+            subscriptions = list(self._subscriptions)
+            queued, self._queued = self._queued, []
+        self._send_retained([s.topic for s in subscriptions])
+        for topic, payload in queued:
+            self.publish_raw(topic, payload)
+        self.set_status("online" if self._state == "starting" else self._state, self._detail)
+
+    def wait_connected(self, timeout: float | None = None) -> bool:
+        """True at once once started (nothing to wait for); False after ``timeout`` otherwise."""
+        return self._connected.wait(timeout)
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    @property
+    def alive(self) -> bool:
+        """No network thread can die here."""
+        return True
+
+    def stop(self, reason: str = "stopped") -> None:
+        """The retained ``offline`` status with ``reason``, then off the broker."""
+        if self._connected.is_set():
+            self.publish(self._status_topic, self._status("offline", reason))
+        self._connected.clear()
+        self.broker.disconnect(self)
+
+    # -- status ------------------------------------------------------------------------------
+    def _status(self, state: str, detail: str = "") -> Status:
+        health: dict[str, Any] = {}
+        if self.health is not None and state != "offline":
+            try:
+                health = self.health()
+            except Exception as exc:  # as Bus: health never breaks status publishing
+                health = {"error": f"health check failed: {exc}"}
+        return Status(source=self.worker_id, state=state, worker=self.worker_id, version=__version__,  # type: ignore[arg-type]
+                      host=socket.gethostname(), pid=os.getpid(), started_at=self._started_at, detail=detail,
+                      health=health, refresh_s=self.refresh_s)
+
+    def set_status(self, state: str, detail: str = "") -> None:
+        self._state, self._detail = state, detail
+        if self._connected.is_set():
+            self.publish(self._status_topic, self._status(state, detail))
+
+    def refresh_status(self) -> None:
+        self.set_status(self._state, self._detail)
+
+    # -- publish / subscribe -----------------------------------------------------------------
+    def publish(self, topic: Topic, message: Envelope) -> None:
+        """Written as ``Bus.publish`` writes it (a payload that is not JSON-able is counted)."""
+        try:
+            payload = message.model_dump_json().encode()
+        except ValueError as exc:
+            self.stats.unpublishable += 1
+            log.error("could not publish a %s on %s: %s", type(message).__name__, topic.name, exc)
+            return
+        self.publish_raw(topic, payload)
+
+    def publish_raw(self, topic: Topic, payload: bytes) -> None:
+        if not self._connected.is_set():
+            with self._lock:
+                self._queued.append((topic, payload))
+            return
+        self.stats.published += 1
+        self.broker.route(topic, payload)
+
+    def clear_retained(self, topic: Topic) -> None:
+        self.publish_raw(topic, b"")
+
+    def subscribe(self, topic: Topic, model: type[E], handler: Callable[[str, E], None],
+                  on_invalid: InvalidHandler | None = None) -> None:
+        """As ``Bus.subscribe``; once started, the retained messages of ``topic`` arrive at once."""
+        with self._lock:
+            self._subscriptions.append(_Subscription(topic, model, handler, on_invalid))
+        if self._connected.is_set():
+            self._send_retained([topic])
+
+    def _send_retained(self, filters: list[Topic]) -> None:
+        seen: set[str] = set()
+        for topic in filters:
+            for name, qos, payload in self.broker.retained_matching(topic):
+                if name not in seen:
+                    seen.add(name)
+                    self.receive(name, payload, qos)
+
+    # -- receiving (the checks of Bus._receive and Bus._deliver) -------------------------------
+    def receive(self, name: str, payload: bytes, qos: int) -> None:
+        """One payload from the broker on the concrete topic ``name``: parsed once, validated
+        by each matching subscription's model, handed to its handler; a failure of any kind
+        costs that one message, never the publisher."""
+        self.stats.received += 1
+        if not payload:
+            return  # a retained message being cleared
+        with self._lock:
+            matching = [s for s in self._subscriptions if s.topic.matches(name)]
+        if not matching:
+            self.stats.dropped_unhandled += 1
+            return
+        if len(payload) > self.settings.max_payload_bytes:
+            self.stats.dropped_oversized += 1
+            log.warning("dropped a payload on %s: oversized (%d bytes)", name, len(payload))
+            return
+        try:
+            data = strict_loads(payload)
+        except StrictJSONError as exc:
+            self.stats.dropped_invalid += 1
+            for sub in matching:
+                self._invalid(sub, name, f"not JSON: {exc}")
+            return
+        for sub in matching:
+            self._deliver(sub, name, data, qos)
+
+    def _deliver(self, sub: _Subscription, name: str, data: Any, qos: int) -> None:
+        try:
+            message = sub.model.model_validate(data)
+        except ValidationError as exc:
+            self.stats.dropped_invalid += 1
+            reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'payload'}: {e['msg']}" for e in exc.errors()[:3])
+            self._invalid(sub, name, f"invalid {sub.model.__name__}: {reason}")
+            return
+        if qos > 0 and not sub.first_time(message.id):
+            self.stats.dropped_duplicate += 1
+            return
+        try:
+            sub.handler(name, message)
+        except Exception:
+            self.stats.handler_errors += 1
+            log.warning("handler for %s of %s failed", sub.topic.name, self.worker_id, exc_info=True)
+
+    def _invalid(self, sub: _Subscription, name: str, reason: str) -> None:
+        log.warning("dropped a payload on %s: %s", name, reason)
+        if sub.on_invalid is None:
+            return
+        try:
+            sub.on_invalid(name, reason)
+        except Exception:
+            self.stats.handler_errors += 1
+            log.warning("invalid-payload handler for %s of %s failed", sub.topic.name, self.worker_id, exc_info=True)
