@@ -8,7 +8,6 @@ of a download recipe.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -173,83 +172,13 @@ def pipecat_reference() -> Path:
     return PIPECAT_REFERENCE
 
 
-PLATFORM = ROOT / ".cache" / "platform"
-"""Where the platform's real Node.js services are cached, one folder each."""
-PLATFORM_SOURCE = ROOT.parent / "shared" / "platform"
-"""Local copies of the platform's trees at their commits, when the machine has them."""
-LOOPBACK_PRELOAD = ROOT / "scripts" / "loopback-preload.js"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# standard library only: the set-up step runs it before the environment exists
+from platform_services import LOOPBACK_PRELOAD as LOOPBACK_PRELOAD  # noqa: E402
+from platform_services import environment_orchestrator, utility_generator  # noqa: E402
 
-
-def platform_service(name: str, repository: str, commit: str, entry: str, tree: Path, source: Path) -> Path:
-    """One of the platform's Node.js services (github.com/humaine-anac/<name>) at ``commit``, with
-    its ``node_modules``, in ``tree``: copied from ``source`` (a local copy of the tree, when it
-    holds ``entry``) or cloned, then ``npm ci`` once. A marker file holding the commit says the
-    tree is whole, so an interrupted install is redone rather than trusted."""
-    ready = tree / ".installed"
-    if ready.is_file() and ready.read_text().strip() == commit:
-        return tree
-    import shutil
-    import subprocess
-
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        raise RuntimeError(f"Node.js and npm are needed for the real {name} (Debian: apt-get install -y nodejs npm)")
-    staging = tree.with_name(tree.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.parent.mkdir(parents=True, exist_ok=True)
-    if (source / entry).is_file():
-        shutil.copytree(source, staging, ignore=shutil.ignore_patterns("node_modules", ".git"))
-    else:
-        subprocess.run(["git", "clone", "--quiet", repository, str(staging)], check=True)
-        subprocess.run(["git", "-C", str(staging), "checkout", "--quiet", commit], check=True)
-    # Only what the service runs on: the utility generator's development tools include husky 4,
-    # whose install step writes git hooks into the enclosing repository (this one).
-    quiet = ["--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"]
-    env = {**os.environ, "HUSKY_SKIP_INSTALL": "1", "HUSKY": "0"}
-    try:
-        subprocess.run([npm, "ci", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL, env=env)
-    except subprocess.CalledProcessError:
-        # an old lock file (lockfileVersion 1, the EO's) is read by npm install when ci will not take it
-        subprocess.run([npm, "install", *quiet], cwd=staging, check=True, stdout=subprocess.DEVNULL, env=env)
-    shutil.rmtree(tree, ignore_errors=True)
-    staging.replace(tree)
-    ready.write_text(commit + "\n")
-    log.info("the platform's %s (%s) in %s", name, commit[:10], tree)
-    return tree
-
-
-EO_COMMIT = "20a32e2abb4f7a7524def3be246e0b8af2d0aeca"
-"""The platform EO's commit this suite is tested against (``../shared/platform/README.md``)."""
-EO_REPOSITORY = "https://github.com/humaine-anac/environment-orchestrator"
-EO_SOURCE = PLATFORM_SOURCE / "environment-orchestrator"
-"""A local copy of the EO's tree at :data:`EO_COMMIT`, when the machine has one."""
-EO_TREE = PLATFORM / "environment-orchestrator"
-EO_READY = EO_TREE / ".installed"
-
-
-@fetcher
-def environment_orchestrator() -> Path:
-    """The real HUMAINE Environment Orchestrator (Node.js) with its ``node_modules``, for the
-    tests that run it and for a venue's dry run: copied from :data:`EO_SOURCE` (or cloned at
-    :data:`EO_COMMIT` where there is none), then ``npm ci`` once (about 40 s, 76 MB)."""
-    return platform_service("environment-orchestrator", EO_REPOSITORY, EO_COMMIT, "environment-orchestrator.js", EO_TREE, EO_SOURCE)
-
-
-UTILITY_GENERATOR_COMMIT = "408d2aa3986f07f44c6bbd473fe8c0513653e449"
-"""The platform utility generator's commit this suite is tested against (``../shared/platform/README.md``)."""
-UTILITY_GENERATOR_REPOSITORY = "https://github.com/humaine-anac/utility-generator"
-UTILITY_GENERATOR_SOURCE = PLATFORM_SOURCE / "utility-generator"
-"""A local copy of the utility generator's tree at :data:`UTILITY_GENERATOR_COMMIT`, when the machine has one."""
-UTILITY_GENERATOR_TREE = PLATFORM / "utility-generator"
-
-
-@fetcher
-def utility_generator() -> Path:
-    """The real HUMAINE utility generator (Node.js) with its ``node_modules``: the buyer's
-    utility, allocation check and rating that ``orchestrator_client.buyer_utility`` ports are
-    tested against it (``tests/e2e/orchestrator_client/test_buyer_utility.py``). Fetched as the EO is."""
-    return platform_service("utility-generator", UTILITY_GENERATOR_REPOSITORY, UTILITY_GENERATOR_COMMIT, "utility-generator.js",
-                            UTILITY_GENERATOR_TREE, UTILITY_GENERATOR_SOURCE)
+fetcher(environment_orchestrator)
+fetcher(utility_generator)
 
 
 NOISE_SET = ASSETS / "noise"

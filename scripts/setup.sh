@@ -2,7 +2,8 @@
 # Idempotent set-up for `make run` / `make test` on a fresh Debian machine:
 #   1. system packages (installed with apt-get when running as root and one is missing),
 #   2. the virtual environment .venv with the suite installed (`pip install -e ".[dev]"`),
-#   3. cached test and demo assets (scripts/fetch_assets.py).
+#   3. cached test and demo assets (scripts/fetch_assets.py; the platform's Node.js services,
+#      scripts/platform_services.py, are fetched while step 2 installs).
 # Each step is skipped when already done, so running it before every command is cheap.
 # Every step prints one line saying what it does and one with how long it took: plain lines,
 # no progress bars (CI logs are not a terminal).
@@ -49,6 +50,12 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "setup: Python 3.10 or newer is needed ($PYTHON is $("$PYTHON" --version 2>&1))" >&2
   exit 1
 fi
+# The platform's Node.js services (npm ci: the longest asset on a fresh machine) need nothing of
+# the Python environment: they are fetched alongside its installation, and step 3 says how it went.
+PLATFORM_LOG="$(mktemp)"
+"$PYTHON" scripts/platform_services.py >"$PLATFORM_LOG" 2>&1 &
+PLATFORM_PID=$!
+
 step "2/3" "Python environment $VENV (humaine-env and its dependencies)"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup:     creating $VENV"
@@ -68,5 +75,8 @@ else
 fi
 
 step "3/3" "cached assets (.cache/): test media, speech corpus, the platform's EO"
+wait "$PLATFORM_PID" || true  # a service that failed is fetched again below, with its one error line
+cat "$PLATFORM_LOG"
+rm -f "$PLATFORM_LOG"
 "$VENV/bin/python" scripts/fetch_assets.py
 done_step

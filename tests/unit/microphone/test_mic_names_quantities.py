@@ -8,8 +8,6 @@ alike (``CT2_FORCE_CPU_ISA``), where the words Whisper writes differ.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from transcript.fusion.names import NameMatcher
@@ -124,43 +122,6 @@ def test_a_recovered_name_is_a_doubt_and_transcripts_without_doubts_validate() -
     assert old.doubts == []  # an older microphone's finals still validate
 
 
-def test_whisper_recovery_adds_no_false_names_and_no_wrong_ones() -> None:
-    """Real decodes (two voices): on sentences that start with a sound-alike, recovery finds no
-    name; on sentences that name an avatar first, it finds at least as many and never the wrong one."""
-    from bench.names import ALIKE, NAMED
-    from hardware.audio_files import FileSource
-    from scripts.synth_speech import synthesize
-    from workers.microphone.engines import load_recognizer
-    from workers.microphone.settings import MicrophoneSettings
-    from workers.microphone.transcriber import Transcriber
-    from workers.runtime.config import Config
-
-    config = Config.load().with_overrides({"microphone.whisper_interims": False, "microphone.name_recovery": False})
-    settings = config.section(MicrophoneSettings)
-    recognizer = load_recognizer(settings, config.core.data_dir)
-    named = [NAMED[i] for i in (0, 5, 7, 8, 15)]
-    alike = [(s, "") for s in ALIKE[:4] + ALIKE[6:9] + ALIKE[11:14]]
-    plain = recovered = 0
-    for voice in ("en-us+m3", "festival:cmu_us_slt_arctic_hts"):
-        for said, name in named + alike:
-            finals: list[Transcript] = []
-            transcriber = Transcriber.from_settings(settings, recognizer, "file", lambda _e: None, finals.append, speculate_ms=None)
-            for block in FileSource(synthesize(said, voice).path).blocks(threading.Event()):
-                transcriber.process(block)
-            transcriber.flush()
-            ws = [WordTiming(w.word, w.start, w.end, w.conf) for t in finals for w in t.words]
-            before = MATCHER.leading_name(text(ws))
-            after = MATCHER.leading_name(text(RECOVERY.recover(ws)[0]))
-            if not name:
-                assert after == before, (voice, said, text(ws))  # nothing added to a sound-alike sentence
-            else:
-                assert after in (None, name), (voice, said, text(ws))
-                plain += before == name
-                recovered += after == name
-    assert recovered >= plain
-
-
-# -- the second pass: a real word that sounds like a name, judged by a names-prompted decode ---------
 class Asked:
     """A second decode that records whether it was asked."""
 
