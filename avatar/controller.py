@@ -374,6 +374,10 @@ class AvatarController:
             self._speaking = None
             at = now_ms()
             request.stages[Stage.SPEAKING_END] = at
+            # kept before it is announced: whoever hears "end" finds the utterance in the history
+            with self._history_cond:
+                self.history.append(Spoken(request, result))
+                self._history_cond.notify_all()
             self.bus.publish(
                 self.topics.speaking(avatar),
                 Speaking(source=self.source, avatar=avatar, state="end", message_id=message_id, text=plain, at=at,
@@ -386,9 +390,6 @@ class AvatarController:
 
             self.hub.emit({"type": "speaking", "state": "end", "avatar": avatar, "message_id": message_id, "at": at,
                            "cut": result.cancelled}, update)
-            with self._history_cond:
-                self.history.append(Spoken(request, result))
-                self._history_cond.notify_all()
 
         spoken = self.speaker.speak(
             request.text.ssml,

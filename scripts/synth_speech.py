@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -126,7 +127,13 @@ def synthesize(text: str, voice: str, out_dir: Path = CACHE, speed_wpm: int = 16
 
 
 def negotiation_corpus(out_dir: Path = CACHE, voices: tuple[str, ...] = VOICES) -> list[Utterance]:
-    return [synthesize(text, voice, out_dir) for voice in voices for text in SENTENCES]
+    """Every sentence in every voice, in that order; the ones not cached yet are synthesized a
+    few at a time (each is a process of its own: the set-up step's longest Python asset)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pairs = [(text, voice) for voice in voices for text in SENTENCES]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="synth") as pool:
+        return list(pool.map(lambda pair: synthesize(pair[0], pair[1], out_dir), pairs))
 
 
 def korean_corpus(out_dir: Path = CACHE) -> list[Utterance]:

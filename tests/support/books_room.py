@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +18,7 @@ from playwright.sync_api import Page, expect
 from avatar.operator.routes import DAY_JSON_PATH
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import ms_to_iso
-from tests.support.helpers import UI_TIMEOUT_MS, wait_for
+from tests.support.helpers import CLI, UI_TIMEOUT_MS, wait_for
 from workers.runtime.messages import now_ms
 
 START_TIMEOUT_S = 60.0
@@ -39,7 +38,7 @@ class AvatarProcess:
 
     def start(self) -> AvatarProcess:
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "humaine_env", "avatar", "--config", str(self.config_path)],
+            self.process = subprocess.Popen([*CLI, "avatar", "--config", str(self.config_path)],
                                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         assert wait_for(self.answers, START_TIMEOUT_S, interval=0.1), self.log_tail()
         return self

@@ -5,14 +5,13 @@ collector of what a subscription delivers."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.support.helpers import CHILD_ENV, wait_for
+from tests.support.helpers import CHILD_ENV, CLI, wait_for
 from transcript.session_log import read_session_log
 from transcript.worker import TranscriptWorker
 from workers.runtime.bus import Bus
@@ -34,6 +33,11 @@ class Collector:
     def __len__(self) -> int:
         with self.lock:
             return len(self.items)
+
+    def snapshot(self) -> list[Any]:
+        """What was delivered so far (a copy: delivery goes on in the bus's thread)."""
+        with self.lock:
+            return list(self.items)
 
 
 def typed_final(n: int) -> Transcript:
@@ -113,7 +117,7 @@ def transcript_process(config: Config, eo_url: str, broker_url: str) -> subproce
     """The transcript worker as the suite starts it: ``python -m humaine_env transcript``."""
     env = config.core.environment_uuid
     return subprocess.Popen(
-        [sys.executable, "-m", "humaine_env", "transcript", "--set", f'environment_uuid="{env}"',
+        [*CLI, "transcript", "--set", f'environment_uuid="{env}"',
          "--set", f'broker.url="{broker_url}"', "--set", 'broker.mode="external"',
          "--set", f'data_dir="{config.core.data_dir}"', "--set", f'eo.url="{eo_url}"'],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=CHILD_ENV, stdin=subprocess.DEVNULL,

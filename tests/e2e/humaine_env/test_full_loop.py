@@ -7,20 +7,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import threading
 import time
 import wave
 from pathlib import Path
 
 import numpy as np
 
-from tests.support.helpers import AUTO_FIRST_ROUND, free_port, suite_config, wait_for
+from tests.support.helpers import AUTO_FIRST_ROUND, CLI, free_port, start_run, suite_config, wait_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Gesture, OutgoingMessage, RoundState, Speaking, Status
 
-CLI = [sys.executable, "-m", "humaine_env"]
 LOOP_BOUND_S = 15.0
 """Generous bound against hangs; the measured figure is printed (a few hundred ms here)."""
 
@@ -42,14 +39,7 @@ def round_observer(config: Config) -> tuple[Bus, dict[str, list]]:
 def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> None:
     port = free_port()
     config_path = suite_config(tmp_path, port)
-    suite = subprocess.Popen(
-        [*CLI, "run", "--config", str(config_path), "--without", "mic,camera", *AUTO_FIRST_ROUND],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=tmp_path,
-        start_new_session=True,
-    )
-    output: list[str] = []
-    reader = threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
+    suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
     mic: subprocess.Popen[str] | None = None
     bus: Bus | None = None
     try:

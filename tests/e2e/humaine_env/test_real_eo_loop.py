@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import wave
@@ -24,13 +23,12 @@ import pytest
 
 from orchestrator_client import endpoints as ep
 from standins.eo import default_round
-from tests.support.helpers import MosquittoBroker, free_port, wait_for
+from tests.support.helpers import CLI, MosquittoBroker, free_port, wait_for
 from tests.support.real_eo import RealEO
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import AgentMessageSeen, EOVerdict, Gesture, OutgoingMessage, RoundState, Speaking, Status
 
-CLI = [sys.executable, "-m", "humaine_env"]
 ROUND_ID = "r1"
 TTL_S = 2.0
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from orchestrator_client.recorder import RecordingServer
+from tests.support.helpers import CLI
 from tests.support.paths import ROOT
 from tests.support.real_eo import RealEO, eo_tree
 from tests.support.real_utility_generator import RealUtilityGenerator
 
-CLI = [sys.executable, "-m", "humaine_env", "check-wiring"]
+CHECK_WIRING = [*CLI, "check-wiring"]
 
 
 def check(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    return subprocess.run([*CHECK_WIRING, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 
 def test_check_wiring_passes_for_a_wired_room_and_names_each_mistake(tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def standin_process(human_side: RecordingServer) -> Iterator[StandinServer]:
 
 
 @dataclass
-class Room:
+class ConformanceRoom:
     backend: str
     url: str
     human: RecordingServer
@@ -166,7 +166,7 @@ class Room:
 
 
 @pytest.fixture(params=["real EO", "stand-in"])
-def room(request: pytest.FixtureRequest, human_side: RecordingServer) -> Iterator[Room]:
+def room(request: pytest.FixtureRequest, human_side: RecordingServer) -> Iterator[ConformanceRoom]:
     if request.param == "real EO":
         process: RealEO = request.getfixturevalue("real_eo_process")
         url = process.url
@@ -174,7 +174,7 @@ def room(request: pytest.FixtureRequest, human_side: RecordingServer) -> Iterato
         url = request.getfixturevalue("standin_process").url
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
     with RecordingServer() as celia, RecordingServer() as watson, httpx.Client(timeout=HTTP_TIMEOUT_S) as http:
-        yield Room(request.param, url, human_side, celia, watson, http)
+        yield ConformanceRoom(request.param, url, human_side, celia, watson, http)
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
     if request.param == "real EO":
         assert process.alive(), f"the real EO exited:\n{process.log_tail()}"
@@ -192,7 +192,7 @@ def sell(price: float | None = 3.0, kind: str = "SellOffer", **quantity: Any) ->
 
 
 # -- the cases: name -> (scenario, expected) ---------------------------------------------------
-Scenario = Callable[[Room], Any]
+Scenario = Callable[[ConformanceRoom], Any]
 CASES: dict[str, tuple[Scenario, Any]] = {}
 
 
@@ -205,76 +205,76 @@ def case(name: str, expected: Any) -> Callable[[Scenario], Scenario]:
 
 
 @case("platform round body; named utterance; addressee replies at +1 s", ["permitted", "permitted"])
-def _named_reply(room: Room) -> Any:
+def _named_reply(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs please"), room.reply("Celia", "Two eggs for 3 USD", 1000, sell())]
 
 
 @case("R2: unaddressed agent at +1 s", ["permitted", f"blocked ({eo.PREMATURE_UNADDRESSED})"])
-def _premature(room: Room) -> Any:
+def _premature(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs please"), room.reply("Watson", "I can do better", 1000)]
 
 
 @case("R2: unaddressed agent at +2.3 s", ["permitted", "permitted"])
-def _unaddressed_later(room: Room) -> Any:
+def _unaddressed_later(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs please"), room.reply("Watson", "I can do better", 2300)]
 
 
 @case("R2: addressee at +4.5 s", ["permitted", f"blocked ({eo.ADDRESSEE_DELAYED})"])
-def _addressee_late(room: Room) -> Any:
+def _addressee_late(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs please"), room.reply("Celia", "Two eggs for 3 USD", 4500)]
 
 
 @case("R2: addressee after the unaddressed agent replied",
       ["permitted", "permitted", f"blocked ({eo.UNADDRESSED_JUST_REPLIED})"])
-def _addressee_after_other(room: Room) -> Any:
+def _addressee_after_other(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs please"), room.reply("Watson", "Mine are cheaper", 2300),
             room.reply("Celia", "Two eggs for 3 USD", 3000)]
 
 
 @case("R3: unnamed utterance, both reply, then a third agent message",
       ["permitted", "permitted", "permitted", f"blocked ({eo.TOO_MANY_AGENT_MESSAGES})"])
-def _three_replies(room: Room) -> Any:
+def _three_replies(room: ConformanceRoom) -> Any:
     return [room.say("who sells eggs", addressee=""), room.reply("Celia", "I do", 500), room.reply("Watson", "Me too", 800),
             room.reply("Celia", "Still here", 900)]
 
 
 @case("R3: agent speaking twice", ["permitted", "permitted", f"blocked ({eo.AGENT_TWICE})"])
-def _twice(room: Room) -> Any:
+def _twice(room: ConformanceRoom) -> Any:
     return [room.say("who sells eggs", addressee=""), room.reply("Celia", "I do", 500), room.reply("Celia", "Really", 900)]
 
 
 @case("R4: agent message of 101 words", ["permitted", f"blocked ({eo.TOO_LONG})"])
-def _long_agent(room: Room) -> Any:
+def _long_agent(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs please"), room.reply("Celia", words(101), 500)]
 
 
 @case("R4: agent message of 100 words", ["permitted", "permitted"])
-def _long_enough(room: Room) -> Any:
+def _long_enough(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs please"), room.reply("Celia", words(100), 500)]
 
 
 @case("R4: human message of 101 words; rejection to the human side",
       [f"blocked ({eo.TOO_LONG})", [("human", eo.TOO_LONG)]])
-def _long_human(room: Room) -> Any:
+def _long_human(room: ConformanceRoom) -> Any:
     return [room.say(words(101)), room.rejections()]
 
 
 @case("human messages 0 ms apart (R0 is 0.5 ms)", ["permitted", "permitted"])
-def _r0(room: Room) -> Any:
+def _r0(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs"), room.say("and some flour")]
 
 
 @case("Accept, /confirmAccept acknowledged: booked in the totals",
       ["permitted", "permitted", 1, {"Celia": {"price": 3.5, "quantity": {"egg": 2}},
                                      "Human": {"price": 3.5, "quantity": {"egg": 2}}}])
-def _accept(room: Room) -> Any:
+def _accept(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal", 500, sell(3.5, "Accept")),
             room.confirms(), room.get(ep.VIEW_TOTALS)[1]]
 
 
 @case("Accept, /confirmAccept rejected: 200, 'User rejected bid offer' to the seller",
       ["permitted", f"blocked ({eo.USER_REJECTED})", [("Celia", eo.USER_REJECTED)], {}])
-def _accept_rejected(room: Room) -> Any:
+def _accept_rejected(room: ConformanceRoom) -> Any:
     room.human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer={"status": "rejected"})
     return [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal", 500, sell(3.5, "Accept")),
             room.rejections(), room.get(ep.VIEW_TOTALS)[1]]
@@ -283,7 +283,7 @@ def _accept_rejected(room: Room) -> Any:
 @case(f"Accept, /confirmAccept acknowledged after {CONFIRM_LATE_S:g} s: booked; the human side gets it, with its bid, after its yes",
       ["permitted", "permitted", {"Celia": {"price": 3.5, "quantity": {"egg": 2}}, "Human": {"price": 3.5, "quantity": {"egg": 2}}},
        [(True, sell(3.5, "Accept"))]])
-def _accept_late(room: Room) -> Any:
+def _accept_late(room: ConformanceRoom) -> Any:
     room.human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer(), delay_s=CONFIRM_LATE_S)
     # "permitted" is the seller's relay answered 200 with allResponses, after the buyer's yes
     said = [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal, two eggs", 500, sell(3.5, "Accept"))]
@@ -296,47 +296,47 @@ def _accept_late(room: Room) -> Any:
 @case(f"Accept, /confirmAccept rejected after {CONFIRM_LATE_S:g} s: not booked, '{eo.USER_REJECTED}' to the seller, "
       "never forwarded to the human side",
       ["permitted", f"blocked ({eo.USER_REJECTED})", [("Celia", eo.USER_REJECTED)], {}, []])
-def _accept_late_rejected(room: Room) -> Any:
+def _accept_late_rejected(room: ConformanceRoom) -> Any:
     room.human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer={"status": "rejected"}, delay_s=CONFIRM_LATE_S)
     said = [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal, two eggs", 500, sell(3.5, "Accept"))]
     return [*said, room.rejections(), room.get(ep.VIEW_TOTALS)[1], room.forwarded_to_human("Deal, two eggs")]
 
 
 @case("AcceptOffer: permitted, no /confirmAccept, not booked", ["permitted", "permitted", 0, {}])
-def _accept_offer(room: Room) -> Any:
+def _accept_offer(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs for 3.50?"), room.reply("Celia", "Deal", 500, sell(3.5, "AcceptOffer")),
             room.confirms(), room.get(ep.VIEW_TOTALS)[1]]
 
 
 @case("R1: Accept over the budget (50)", ["permitted", f"blocked ({eo.INSUFFICIENT_BUDGET})", 0])
-def _budget(room: Room) -> Any:
+def _budget(room: ConformanceRoom) -> Any:
     return [room.say("Celia, all your eggs"), room.reply("Celia", "Deal", 500, sell(60.0, "Accept")), room.confirms()]
 
 
 @case("SellOffer with an empty quantity (empty bundle)", ["permitted", f"blocked ({eo.NO_ITEMS})"])
-def _empty_bundle(room: Room) -> Any:
+def _empty_bundle(room: ConformanceRoom) -> Any:
     return [room.say("Celia, make me an offer"), room.reply("Celia", "Here", 500, {"type": "SellOffer", "quantity": {},
                                                                                      "price": {"unit": "USD", "value": 1}})]
 
 
 @case("SellOffer with a null quantity", ["permitted", "blocked (did not include valid quantity for item 'egg')"])
-def _null_quantity(room: Room) -> Any:
+def _null_quantity(room: ConformanceRoom) -> Any:
     return [room.say("Celia, make me an offer"), room.reply("Celia", "Here", 500, sell(2.0, egg=None))]
 
 
 @case("SellOffer with a price without value", ["permitted", f"blocked ({eo.NO_PRICE})"])
-def _no_price_value(room: Room) -> Any:
+def _no_price_value(room: ConformanceRoom) -> Any:
     bid = {"type": "SellOffer", "quantity": {"egg": 2}, "price": {}}
     return [room.say("Celia, make me an offer"), room.reply("Celia", "Here", 500, bid)]
 
 
 @case("human message with role null: 200, rejected with a null rationale", ["blocked (None)", [("human", None)]])
-def _role_null(room: Room) -> Any:
+def _role_null(room: ConformanceRoom) -> Any:
     return [room.say("Celia, two eggs", role=None), room.rejections()]
 
 
 @case("agent message without timeStamp and environmentUUID", ["permitted", "permitted"])
-def _sparse_agent(room: Room) -> Any:
+def _sparse_agent(room: ConformanceRoom) -> Any:
     first = room.say("Celia, two eggs please")
     body = {"roundId": room.round_id, "speaker": "Celia", "addressee": "Human", "text": "Two for 3",
             "role": "seller", "now": int(room.human_at + 500)}
@@ -345,7 +345,7 @@ def _sparse_agent(room: Room) -> Any:
 
 @case("round check: GET /viewQueue for a running, an unknown and an initialized round",
       [None, "unknown to the EO", "not started"])
-def _round_check(room: Room) -> Any:
+def _round_check(room: ConformanceRoom) -> Any:
     async def check(round_id: str) -> Any:
         client = EOClient(room.url)
         try:
@@ -364,7 +364,7 @@ def _round_check(room: Room) -> Any:
 
 
 @case("/receiveHumanAllocation without and with a deal", ["Failed", "Acknowledged"])
-def _allocation(room: Room) -> Any:
+def _allocation(room: ConformanceRoom) -> Any:
     def allocate() -> str:
         body = {"roundId": room.round_id, "payload": {"cake": 1}}
         return room.http.post(room.url + ep.RECEIVE_HUMAN_ALLOCATION, json=body).json()["status"]
@@ -377,18 +377,18 @@ def _allocation(room: Room) -> Any:
 
 @case("round totals after the post phase (utility left out: the utility generator's)",
       [{"Celia": {"quantity": {"egg": 2}, "revenue": 3.5}, "Human": {"quantity": {"egg": 2}, "cost": 3.5}}])
-def _totals(room: Room) -> Any:
+def _totals(room: ConformanceRoom) -> Any:
     return [None]  # replaced in test_round_totals (it needs its own short round)
 
 
 NORMAL = [name for name in CASES if not name.startswith(("round totals", "round check"))]
 
 
-def _record(room: Room, name: str, observed: Any) -> None:
+def _record(room: ConformanceRoom, name: str, observed: Any) -> None:
     RESULTS.setdefault(name, {})[room.backend] = observed
 
 
-def _run_case(room: Room, name: str) -> None:
+def _run_case(room: ConformanceRoom, name: str) -> None:
     """AvatarRunner a round, play the case's scenario, record what was observed and compare."""
     scenario, expected = CASES[name]
     room.start_round()
@@ -398,15 +398,15 @@ def _run_case(room: Room, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NORMAL)
-def test_case(room: Room, name: str) -> None:
+def test_case(room: ConformanceRoom, name: str) -> None:
     _run_case(room, name)
 
 
-def test_round_check(room: Room) -> None:
+def test_round_check(room: ConformanceRoom) -> None:
     _run_case(room, next(n for n in CASES if n.startswith("round check")))
 
 
-def test_round_totals(room: Room) -> None:
+def test_round_totals(room: ConformanceRoom) -> None:
     name = next(n for n in CASES if n.startswith("round totals"))
     _, expected = CASES[name]
     room.start_round((0.0, 1.0, 0.3))

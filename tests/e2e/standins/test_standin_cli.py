@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from orchestrator_client import endpoints as ep
 from orchestrator_client.client import RELAY_PERMITTED_KEY
 from orchestrator_client.recorder import RecordingServer
-from tests.support.helpers import free_port, wait_for
+from tests.support.helpers import CLI, free_port, wait_for
 from tests.support.paths import ROOT
 
 
@@ -24,7 +23,7 @@ def spawn(data_dir: Path, *args: str) -> subprocess.Popen[str]:
     stand-in reads the room's ledger there)."""
     # No broker answers at this address: the services must run without one.
     dead_broker = f'broker.url="mqtt://127.0.0.1:{free_port()}"'
-    argv = [sys.executable, "-m", "humaine_env", "--set", dead_broker, "--set", 'broker.mode="external"',
+    argv = [*CLI, "--set", dead_broker, "--set", 'broker.mode="external"',
             "--set", f'data_dir="{data_dir}"', *args]
     return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,8 @@ import httpx
 
 from orchestrator_client import endpoints as ep
 from tests.support.avatar import HTTP_TIMEOUT, captured
-from tests.support.helpers import free_port, wait_for
+from tests.support.helpers import CLI, free_port, wait_for
 from workers.runtime.worker import EXIT_UNAVAILABLE, STOP_DEADLINE_S
-
-CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def run_cli(mosquitto: Any, *args: str) -> subprocess.Popen[str]:

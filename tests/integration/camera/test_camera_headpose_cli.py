@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import cv2
 import pytest
 
 from tests.support.camera_assets import ROOT, at_fps, pyfeat_data
+from tests.support.helpers import CLI
 
 FIELDS = {"file", "frame", "ts_ms", "faces", "buyer", "yaw", "pitch", "roll", "confidence", "target"}
 
 
 def _headpose(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "humaine_env", "headpose", *args],
+        [*CLI, "headpose", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
     )
 

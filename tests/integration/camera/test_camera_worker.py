@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import cv2
 import numpy as np
@@ -19,26 +18,13 @@ from hardware.video import Frame, VideoFileSource, VideoSourceError, list_camera
 from humaine_env.cli import main as cli_main
 from tests.support.camera_assets import at_fps, pyfeat_data
 from tests.support.helpers import MosquittoBroker, wait_for
+from tests.support.room import Collector
 from workers.camera.worker import CameraWorker
 from workers.microphone.lips import LipWatch
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import NOBODY, Attention, HeadPose, Status
 from workers.runtime.worker import STOP_DEADLINE_S, run_worker
-
-
-class Collector:
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, _topic: str, message: Any) -> None:
-        with self.lock:
-            self.items.append(message)
-
-    def snapshot(self) -> list[Any]:
-        with self.lock:
-            return list(self.items)
 
 
 def _observe(config: Config, name: str) -> tuple[Bus, Collector, Collector, Collector]:

@@ -56,7 +56,7 @@ def conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[s
     return path, [u.text for u in utterances], spans
 
 
-class Room:
+class MicrophoneListener:
     """The rest of the suite: collects what the worker publishes, plays the avatars."""
 
     def __init__(self, config: Config) -> None:
@@ -75,7 +75,7 @@ class Room:
 
 
 @pytest.fixture
-def room_and_config(mosquitto: object, make_config: Callable[..., Config]) -> Iterator[tuple[Room, Callable[..., Config]]]:
+def room_and_config(mosquitto: object, make_config: Callable[..., Config]) -> Iterator[tuple[MicrophoneListener, Callable[..., Config]]]:
     base: dict[str, object] = {}
 
     def config(**overrides: object) -> Config:
@@ -83,12 +83,12 @@ def room_and_config(mosquitto: object, make_config: Callable[..., Config]) -> It
             base["cfg"] = make_config(mosquitto.url, **{"microphone.retry_s": 0.2})  # type: ignore[attr-defined]
         return base["cfg"].with_overrides(overrides)  # type: ignore[attr-defined]
 
-    room_holder: list[Room] = []
+    room_holder: list[MicrophoneListener] = []
 
     def factory(**overrides: object) -> Config:
         cfg = config(**overrides)
         if not room_holder:
-            room_holder.append(Room(cfg))
+            room_holder.append(MicrophoneListener(cfg))
         return cfg
 
     factory(**{})
@@ -105,7 +105,7 @@ def run_worker_thread(worker: MicrophoneWorker) -> threading.Thread:
 
 
 def test_replay_yields_vad_interims_and_one_final_per_utterance(
-    room_and_config: tuple[Room, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
+    room_and_config: tuple[MicrophoneListener, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
 ) -> None:
     room, config = room_and_config
     path, texts, spans = conversation
@@ -137,7 +137,7 @@ def test_replay_yields_vad_interims_and_one_final_per_utterance(
 
 
 def test_echo_is_dropped_or_tagged(
-    room_and_config: tuple[Room, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
+    room_and_config: tuple[MicrophoneListener, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
 ) -> None:
     room, config = room_and_config
     path, _texts, spans = conversation
@@ -168,7 +168,7 @@ def test_echo_is_dropped_or_tagged(
 
 
 def test_privacy_pause_publishes_nothing(
-    room_and_config: tuple[Room, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
+    room_and_config: tuple[MicrophoneListener, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
 ) -> None:
     room, config = room_and_config
     path, _texts, _spans = conversation
@@ -193,7 +193,7 @@ def test_privacy_pause_publishes_nothing(
     assert room.finals == [] and room.vad == []
 
 
-def test_typed_lines_become_final_transcripts(room_and_config: tuple[Room, Callable[..., Config]]) -> None:
+def test_typed_lines_become_final_transcripts(room_and_config: tuple[MicrophoneListener, Callable[..., Config]]) -> None:
     room, config = room_and_config
     room.finals.clear()
     lines = "@Celia I want 2 eggs\nWatson, how much for the flour?\n\n# a comment\nI accept\n"
@@ -207,7 +207,7 @@ def test_typed_lines_become_final_transcripts(room_and_config: tuple[Room, Calla
     assert len({f.utterance_id for f in room.finals}) == 3
 
 
-def test_without_a_microphone_typed_input_is_used(room_and_config: tuple[Room, Callable[..., Config]]) -> None:
+def test_without_a_microphone_typed_input_is_used(room_and_config: tuple[MicrophoneListener, Callable[..., Config]]) -> None:
     room, config = room_and_config
     room.finals.clear()
     worker = MicrophoneWorker(config(**{"microphone.source": "mic"}), typed_stream=io.StringIO("plain words\n"))
@@ -225,7 +225,7 @@ def test_without_a_microphone_typed_input_is_used(room_and_config: tuple[Room, C
 
 
 def test_missing_file_is_one_line_and_unavailable(
-    room_and_config: tuple[Room, Callable[..., Config]], recognizer: PocketsphinxRecognizer, tmp_path: Path
+    room_and_config: tuple[MicrophoneListener, Callable[..., Config]], recognizer: PocketsphinxRecognizer, tmp_path: Path
 ) -> None:
     """A file is not a device that comes back when plugged in: a missing one stops the worker
     with its one line and the exit status a restart cannot change (a lost device is retried:
@@ -259,7 +259,7 @@ class UnpluggedMidSentence(ReplaySource):
 
 
 def test_device_failing_mid_utterance_finishes_it_and_recovers(
-    room_and_config: tuple[Room, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
+    room_and_config: tuple[MicrophoneListener, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
 ) -> None:
     """The device fails in the middle of the first sentence: what was heard becomes a final
     with its speech_end, the worker reports the error, reopens the device and transcribes the

@@ -7,16 +7,14 @@ import io
 import json
 import os
 import subprocess
-import sys
 import wave
 from pathlib import Path
 
 import numpy as np
 
 from hardware.audio_files import load_audio, resample
-from tests.support.helpers import load_synth
+from tests.support.helpers import CLI, load_synth
 
-CLI = [sys.executable, "-m", "humaine_env"]
 KEYS = {"file", "start_ms", "end_ms", "text", "confidence", "engine", "words"}
 
 

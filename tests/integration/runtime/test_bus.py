@@ -35,10 +35,9 @@ def test_publish_subscribe_round_trip(broker_kind: str, request: pytest.FixtureR
     subscriber.subscribe(subscriber.topics.transcript_final(), Transcript, got)
     for bus in (publisher, subscriber):
         bus.start()
-        assert bus.wait_connected(10)
+        assert bus.wait_connected(10)  # connected and every subscription acknowledged (SUBACK)
     try:
         sent = [typed_final(i) for i in range(20)]
-        time.sleep(0.2)
         for message in sent:
             publisher.publish(publisher.topics.transcript_final(), message)
         assert wait_for(lambda: len(got) == 20, timeout=10)
@@ -64,7 +63,6 @@ def test_no_qos1_message_lost_when_broker_restarts(
         assert bus.wait_connected(10)
     total = 150
     try:
-        time.sleep(0.2)
         for i in range(total):
             publisher.publish(publisher.topics.transcript_final(), typed_final(i))
             if i == 50:
@@ -73,10 +71,13 @@ def test_no_qos1_message_lost_when_broker_restarts(
                 assert wait_for(lambda: not publisher.connected and not subscriber.connected, timeout=10)
             if i == 100:
                 own_mosquitto.start()
-            time.sleep(0.01)
+            time.sleep(0.01)  # the stream's pace, not a wait: it goes on through the outage and the reconnect
         assert wait_for(lambda: len(got) >= total, timeout=30)
-        time.sleep(0.5)  # any redelivery would arrive now
-        received = [m.utterance_id for m in got.items]
+        # a last message behind them: MQTT keeps one publisher's order on a topic, resent ones
+        # included, so once it is here any redelivery of the stream has arrived too
+        publisher.publish(publisher.topics.transcript_final(), typed_final(total))
+        assert wait_for(lambda: any(m.utterance_id == f"u{total}" for m in got.items), timeout=10)
+        received = [m.utterance_id for m in got.items if m.utterance_id != f"u{total}"]
         assert sorted(received, key=lambda u: int(u[1:])) == [f"u{i}" for i in range(total)]
         assert publisher.stats.connects >= 2 and subscriber.stats.connects >= 2
     finally:
@@ -125,18 +126,21 @@ def test_queued_for_a_subscriber_that_was_away(mosquitto: MosquittoBroker, make_
         assert bus.wait_connected(10)
     first.client.disconnect()  # away without unsubscribing
     first.client.loop_stop()
+    # another listener that stays: once it has them, the broker has queued them for the one away
+    observer, seen = collect(config, publisher.topics.vad(), VadEvent)
     for i in range(5):
         publisher.publish(publisher.topics.vad(), VadEvent(source="mic", event="speech_start", utterance_id=f"v{i}", at=now_ms()))
-    time.sleep(0.3)
     again = Bus(config, "listener")
     got = Collector()
-    again.subscribe(again.topics.vad(), VadEvent, got)
-    again.start()
     try:
+        assert wait_for(lambda: len(seen) == 5, timeout=10), "the broker never had them"
+        again.subscribe(again.topics.vad(), VadEvent, got)
+        again.start()
         assert wait_for(lambda: len(got) == 5, timeout=10)
         assert [m.utterance_id for m in got.items] == [f"v{i}" for i in range(5)]
     finally:
         publisher.stop()
+        observer.stop()
         again.stop()
 
 
@@ -212,15 +216,13 @@ def test_bad_payloads_are_logged_and_dropped(
         assert bus.wait_connected(10)
     caplog.set_level(logging.WARNING, logger="workers.runtime.bus")
     try:
-        time.sleep(0.2)
         publisher.publish_raw(topic, b"{not json")
         publisher.publish_raw(topic, b'{"v": 1, "type": "transcript", "source": "x"}')
         publisher.publish_raw(topic, b'{"v": 2, "type": "transcript"}')
         oversized = typed_final(0).model_copy(update={"text": "egg " * 1000})
         publisher.publish(topic, oversized)
-        publisher.publish(topic, typed_final(7))
-        assert wait_for(lambda: len(got) == 1, timeout=10)
-        time.sleep(0.3)
+        publisher.publish(topic, typed_final(7))  # last: MQTT keeps one publisher's order on a topic
+        assert wait_for(lambda: len(got) == 1, timeout=10)  # so every payload before it was handled
         assert [m.utterance_id for m in got.items] == ["u7"]
         assert subscriber.stats.dropped_invalid == 3 and subscriber.stats.dropped_oversized == 1
         drops = [r.getMessage() for r in caplog.records if "dropped a payload" in r.getMessage()]
@@ -249,7 +251,6 @@ def test_handler_error_does_not_kill_the_subscriber(mosquitto: MosquittoBroker, 
         bus.start()
         assert bus.wait_connected(10)
     try:
-        time.sleep(0.2)
         for i in range(3):
             publisher.publish(publisher.topics.transcript_final(), typed_final(i))
         assert wait_for(lambda: len(got) == 2, timeout=10)

@@ -4,17 +4,15 @@ lists: all generated from the settings models, so they cannot drift from them.""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.helpers import CLI
 from tests.support.paths import ROOT
 from workers.runtime.config import Config, ConfigError, section_models, section_targets, tomllib
 from workers.runtime.config_doc import MASK, sample_toml
 from workers.runtime.worker import EXIT_CONFIG
-
-CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def run_cli(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

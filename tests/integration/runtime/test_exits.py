@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,12 +12,10 @@ import pytest
 
 from hardware.audio_sources import list_input_devices
 from sessions.generate import generate
-from tests.support.helpers import QUICK_SESSION, MosquittoBroker, free_port
+from tests.support.helpers import CLI, QUICK_SESSION, MosquittoBroker, free_port
 from tests.support.paths import ROOT
 from workers.runtime.config import FILE_SUFFIX
 from workers.runtime.worker import EXIT_CONFIG, EXIT_NO_BROKER, EXIT_UNAVAILABLE
-
-CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def cli(args: list[str], tmp_path: Path, broker_url: str | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:

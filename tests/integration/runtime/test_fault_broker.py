@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from avatar.harness import LocalAvatar
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
 from tests.support.avatar import captured
-from tests.support.helpers import free_port, wait_for
+from tests.support.helpers import CLI, free_port, wait_for
 from tests.support.paths import ROOT
 from tests.support.room import Collector, typed_final
 from transcript.session_log import read_session_log
@@ -158,7 +157,7 @@ def test_embedded_broker_beyond_loopback_needs_a_password(make_config: Callable[
 
 
 def test_broker_command_beyond_loopback_without_a_password_is_one_line() -> None:
-    argv = [sys.executable, "-m", "humaine_env", "broker", "--port", str(free_port()), "--bind", "0.0.0.0"]
+    argv = [*CLI, "broker", "--port", str(free_port()), "--bind", "0.0.0.0"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert result.returncode == EXIT_CONFIG, result.stderr
     lines = result.stderr.strip().splitlines()
@@ -218,7 +217,7 @@ def _command(name: str, config: Config, broker_url: str, eo_url: str, *flags: st
     values = {"environment_uuid": f'"{config.core.environment_uuid}"', "broker.url": f'"{broker_url}"',
               "broker.mode": '"external"', "broker.reconnect_min_s": "0.2", "broker.reconnect_max_s": "1.0",
               "data_dir": f'"{config.core.data_dir}"', "eo.url": f'"{eo_url}"'}
-    argv = [sys.executable, "-m", "humaine_env", name, *flags]
+    argv = [*CLI, name, *flags]
     for key, value in values.items():
         argv += ["--set", f"{key}={value}"]
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

@@ -7,7 +7,6 @@ import errno
 import logging
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ import pytest
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
-from tests.support.helpers import CHILD_ENV, MosquittoBroker, wait_for
+from tests.support.helpers import CHILD_ENV, CLI, MosquittoBroker, wait_for
 from tests.support.room import Collector, Room
 from tests.support.room import transcript_process as transcript_process
 from transcript.session_log import SessionLog, read_session_log
@@ -89,7 +88,7 @@ def test_unwritable_data_dir_is_one_line_and_an_error_status_not_an_exit(
     room.bus.subscribe(room.topics.status("transcript"), Status, statuses)
     room.round("r1", "round")
     process = subprocess.Popen(
-        [sys.executable, "-m", "humaine_env", "transcript", "--set", f'environment_uuid="{env}"',
+        [*CLI, "transcript", "--set", f'environment_uuid="{env}"',
          "--set", f'broker.url="{mosquitto.url}"', "--set", 'broker.mode="external"',
          "--set", f'data_dir="{blocker}"', "--set", f'eo.url="{eo.url}"'],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV, stdin=subprocess.DEVNULL,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
-from tests.support.helpers import CHILD_ENV, MosquittoBroker, wait_for
+from tests.support.helpers import CHILD_ENV, CLI, MosquittoBroker, wait_for
 from tests.support.room import Collector, Room
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -44,7 +43,7 @@ def _config_file(tmp_path: Path, broker: MosquittoBroker, eo_url: str) -> tuple[
 
 
 def transcript(path: Path, *flags: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "humaine_env", "transcript", "--config", str(path), *flags],
+    return subprocess.Popen([*CLI, "transcript", "--config", str(path), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV,
                             stdin=subprocess.DEVNULL)
 

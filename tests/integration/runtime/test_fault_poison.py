@@ -71,8 +71,7 @@ def test_poison_payloads_cost_one_message_each(
     publisher = _started(config, "publisher")
     subscriber = _started(config, "subscriber", handler=handler)
     topic = subscriber.topics.transcript_final()
-    try:
-        time.sleep(0.2)
+    try:  # both connected with every subscription acknowledged (SUBACK): nothing can pass the subscriber by
         tried = 0
         for rounds in range(3):  # repeats must not add log lines
             for payload in POISON.values():
@@ -287,8 +286,7 @@ def test_a_message_that_cannot_be_written_as_json_is_not_published_and_not_raise
     caplog.set_level(logging.INFO, logger="workers.runtime.bus")
     publisher = _started(config, "publisher")
     subscriber = _started(config, "subscriber", got=got)
-    try:
-        time.sleep(0.2)
+    try:  # both connected with every subscription acknowledged (SUBACK): nothing can pass the subscriber by
         topic = publisher.topics.transcript_final()
         for _ in range(3):
             publisher.publish(topic, typed_final(0).model_copy(update={"text": "\ud800 eggs"}))

@@ -7,7 +7,6 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,9 @@ from hardware.frame_times import FrameTimesError, read_frame_times
 from sessions.coverage import COMPLETE, check
 from sessions.format import AUDIO_FILE, EVENTS_FILE, FRAMES_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
 from sessions.generate import generate
-from tests.support.helpers import QUICK_SESSION
+from tests.support.helpers import CLI, QUICK_SESSION
 from tests.support.paths import ROOT
 from workers.runtime.worker import EXIT_UNAVAILABLE
-
-CLI = [sys.executable, "-m", "humaine_env"]
 
 
 def riff_header_only(path: Path) -> Path:

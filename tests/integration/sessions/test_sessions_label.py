@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from sessions.format import TRUTH_FILE, Session, SessionInfo, SessionWriter
 from sessions.label import draft
 from tests.support.camera_assets import ROOT
+from tests.support.helpers import CLI
 from workers.runtime.messages import NOBODY
 from workers.runtime.topics import Topics
 
@@ -68,7 +68,7 @@ def test_the_draft_is_what_the_suite_heard_and_saw(session: Path) -> None:
 
 
 def _label(session: Path, *args: str, answers: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "humaine_env", "label", str(session), *args], cwd=ROOT,
+    return subprocess.run([*CLI, "label", str(session), *args], cwd=ROOT,
                           input=answers, capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -4,7 +4,6 @@ messages, and the recording's frame and audio times are the ones the workers saw
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from sessions.format import Session
 from sessions.generate import generate
 from sessions.record import Recorder, RecordError
 from sessions.replay import replay, replay_config
-from tests.support.helpers import PS_DOMAIN, QUICK_SESSION
+from tests.support.helpers import CLI, PS_DOMAIN, QUICK_SESSION
 from transcript.worker import TranscriptWorker
 from workers.runtime.config import Config
 from workers.runtime.worker import run_worker
@@ -82,7 +81,7 @@ def test_recorded_session_replays_to_its_messages(config: Config, tmp_path: Path
 def test_record_cli_stops_on_sigterm_and_writes_session_json_last(config: Config, tmp_path: Path) -> None:
     source = Session(generate(QUICK_SESSION))
     folder = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "humaine_env", "--set", f"broker.url={config.broker.url}", "--set", "broker.mode=external",
+    cmd = [*CLI, "--set", f"broker.url={config.broker.url}", "--set", "broker.mode=external",
            "--set", f"environment_uuid={config.core.environment_uuid}", "record", str(folder),
            "--audio-source", f"replay:{source.audio_path}", "--video-source", f"replay:{source.video_path}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -111,7 +110,7 @@ def test_record_missing_device_is_one_line(config: Config, tmp_path: Path) -> No
     with pytest.raises(RecordError, match="not found"):
         Recorder(config, tmp_path / "x", "wav:/nonexistent.wav", None).run(threading.Event())
     assert not (tmp_path / "x" / "session.json").exists()
-    cmd = [sys.executable, "-m", "humaine_env", "--set", f"broker.url={config.broker.url}",
+    cmd = [*CLI, "--set", f"broker.url={config.broker.url}",
            "--set", "broker.mode=external", "record", str(tmp_path / "y"), "--no-video",
            "--audio-source", "wav:/nonexistent.wav"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)

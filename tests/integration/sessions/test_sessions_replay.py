@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from sessions.evaluate import score
 from sessions.format import Session
 from sessions.generate import SessionSpec, generate
 from sessions.replay import replay
-from tests.support.helpers import PS_DOMAIN, free_port
+from tests.support.helpers import CLI, PS_DOMAIN, free_port
 from workers.runtime.config import Config
 
 REPLAY = SessionSpec("replay", "f15", "en-us", 21, fps=10.0, lines=8, bystander_voice="en-gb-x-rp+f3")
@@ -60,7 +59,7 @@ def test_eval_command_with_no_broker_running(session: Session, tmp_path: Path) -
     above): the default Whisper's decode of one line of this session differs between CPUs (its
     near-ties), and one line is an eighth of the accuracy."""
     engine = [arg for key, value in PS_DOMAIN.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
-    argv = [sys.executable, "-m", "humaine_env", "eval", str(session.path), "--log-level", "WARNING",
+    argv = [*CLI, "eval", str(session.path), "--log-level", "WARNING",
             "--set", f'broker.url="mqtt://127.0.0.1:{free_port()}"', "--set", f'data_dir="{tmp_path}"', *engine]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-2000:]

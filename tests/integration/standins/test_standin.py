@@ -35,7 +35,7 @@ LONG_ROUND = (0.0, 60.0, 0.0)
 
 
 @dataclass
-class Room:
+class StandinRoom:
     eo: StandinServer
     human: RecordingServer
     celia: RecordingServer
@@ -85,7 +85,7 @@ def offer(kind: str = "SellOffer", eggs: int = 2, price: float | None = 3.5) -> 
     return bid
 
 
-def make_room(taken_round_ids: TakenRoundIds | None = None, **settings: Any) -> Iterator[Room]:
+def make_room(taken_round_ids: TakenRoundIds | None = None, **settings: Any) -> Iterator[StandinRoom]:
     """The documented rules unless asked otherwise (the real EO's are tested in
     test_eo_conformance); R0 is off unless asked for (as in the current EO): the tests speak
     faster than 5 s."""
@@ -105,7 +105,7 @@ def make_room(taken_round_ids: TakenRoundIds | None = None, **settings: Any) -> 
         settings.setdefault("agents", {"Celia": celia.port, "Watson": watson.port})
         eo = StandinServer(StandinSettings(port=0, **settings), taken_round_ids=taken_round_ids).start()
         try:
-            yield Room(eo, human_side, celia, watson, http)
+            yield StandinRoom(eo, human_side, celia, watson, http)
         finally:
             eo.stop()
 
@@ -115,7 +115,7 @@ room_of = contextlib.contextmanager(make_room)
 
 
 @pytest.fixture
-def room() -> Iterator[Room]:
+def room() -> Iterator[StandinRoom]:
     yield from make_room(r2_window_s=0.5)
 
 
@@ -167,7 +167,7 @@ def test_round_timers_event_order_and_totals_after_a_confirmed_accept() -> None:
         assert room.http.get(f"{room.eo.url}{ep.VIEW_TOTALS}/r1").json()["roundTotals"]["Human"]["cost"] == 3.5
 
 
-def test_forwarding_shapes(room: Room) -> None:
+def test_forwarding_shapes(room: StandinRoom) -> None:
     room.start_and_wait()
     utterance = human("Celia, I want to buy 2 eggs for $3")
     assert room.post(ep.RELAY_MESSAGE, utterance).json()["permitted"] is True
@@ -197,7 +197,7 @@ def test_forwarding_shapes(room: Room) -> None:
     assert [(e["speaker"], e["permitted"]) for e in queue] == [("Human", True), ("Celia", True)]
 
 
-def test_r2_unaddressed_reply_blocked_then_allowed_after_the_window(room: Room) -> None:
+def test_r2_unaddressed_reply_blocked_then_allowed_after_the_window(room: StandinRoom) -> None:
     room.start_and_wait()
     room.post(ep.RELAY_MESSAGE, human("Celia, 2 eggs please"))
     early = room.post(ep.RELAY_MESSAGE, agent("Watson", "I sell eggs too", offer(price=2.0))).json()
@@ -215,7 +215,7 @@ def test_r2_unaddressed_reply_blocked_then_allowed_after_the_window(room: Room) 
     assert room.human.bodies(ep.RECEIVE_MESSAGE)[-1]["speaker"] == "Watson"
 
 
-def test_r3_second_reply_blocked_and_r4_long_message_blocked(room: Room) -> None:
+def test_r3_second_reply_blocked_and_r4_long_message_blocked(room: StandinRoom) -> None:
     room.start_and_wait()
     room.post(ep.RELAY_MESSAGE, human("Celia, 2 eggs please"))
     assert room.post(ep.RELAY_MESSAGE, agent("Celia", "2 eggs for 3.5 USD", offer())).json()["permitted"]
@@ -275,7 +275,7 @@ def test_r1_budget_and_a_declined_confirmation() -> None:
         assert room.human.bodies(ep.RECEIVE_MESSAGE)[-1]["bid"] == offer("Accept", eggs=1, price=1.0)
 
 
-def test_survives_every_input_that_crashes_the_platform_eo(room: Room) -> None:
+def test_survives_every_input_that_crashes_the_platform_eo(room: StandinRoom) -> None:
     # unknown roundId before any round exists
     unknown = room.post(ep.RELAY_MESSAGE, human("Celia, hello"))
     assert unknown.status_code == 404 and "unknown roundId" in unknown.json()["error"]
@@ -314,7 +314,7 @@ def test_survives_every_input_that_crashes_the_platform_eo(room: Room) -> None:
     assert room.http.get(f"{room.eo.url}{ep.VIEW_TOTALS}/r7").status_code == 404
 
 
-def _totals_of(room: Room, rules: str) -> dict[str, Any]:
+def _totals_of(room: StandinRoom, rules: str) -> dict[str, Any]:
     """The buyer's booked goods and money, whichever mode's ``/viewTotals`` shape."""
     totals = room.http.get(f"{room.eo.url}{ep.VIEW_TOTALS}/r1").json()
     if rules == "real_eo":

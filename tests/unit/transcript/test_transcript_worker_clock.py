@@ -28,7 +28,7 @@ from tests.support.helpers import wait_for
 from tests.support.scripted_bus import ScriptedBroker, ScriptedBus
 from transcript.worker import IDLE_POLL_S, TranscriptWorker, _Job
 from workers.runtime.config import Config
-from workers.runtime.messages import OutgoingMessage, RoundState, Stage, Transcript
+from workers.runtime.messages import OutgoingMessage, RoundState, Stage, Transcript, VadEvent
 
 T0 = 1_700_000_000_000
 """The virtual clock's start (November 2023): years before the wall clock's now."""
@@ -79,6 +79,12 @@ class Room:
         self.bus.publish(self.bus.topics.transcript_final(), Transcript(
             source="mic", final=True, utterance_id=f"u{start}", text=text, confidence=0.9, start=start, end=end,
             engine="test"))
+
+    def vad(self, event: str, utterance_start: int, at: int) -> None:
+        """A microphone voice-activity event (``speech_start``/``speech_end``, at ``at``) of the
+        speech that began at ``utterance_start`` (audio clock: virtual ms; its final's id)."""
+        self.bus.publish(self.bus.topics.vad(), VadEvent(
+            source="microphone", event=event, utterance_id=f"u{utterance_start}", at=at))  # type: ignore[arg-type]
 
     def round(self, phase_deadline: int | None = None) -> None:
         """The Avatar Controller's retained round state: round r1, relaying."""
@@ -198,6 +204,32 @@ def test_the_merge_hold_runs_on_the_worker_clock(start_room: StartRoom) -> None:
     assert alone.outcome == "delivered", alone.reason
     assert alone.message["text"] == "and some milk" and alone.stages[Stage.RELEASED] == T0 + 3000
     assert room.eo.texts() == ["I would like five eggs", "and some milk"]
+
+
+def test_a_pause_mid_sentence_is_merged_at_live_timing(start_room: StartRoom) -> None:
+    """Published as a live microphone would: the first segment's final arrives 0.1 s after the
+    segment ended, so its merge window closes at T0 + 1.4 s (1.2 s gap + 0.3 s for a voice
+    event); the next speech is heard 0.6 s later (its voice-activity start), and its final
+    arrives at T0 + 2.4 s, a second after the window would have closed: one message."""
+    room = start_room(merge_gap_s=1.2)  # the other merge settings as shipped (hold what reads unfinished)
+    room.round()
+    room.say("Watson I would like", T0 - 1500, T0 - 100)
+    assert wait_for(lambda: room.worker.merger.pending is not None, OUTCOME_S), "the unfinished final was not held"
+    room.clock.advance_to(T0 + 600)
+    room.vad("speech_start", T0 + 200, T0 + 500)
+    # taken before the clock moves on: a loop turn between the two would release the held part
+    assert wait_for(lambda: (held := room.worker.merger.pending) is not None and held.awaiting == f"u{T0 + 200}",
+                    OUTCOME_S), "the voice-activity start was not taken"
+    room.clock.advance_to(T0 + 2400)
+    assert room.quiet(0), f"released before the continuation's final: {room.outgoing}"
+    room.vad("speech_end", T0 + 200, T0 + 2300)
+    room.say("five eggs please", T0 + 200, T0 + 2300)
+    (merged,) = room.outcomes(1)
+    assert merged.outcome == "delivered", merged.reason
+    assert merged.message["text"] == "Watson I would like five eggs please"
+    assert merged.stages[Stage.RELEASED] == T0 + 2400
+    assert room.quiet(1), f"a second message: {room.outgoing}"
+    assert room.eo.texts() == ["Watson I would like five eggs please"]
 
 
 def test_round_deadlines_are_checked_on_the_worker_clock(start_room: StartRoom) -> None:
