@@ -180,6 +180,12 @@ def start_run(config_path: Path, cwd: Path, *flags: str, without: str = "mic,cam
     return suite, output
 
 
+def wait_for_line(output: list[str], text: str, timeout: float = 60.0) -> None:
+    """Until a process whose lines are collected in ``output`` (:func:`start_run`) has printed one
+    containing ``text``; fails with everything it printed so far."""
+    assert wait_for(lambda: any(text in line for line in output), timeout), "".join(output)
+
+
 def collect(config: Config, topic: Topic, model: type[E], name: str = "observer") -> tuple[Bus, list[E]]:
     """A bus client of the room, connected, that keeps every ``model`` it sees on ``topic``."""
     seen: list[E] = []

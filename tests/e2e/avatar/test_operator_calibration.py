@@ -22,7 +22,7 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import CALIBRATE_PATH
 from hardware.video import Frame, SourceStats
 from tests.support.camera_assets import pyfeat_data
-from tests.support.helpers import UI_TIMEOUT_MS, MosquittoBroker, free_port, start_run, suite_config, wait_for
+from tests.support.helpers import UI_TIMEOUT_MS, MosquittoBroker, free_port, start_run, suite_config, wait_for, wait_for_line
 from tests.support.room import Collector
 from workers.camera.calibration import AWAY
 from workers.camera.settings import CameraSettings
@@ -123,7 +123,7 @@ def test_calibrate_on_the_console_says_no_camera(tmp_path: Path, page: Page, art
     avatar_url = f"http://127.0.0.1:{tomllib.loads(config_path.read_text())['avatar']['port']}"
     suite, output = start_run(config_path, tmp_path)  # without the camera (and the microphone)
     try:
-        assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
+        wait_for_line(output, f"mqtt://127.0.0.1:{port}")
         assert wait_for(lambda: _answers(avatar_url + CONSOLE_PATH), timeout=60), "".join(output)
         page.goto(avatar_url + CONSOLE_PATH)
         expect(page.locator("#worker-avatar")).to_have_attribute("data-state", "online", timeout=UI_TIMEOUT_MS)

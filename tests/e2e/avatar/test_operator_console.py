@@ -26,7 +26,17 @@ from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import strict_dumps
 from tests.support.avatar import AvatarRunner
-from tests.support.helpers import AUTO_FIRST_ROUND, CLI, UI_TIMEOUT_MS, free_port, round_observer, start_run, suite_config, wait_for
+from tests.support.helpers import (
+    AUTO_FIRST_ROUND,
+    CLI,
+    UI_TIMEOUT_MS,
+    free_port,
+    round_observer,
+    start_run,
+    suite_config,
+    wait_for,
+    wait_for_line,
+)
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -190,7 +200,7 @@ def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path:
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
-        assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
+        wait_for_line(output, f"mqtt://127.0.0.1:{port}")
         bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "round" for m in rounds), timeout=90), "".join(output)
 

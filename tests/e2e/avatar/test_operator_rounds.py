@@ -20,7 +20,16 @@ from playwright.sync_api import Page, expect
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
 from avatar.operator.routes import DAY_CSV_PATH
-from tests.support.helpers import AUTO_FIRST_ROUND, UI_TIMEOUT_MS, free_port, round_observer, start_run, suite_config, wait_for
+from tests.support.helpers import (
+    AUTO_FIRST_ROUND,
+    UI_TIMEOUT_MS,
+    free_port,
+    round_observer,
+    start_run,
+    suite_config,
+    wait_for,
+    wait_for_line,
+)
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.worker import HEALTH_INTERVAL_S
@@ -48,7 +57,7 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
-        assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
+        wait_for_line(output, f"mqtt://127.0.0.1:{port}")
         bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), timeout=90), "".join(output)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.support.helpers import AUTO_FIRST_ROUND, CLI, free_port, start_run, suite_config, wait_for
+from tests.support.helpers import AUTO_FIRST_ROUND, CLI, free_port, start_run, suite_config, wait_for, wait_for_line
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Gesture, OutgoingMessage, RoundState, Speaking, Status
@@ -44,7 +44,7 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
-        assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
+        wait_for_line(output, f"mqtt://127.0.0.1:{port}")
         bus, seen = round_observer(config)
         assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
 

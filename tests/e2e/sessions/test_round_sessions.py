@@ -23,7 +23,17 @@ from avatar.operator.routes import BUYER_PATH, END_ROUND_PATH, NEXT_ROUND_PATH
 from hardware.session_files import SESSIONS_DIR
 from sessions.format import EVENTS_FILE, SESSION_FILE, Session
 from sessions.rounds import RoundRecorder, name_part, round_folder
-from tests.support.helpers import AUTO_FIRST_ROUND, CLI, MosquittoBroker, free_port, round_observer, start_run, suite_config, wait_for
+from tests.support.helpers import (
+    AUTO_FIRST_ROUND,
+    CLI,
+    MosquittoBroker,
+    free_port,
+    round_observer,
+    start_run,
+    suite_config,
+    wait_for,
+    wait_for_line,
+)
 from tests.support.room import Collector, Room
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -58,7 +68,7 @@ def test_run_records_each_round_as_a_session_for_label_and_eval(tmp_path: Path) 
     bus: Bus | None = None
     try:
         config = Config.load(config_path, environ={})
-        assert wait_for(lambda: any(f"mqtt://127.0.0.1:{port}" in line for line in output), timeout=60), "".join(output)
+        wait_for_line(output, f"mqtt://127.0.0.1:{port}")
         bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), timeout=90), "".join(output)
         mic = subprocess.Popen(
