@@ -35,7 +35,9 @@ from orchestrator_client.service_map import (
 )
 from workers.runtime.config import OrchestratorSettings
 
-FAST = Timeouts(connect_s=0.3, read_s=0.4, write_s=0.4, pool_s=0.3, total_s=1.0)
+FAST = Timeouts(connect_s=0.5, read_s=1.0, write_s=0.5, pool_s=0.5, total_s=1.2)
+"""Short enough for the timeout tests (their EO answers after 1.5 s or more), long enough for a
+loopback answer on a loaded machine."""
 PERMITTED = {"status": "Acknowledged", "allResponses": [{"status": "Acknowledged"}]}
 """The current EO's answer to a permitted message (a blocked one has no ``allResponses``)."""
 QUEUE_R1 = f"{ep.VIEW_QUEUE}/r1"
