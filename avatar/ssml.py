@@ -12,7 +12,7 @@ agent must not turn a reply into silence) and rebuilt:
   which are dropped with their content;
 * text is XML-escaped, so ``&`` and ``<`` in plain text are spoken as words, not parsed;
 * dollar amounts are written out as a person says them ("$4.50": "four dollars fifty",
-  :mod:`hardware.spoken_amounts`) for the voice, while the captions keep "$4.50".
+  :mod:`formats.spoken_amounts`) for the voice, while the captions keep "$4.50".
 
 The result is always well-formed: unclosed elements are closed, stray end tags ignored.
 
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from html import escape, unescape
 from html.parser import HTMLParser
 
-from hardware import spoken_amounts
+from formats import spoken_amounts
 
 KEPT_ELEMENTS: dict[str, tuple[str, ...]] = {
     "prosody": ("rate", "pitch", "volume", "range"),

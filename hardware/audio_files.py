@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.session_files import AUDIO_FILE, media_file
 from hardware.audio import (
     DEFAULT_BLOCK_MS,
     SAMPLE_RATE,
@@ -27,7 +28,6 @@ from hardware.audio import (
     block_samples,
 )
 from hardware.clock import Clock
-from hardware.session_files import AUDIO_FILE, media_file
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ The speaker (:class:`hardware.speaker.Speaker`) drives an engine through one cal
 phoneme events in audio time - what espeak-ng's callback gives. Neural and HTS engines render
 a whole phrase at once instead, in tens to hundreds of milliseconds. This module makes them fit:
 
-* the SSML is read into phrases and pauses (:mod:`hardware.speech_script`);
+* the SSML is read into phrases and pauses (:mod:`formats.speech_script`);
 * a producer thread renders phrase after phrase while the speaker plays the previous one, so
   only the first phrase's rendering is heard as latency; that first phrase is kept short
   (``lead_words``) for engines slow enough to need it;
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hardware import speech_script
-from hardware.speech_script import Pause, Phrase
+from formats import speech_script
+from formats.speech_script import Pause, Phrase
 from hardware.speech_types import SpeechEvent, VoiceSettings
 
 log = logging.getLogger(__name__)

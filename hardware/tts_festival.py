@@ -26,9 +26,9 @@ from typing import IO
 
 import numpy as np
 
-from hardware.phoneme_alphabets import from_cmu
+from formats.phoneme_alphabets import from_cmu
+from formats.speech_script import Phrase
 from hardware.speech_chunked import ChunkedEngine, Rendering, rate_factor, semitones
-from hardware.speech_script import Phrase
 from hardware.speech_types import SpeakerError, VoiceSettings
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ evenly over the phrase and one line says so.
 
 Piper renders a sentence at about a fifth of real time on two cores, too slow to wait for a
 whole first sentence: the first phrase is cut after about :attr:`PiperEngine.lead_words` words,
-at a comma or before a word a phrase starts with (``hardware.speech_script.split_lead``).
+at a comma or before a word a phrase starts with (``formats.speech_script.split_lead``).
 Pitch prosody is not honoured (VITS voices have no pitch control); rate is Piper's
 ``length_scale`` and volume a gain, as with every sentence engine.
 """
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hardware.phoneme_alphabets import from_ipa
+from formats.phoneme_alphabets import from_ipa
+from formats.speech_script import Phrase
 from hardware.speech_chunked import ChunkedEngine, Rendering, rate_factor
-from hardware.speech_script import Phrase
 from hardware.speech_types import SpeakerError
 
 if TYPE_CHECKING:

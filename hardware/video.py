@@ -24,9 +24,9 @@ from typing import Protocol
 import cv2
 import numpy as np
 
+from formats.session_files import VIDEO_FILE, media_file
 from hardware.clock import Clock, RealClock
 from hardware.frame_times import FrameTimesError, read_frame_times, sidecar_of
-from hardware.session_files import VIDEO_FILE, media_file
 
 log = logging.getLogger(__name__)
 

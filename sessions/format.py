@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from formats.session_files import AUDIO_FILE, VIDEO_FILE
 from hardware.audio import SAMPLE_RATE
 from hardware.frame_times import FRAME_TIMES_FILE, read_frame_times
-from hardware.session_files import AUDIO_FILE, VIDEO_FILE
 
 FORMAT_NAME = "humaine-session"
 FORMAT_VERSION = 1

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from hardware.session_files import SESSIONS_DIR
+from formats.session_files import SESSIONS_DIR
 from workers.runtime.config import Section
 
 

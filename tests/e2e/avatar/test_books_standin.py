@@ -28,7 +28,7 @@ from playwright.sync_api import Page, expect
 from avatar.buyer.routes import BUYER_PATH
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import DAY_JSON_PATH, NEXT_ROUND_PATH
-from hardware.session_files import SESSIONS_DIR
+from formats.session_files import SESSIONS_DIR
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
 from sessions.format import SESSION_FILE, Session

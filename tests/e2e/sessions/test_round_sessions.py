@@ -20,7 +20,7 @@ import pytest
 import tomllib
 
 from avatar.operator.routes import BUYER_PATH, END_ROUND_PATH, NEXT_ROUND_PATH
-from hardware.session_files import SESSIONS_DIR
+from formats.session_files import SESSIONS_DIR
 from sessions.format import EVENTS_FILE, SESSION_FILE, Session
 from sessions.rounds import RoundRecorder, name_part, round_folder
 from tests.support.helpers import (

@@ -24,11 +24,11 @@ import pytest
 from avatar import lipsync, visemes
 from avatar.settings import AvatarSettings
 from avatar.ssml import prepare
-from hardware import speech_script
+from formats import speech_script
+from formats.speech_script import Pause, Phrase
+from formats.spoken_amounts import spoken
 from hardware.audio_files import load_audio
 from hardware.speaker import Speaker, SpeakerError, VoiceSettings, WavSink
-from hardware.speech_script import Pause, Phrase
-from hardware.spoken_amounts import spoken
 from tests.support.paths import FIXTURES
 
 FESTIVAL = VoiceSettings("cmu_us_slt_arctic_hts", 170, engine="festival", fallback="en-us+f3")
