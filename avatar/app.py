@@ -139,7 +139,7 @@ def create_app(controller: AvatarController) -> FastAPI:
         title="humaine-env Avatar Controller",
         version=__version__,
         description=(
-            "The HUMAINE Environment Orchestrator's human-side service: Celia and Watson speak "
+            "The HUMAINE Environment Orchestrator's human-side service: the avatars speak "
             "permitted agent messages and gesture; round events become the retained round state."
         ),
         lifespan=lifespan,

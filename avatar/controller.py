@@ -45,7 +45,6 @@ from orchestrator_client.models import (
     StartRound,
     confirm_accept_answer,
 )
-from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.runtime.ledger import RoomLedger
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (
@@ -65,6 +64,8 @@ from workers.runtime.messages import (
     now_ms,
 )
 from workers.runtime.topics import Topic, Topics
+from workers.runtime.worker_ids import AVATAR as AVATAR_WORKER
+from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
@@ -119,17 +120,19 @@ class AvatarController:
         avatars: list[str],
         bus: Publisher,
         speaker: Speaker,
-        source: str = "avatar",
+        source: str = AVATAR_WORKER,
         ledger: RoomLedger | None = None,
     ) -> None:
         """``ledger``: the room's books (under ``data_dir`` in a worker); one in memory when not given."""
-        self.settings = settings
+        self.settings = settings.for_room(avatars)
         self.avatars = list(avatars)
         self.bus = bus
         self.topics = bus.topics
         self.speaker = speaker
         self.source = source
-        self.hub = DisplayHub(self.avatars, settings.confirm_accept)
+        self.hub = DisplayHub(self.avatars, settings.confirm_accept, self.settings.looks(self.avatars))
+        self.voices_in_use: dict[str, str] = {}
+        """Avatar -> the engine and voice that really speak it (the fallback when its own is missing)."""
         self.ledger = ledger or RoomLedger.in_memory()
         self.books = RoundBooks(self.ledger, self.hub, settings)
         self.rounds = RoundEvents(self.ledger)
@@ -157,7 +160,8 @@ class AvatarController:
     def check(self) -> None:
         """Fail early, with a readable reason, on a voice espeak-ng does not have."""
         for avatar in self.avatars:
-            self.speaker.check_voice(self.settings.voice_for(avatar))
+            voice = self.speaker.check_voice(self.settings.voice_for(avatar))
+            self.voices_in_use[avatar] = f"{voice.engine} {voice.voice}"
 
     def start(self) -> None:
         # A controller that died mid-sentence left a retained "begin" behind, which would gate
@@ -234,6 +238,7 @@ class AvatarController:
             "confirms_waiting": len(self.confirms),
             "books_check": self.books_check,
             "ledger": self.ledger.where,
+            "voices": dict(self.voices_in_use),
             **dict(self.counters),
         }
 

@@ -23,6 +23,7 @@ Every key can also be set with ``HUMAINE_ENV_AVATAR_<KEY>`` or ``--set avatar.<k
 from __future__ import annotations
 
 import typing
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -32,7 +33,7 @@ from hardware.speaker import VoiceSettings
 from hardware.speech_engines import EngineName
 from orchestrator_client.http_edge import DEFAULT_MAX_BODY_BYTES
 from orchestrator_client.rules import DEFAULT_R4_MAX_WORDS
-from workers.runtime.config import Section
+from workers.runtime.config import DEFAULT_AVATARS, Section
 
 DEFAULT_PORT = 7040
 """The port the competition UI used: the Avatar Controller takes its place in the EO's
@@ -61,19 +62,27 @@ class AvatarVoice(BaseModel):
     """Words per minute."""
     volume: float = Field(1.0, ge=0.0, le=2.0)
     pitch: int | None = Field(None, ge=0, le=100)
+    look: Literal["female", "male"] = "female"
+    """The figure the display draws for this avatar."""
 
     def settings(self) -> VoiceSettings:
         return VoiceSettings(self.voice, self.rate, self.volume, self.pitch, engine=self.engine,
                              fallback=self.fallback if self.engine != "espeak" else None)
 
 
+def _room_default_voices() -> tuple[AvatarVoice, ...]:
+    """Natural voices a listener understands the first time (``bench/voices.py`` measures them),
+    in the order of ``[core] avatars``: the first avatar female (Festival HTS), the second male
+    (Piper); espeak-ng formant voices as fallbacks."""
+    return (
+        AvatarVoice(engine="festival", voice="cmu_us_slt_arctic_hts", fallback="en-us+f3", rate=170, look="female"),
+        AvatarVoice(engine="piper", voice="en_US-joe-medium", fallback="en-us+m3", rate=165, look="male"),
+    )
+
+
 def _default_voices() -> dict[str, AvatarVoice]:
-    """Natural voices a listener understands the first time (``bench/voices.py`` measures them):
-    Celia female (Festival HTS), Watson male (Piper); espeak-ng formant voices as fallbacks."""
-    return {
-        "Celia": AvatarVoice(engine="festival", voice="cmu_us_slt_arctic_hts", fallback="en-us+f3", rate=170),
-        "Watson": AvatarVoice(engine="piper", voice="en_US-joe-medium", fallback="en-us+m3", rate=165),
-    }
+    """The default room's avatars with their voices."""
+    return dict(zip(DEFAULT_AVATARS, _room_default_voices(), strict=True))
 
 
 class AvatarSettings(Section):
@@ -95,7 +104,9 @@ class AvatarSettings(Section):
     ``soundcard``, ``soundcard:DEVICE``, ``wav:DIR`` (paced like a sound card) or ``wav-fast:DIR``."""
     voices: dict[str, AvatarVoice] = Field(default_factory=_default_voices)
     """Per avatar, merged over the defaults (Celia: Festival ``cmu_us_slt_arctic_hts``; Watson:
-    Piper ``en_US-joe-medium``); any other avatar speaks with espeak-ng's default ``en-us``."""
+    Piper ``en_US-joe-medium``). A room with other names (``[core] avatars``) gives its first
+    avatar the first default voice and its second the second, unless set here; any further
+    avatar speaks with espeak-ng's default ``en-us``."""
     speech_process: bool = True
     """Run the speech engines (Piper's onnxruntime, Festival, espeak-ng: native code) in a
     supervised child process (:class:`hardware.speech_process.SpeechProcess`): a segfault or
@@ -178,3 +189,17 @@ class AvatarSettings(Section):
 
     def voice_for(self, avatar: str) -> VoiceSettings:
         return self.voices.get(avatar, AvatarVoice()).settings()
+
+    def for_room(self, avatars: Sequence[str]) -> AvatarSettings:
+        """These settings with a voice for each of the room's avatars: configured by name, or
+        the default voice of its place in ``[core] avatars``."""
+        defaults = _room_default_voices()
+        voices = dict(self.voices)
+        for place, name in enumerate(avatars):
+            if name not in voices and place < len(defaults):
+                voices[name] = defaults[place]
+        return self.model_copy(update={"voices": voices})
+
+    def looks(self, avatars: Sequence[str]) -> dict[str, str]:
+        """The figure the display draws for each avatar."""
+        return {name: self.voices.get(name, AvatarVoice()).look for name in avatars}

@@ -18,6 +18,7 @@ from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.worker import Worker, wait_for_stop
+from workers.runtime.worker_ids import AVATAR as AVATAR_WORKER
 
 SPEECH_DIR = "speech"
 """Where, under ``data_dir``, speech goes as WAV files when there is no sound card."""
@@ -30,7 +31,7 @@ class AvatarWorker(Worker):
     device or WAV directory, the port) and raises :class:`hardware.speaker.SpeakerError` or
     :class:`avatar.server.ServerError` with a readable line before anything connects."""
 
-    name: ClassVar[str] = "avatar"
+    name: ClassVar[str] = AVATAR_WORKER
     serves_http: ClassVar[bool] = True
 
     def __init__(self, config: Config, worker_id: str | None = None) -> None:

@@ -116,7 +116,7 @@ from workers.microphone.evaluation import Sample, asterisk_corpus, deal_score, p
 from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.microphone.transcriber import Transcriber, segmenter_for  # noqa: E402
-from workers.runtime.config import Config  # noqa: E402
+from workers.runtime.config import DEFAULT_AVATARS, Config  # noqa: E402
 from workers.runtime.messages import Transcript, VadEvent  # noqa: E402
 
 ENGINES = (
@@ -254,7 +254,7 @@ def load_engine(
             model,
             beam_size=settings.whisper_beam_size,
             threads=settings.whisper_threads,
-            hotwords=whisper_hotwords(settings) if biased else None,
+            hotwords=whisper_hotwords(settings, DEFAULT_AVATARS) if biased else None,
             interims=settings.whisper_interims if interims is None else interims,
             context=context,
             context_pad_s=settings.whisper_context_pad_s,
@@ -293,7 +293,7 @@ def load_engine(
         }
         return VoskRecognizer(model, vocabulary=vocab), info
     model_dir = vosk_model_path(settings, data_dir)
-    vocab = biasing_vocabulary(settings) if biased else None
+    vocab = biasing_vocabulary(settings, DEFAULT_AVATARS) if biased else None
     recognizer = VoskRecognizer(model_dir, vocabulary=vocab)
     return recognizer, {"biasing": biased, "model": model_dir.name}
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -178,6 +178,18 @@ def first_round_by_itself(config: Config, names: Sequence[str]) -> bool:
     return not ("avatar" in names and config.section(AvatarSettings).display)
 
 
+def seller_ports(avatars: Sequence[str]) -> dict[str, int]:
+    """The demo sellers of a room: each avatar on the platform's sample sellers' ports, in order."""
+    from standins.eo.settings import DEFAULT_AGENT_PORTS
+
+    first = min(DEFAULT_AGENT_PORTS.values())
+    return {name: first + place for place, name in enumerate(avatars)}
+
+
+def _inline_table(ports: Mapping[str, int]) -> str:
+    return "{ " + ", ".join(f"{name} = {port}" for name, port in ports.items()) + " }"
+
+
 def stand_in_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
     """Settings that wire the stand-in EO, the demo sellers and the room together: one EO
     address for everyone, the sellers' ports known to the EO, the Avatar Controller as the
@@ -190,10 +202,15 @@ def stand_in_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
     standin = config.section(StandinSettings)
     sellers = config.section(DemoAgentsSettings)
     avatar = config.section(AvatarSettings)
-    agents = ", ".join(f"{name} = {port}" for name, port in sellers.agents.items())
+    ports = sellers.agents
+    overrides: dict[str, str] = {}
+    if config.origins(DemoAgentsSettings)["agents"] == "default":
+        ports = seller_ports(config.core.avatars)  # the room's own names (``[core] avatars``)
+        overrides["demo_agents.agents"] = _inline_table(ports)
     return {
+        **overrides,
         "eo.url": f'"http://127.0.0.1:{standin.port}"',
-        "standin.agents": f"{{ {agents} }}",
+        "standin.agents": _inline_table(ports),
         "standin.human_port": str(avatar.port),
         "standin.auto_round": "true" if first_round_by_itself(config, names) else "false",
     }

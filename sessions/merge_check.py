@@ -26,7 +26,7 @@ from transcript.settings import TranscriptSettings
 from workers.microphone.recognizer import Recognizer
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
-from workers.runtime.messages import Transcript, VadEvent
+from workers.runtime.messages import PITCH_END, Transcript, VadEvent
 
 START_MS = 1_000_000_000
 
@@ -90,7 +90,8 @@ def run_item(
             events.append((block_end["ms"] + took_ms, transcript))
 
     transcriber = Transcriber.from_settings(
-        mic, recognizer, "replay", on_vad, on_transcript, measure_pitch=settings.merge_hold_level_pitch_st is not None
+        mic, recognizer, "replay", on_vad, on_transcript, tuple(avatars),
+        measure_pitch=PITCH_END in settings.finals_read(),
     )
     for block in source.blocks(threading.Event()):
         block_end["ms"] = block.end_ms

@@ -7,8 +7,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from transcript.completeness import DEFAULT_HOLD_WORDS, GIVING_VERBS
-from workers.microphone.turn import COMPLETE_AT as TURN_COMPLETE_AT
 from workers.runtime.config import Section
+from workers.runtime.messages import PITCH_END, TURN_COMPLETE, TURN_COMPLETE_AT
 
 DEFAULT_GREETINGS = ("hey", "hi", "hello", "ok", "okay", "so", "um", "uh", "well", "excuse", "me", "yo", "and")
 
@@ -128,6 +128,16 @@ class TranscriptSettings(Section):
     """First retry delay while the EO is unreachable."""
     backoff_max_s: float = Field(0.5, gt=0)
     """Longest retry delay while the EO is unreachable."""
+
+    def finals_read(self) -> tuple[str, ...]:
+        """The finals' measured fields the merger holds by, which the microphone measures only
+        when asked (said in this worker's status: :attr:`Status.reads`)."""
+        reads = []
+        if self.merge_hold_level_pitch_st is not None:
+            reads.append(PITCH_END)
+        if self.merge_turn != "off":
+            reads.append(TURN_COMPLETE)
+        return tuple(reads)
 
     @field_validator("merge_sources")
     @classmethod

@@ -33,12 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from formats.session_files import SESSIONS_DIR
 from hardware.clock import Clock, RealClock
-from hardware.session_files import SESSIONS_DIR
 from orchestrator_client.client import Blocked, Delivered, Failed, Outcome, Undelivered
 from orchestrator_client.models import HUMAN
 from orchestrator_client.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
-from transcript import WORKER_ID
 from transcript.confirm_answer import spoken_answer
 from transcript.delivery import Delivery
 from transcript.fusion.addressee import GazePolicy, decide
@@ -68,6 +67,7 @@ from workers.runtime.messages import (
     now_ms,
 )
 from workers.runtime.worker import Worker
+from workers.runtime.worker_ids import TRANSCRIPT as WORKER_ID
 
 IDLE_POLL_S = 0.1
 """How often the loop looks at the stop flag when nothing happens."""
@@ -123,6 +123,7 @@ class TranscriptWorker(Worker):
         self.clock: Clock = clock or RealClock()
         super().__init__(config, worker_id, bus)
         s = self.settings
+        self.bus.reads = s.finals_read()
         self.history = AttentionHistory(keep_ms=s.history_s * 1000)
         self.matcher = NameMatcher.build(self.avatars, s.name_aliases, s.greetings, s.name_max_prefix_words)
         self.policy = GazePolicy(

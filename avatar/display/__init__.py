@@ -37,12 +37,14 @@ AUDIO_PATH = "/display-audio"
 class DisplayHub:
     """Fan-out of display events to WebSocket clients, with the state a new client needs."""
 
-    def __init__(self, avatars: list[str], confirm_mode: str) -> None:
+    def __init__(self, avatars: list[str], confirm_mode: str, looks: dict[str, str] | None = None) -> None:
+        """``looks``: the figure drawn for each avatar (``female``/``male``, from its voice)."""
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: set[asyncio.Queue[str | None]] = set()
         self._state: dict[str, Any] = {
             "avatars": list(avatars),
+            "looks": dict(looks or {}),
             "confirm_mode": confirm_mode,
             "round": None,
             "attention": None,

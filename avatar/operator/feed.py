@@ -27,11 +27,11 @@ from avatar.operator.views import (
     view,
 )
 from orchestrator_client.models import HUMAN
-from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.runtime.messages import (
     PHASE_NAMES,
     Attention,
     Calibration,
+    CameraGeometry,
     EOVerdict,
     HeadPose,
     OutgoingMessage,
@@ -42,6 +42,7 @@ from workers.runtime.messages import (
     now_ms,
 )
 from workers.runtime.topics import Topic, Topics
+from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
 
 UTTERANCES_KEPT: Final = 20
 ALERTS_KEPT: Final = 50
@@ -82,16 +83,16 @@ class FeedHub(DisplayHub):
 class OperatorFeed:
     """Subscribes to the room's topics on ``bus`` and keeps what the console shows."""
 
-    def __init__(self, bus: Subscriber, targets: dict[str, dict[str, float]], tolerance_deg: float,
-                 hysteresis_deg: float) -> None:
+    def __init__(self, bus: Subscriber) -> None:
         self.topics = bus.topics
         self.hub = FeedHub(self.view)
         self._day: dict[str, Any] | None = None
         self.on_undelivered: Callable[[Any], None] | None = None
         """Told the round of each of the buyer's utterances that never reached the EO (the day book)."""
         self._lock = threading.Lock()
-        self._camera = {"targets": targets, "tolerance_deg": tolerance_deg, "hysteresis_deg": hysteresis_deg,
-                        "worker": CAMERA_WORKER}
+        self._camera: dict[str, Any] = {"targets": {}, "tolerance_deg": None, "hysteresis_deg": None,
+                                        "worker": CAMERA_WORKER}
+        """The camera worker's geometry (:class:`CameraGeometry`): none until it says."""
         self._workers: dict[str, WorkerView] = {}
         self._round: dict[str, Any] | None = None
         self._attention: dict[str, Any] | None = None
@@ -111,6 +112,7 @@ class OperatorFeed:
         bus.subscribe(self.topics.eo_verdict(), EOVerdict, self.on_verdict)
         self._calibration: dict[str, Any] | None = None
         bus.subscribe(self.topics.camera_calibration(), Calibration, self.on_calibration)
+        bus.subscribe(self.topics.camera_geometry(), CameraGeometry, self.on_geometry)
 
     # -- the picture a newly opened console gets -------------------------------------------------
     def view(self) -> dict[str, Any]:
@@ -173,6 +175,13 @@ class OperatorFeed:
         self.hub.emit({"type": "calibration", **state, "now": now_ms()})
         if message.state == "done":
             self.hub.emit({"type": "camera", **camera})
+
+    def on_geometry(self, _topic: str, message: CameraGeometry) -> None:
+        """The directions the camera worker uses: the head-pose plot draws them."""
+        with self._lock:
+            self._camera = {**self._camera, **message.model_dump(include={"targets", "tolerance_deg", "hysteresis_deg"})}
+            camera = dict(self._camera)
+        self.hub.emit({"type": "camera", **camera})
 
     def camera_unavailable(self) -> str | None:
         """Why the camera worker cannot calibrate now (None: it is online and heard of)."""

@@ -30,7 +30,6 @@ from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from orchestrator_client.wiring import eo_probe_url
-from workers.camera.settings import CameraSettings
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.messages import MAX_PHASE_S, Calibration, Envelope, now_ms
 from workers.runtime.topics import Topic
@@ -160,11 +159,7 @@ def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connecte
     so retained statuses arrive with the first connection). The day's rounds come from the
     controller's ledger (:class:`DayBook`); the buyer named here is written there and rides on
     the round state, for whoever files things per round."""
-    camera = config.section(CameraSettings)
-    feed = OperatorFeed(
-        bus, {name: target.model_dump() for name, target in camera.targets.items()}, camera.tolerance_deg,
-        camera.hysteresis_deg,
-    )
+    feed = OperatorFeed(bus)
     try:
         eo_url: str | None = resolve_eo_url(config.section(OrchestratorSettings))
         feed.set_link("eo", url=eo_url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import shutil
 import signal
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +21,7 @@ from sessions.generate import SessionSpec
 from tests.support.paths import ROOT
 from workers.runtime.broker import BrokerAddress, broker_answers
 from workers.runtime.bus import Bus
-from workers.runtime.config import Config
+from workers.runtime.config import DEFAULT_AVATARS, Config
 from workers.runtime.messages import Envelope, RoundState
 from workers.runtime.topics import Topic, Topics
 
@@ -150,17 +151,19 @@ AUTO_FIRST_ROUND = ("--set", 'run.first_round="auto"')
 operator console, it otherwise waits for the operator's Next round)."""
 
 
-def suite_config(tmp_path: Path, broker_port: int, speaker: str = "") -> Path:
+def suite_config(tmp_path: Path, broker_port: int, speaker: str = "", avatars: Sequence[str] = DEFAULT_AVATARS) -> Path:
     """A configuration with every port free, so the suite can run beside anything else; the
     avatars speak into fast WAV files under ``tmp_path`` unless ``speaker`` says otherwise."""
     path = tmp_path / "humaine-env.toml"
     speaker = speaker or f"wav-fast:{tmp_path / 'speech'}"
+    sellers = ", ".join(f"{name} = {free_port()}" for name in avatars)
     path.write_text(
         f'environment_uuid = "suite{broker_port}"\n'
         f'data_dir = "{tmp_path / "data"}"\n'
+        f"avatars = {json.dumps(list(avatars))}\n"
         f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
         f"[standin]\nport = {free_port()}\nwarm_up_s = 0.5\n"
-        f"[demo_agents]\nagents = {{ Celia = {free_port()}, Watson = {free_port()} }}\n"
+        f"[demo_agents]\nagents = {{ {sellers} }}\n"
         f'[avatar]\nport = {free_port()}\nspeaker = "{speaker}"\n'
     )
     return path

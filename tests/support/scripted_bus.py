@@ -109,6 +109,7 @@ class ScriptedBus:
         self.taken_over: Status | None = None
         """Always None: a scripted broker has no second instance to take the client id over."""
         self.refresh_s: float | None = None
+        self.reads: tuple[str, ...] = ()
         self._started_at = now_ms()
         self._state = "starting"
         self._detail = ""
@@ -168,7 +169,7 @@ class ScriptedBus:
                 health = {"error": f"health check failed: {exc}"}
         return Status(source=self.worker_id, state=state, worker=self.worker_id, version=__version__,  # type: ignore[arg-type]
                       host=socket.gethostname(), pid=os.getpid(), started_at=self._started_at, detail=detail,
-                      health=health, refresh_s=self.refresh_s)
+                      health=health, reads=list(self.reads), refresh_s=self.refresh_s)
 
     def set_status(self, state: str, detail: str = "") -> None:
         self._state, self._detail = state, detail

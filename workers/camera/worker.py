@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 from hardware.clock import Clock
 from hardware.video import NoCameraError, VideoSource, VideoSourceError, WebcamSource, frames, open_source
-from workers.camera import WORKER_ID
 from workers.camera.calibration import CalibrationError, LiveCalibration, derive, save, seat_of
 from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.preview import Preview
@@ -28,8 +27,9 @@ from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import DEFAULT_CONFIG_FILE, Config
 from workers.runtime.logs import NOTICE
-from workers.runtime.messages import NOBODY, Attention, Calibration, CalibrationState, HeadPose, now_ms
+from workers.runtime.messages import NOBODY, Attention, Calibration, CalibrationState, CameraGeometry, HeadPose, now_ms
 from workers.runtime.worker import Worker, WorkerUnavailable
+from workers.runtime.worker_ids import CAMERA as WORKER_ID
 
 
 class CameraWorker(Worker):
@@ -71,6 +71,11 @@ class CameraWorker(Worker):
         self._calibration: LiveCalibration | None = None
         self._calibration_id = ""
         self.bus.subscribe(self.topics.camera_calibration(), Calibration, self._on_calibration)
+        s = self.settings
+        self._geometry = CameraGeometry(source=self.worker_id, targets={n: t.model_dump() for n, t in s.targets.items()},
+                                        tolerance_deg=s.tolerance_deg, hysteresis_deg=s.hysteresis_deg)
+        """The directions in use, retained for the console (again after a calibration)."""
+        self.bus.own(self.topics.camera_geometry(), CameraGeometry, lambda: self._geometry)
 
     # -- health ------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
@@ -103,6 +108,7 @@ class CameraWorker(Worker):
         self.pipeline = CameraPipeline(self.settings)
         self.log.log(NOTICE, "face models ready (%.1f s)", time.monotonic() - loading)
         self._publish_attention(NOBODY, None, self.clock.now_ms() if self.clock else None)
+        self.bus.publish(self.topics.camera_geometry(), self._geometry)
         try:
             while not stop.is_set():
                 try:
@@ -225,8 +231,11 @@ class CameraWorker(Worker):
             self.log.warning("calibration %s", detail)
         self.log.log(NOTICE, "calibrated: %s, tolerance %g deg (%s)",
                      ", ".join(f"{n} yaw {t.yaw:+.1f} pitch {t.pitch:+.1f}" for n, t in targets.items()), tolerance, detail)
-        self._answer(self._calibration_id, "done", detail=detail, tolerance_deg=tolerance,
-                     targets={name: target.model_dump() for name, target in targets.items()})
+        directions = {name: target.model_dump() for name, target in targets.items()}
+        self._answer(self._calibration_id, "done", detail=detail, tolerance_deg=tolerance, targets=directions)
+        self._geometry = CameraGeometry(source=self.worker_id, targets=directions, tolerance_deg=tolerance,
+                                        hysteresis_deg=self._geometry.hysteresis_deg)
+        self.bus.publish(self.topics.camera_geometry(), self._geometry)
 
     def _answer(self, request_id: str, state: CalibrationState, **fields: Any) -> None:
         self.bus.publish(self.topics.camera_calibration(),

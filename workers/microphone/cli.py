@@ -46,7 +46,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     recognizer = None
     if not settings.typed:
         try:  # load before connecting, so a missing model is one line, not a status loop
-            recognizer = load_recognizer(settings, config.core.data_dir)
+            recognizer = load_recognizer(settings, config.core.data_dir, config.core.avatars)
         except EngineUnavailable as exc:
             print(f"humaine-env mic: {exc}", file=sys.stderr)
             return EXIT_UNAVAILABLE

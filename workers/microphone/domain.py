@@ -15,9 +15,10 @@ import math
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
-AVATARS = ("celia", "watson")
+from workers.runtime.config import DEFAULT_AVATARS
+
 GOODS_COUNTABLE = ("eggs", "egg", "blueberries", "packets of vanilla", "packets of sugar", "chocolate bars")
 INGREDIENTS = ("flour", "sugar", "milk", "chocolate", "vanilla", "blueberries", "eggs", "butter", "baking powder")
 UNITS = ("cups", "cup", "ounces", "ounce", "teaspoons", "teaspoon", "packets", "packet", "pounds", "bags")
@@ -29,18 +30,16 @@ NUMBERS = (
 VERBS = ("buy", "sell", "offer", "accept", "reject", "take", "give", "pay", "want", "need", "get", "have")
 DEAL_WORDS = ("deal", "price", "dollars", "dollar", "cents", "total", "each", "per", "counteroffer")
 
-DOMAIN_WORDS: tuple[str, ...] = tuple(
-    sorted(
-        {
-            *AVATARS,
-            *(w for phrase in GOODS_COUNTABLE + INGREDIENTS + UNITS for w in phrase.split()),
-            *NUMBERS,
-            *VERBS,
-            *DEAL_WORDS,
-        }
-    )
-)
-"""Words that must be recognized reliably (also the Vosk runtime vocabulary's core)."""
+def domain_words(avatars: Sequence[str]) -> tuple[str, ...]:
+    """Words that must be recognized reliably (also the Vosk runtime vocabulary's core): the
+    room's names (``[core] avatars``), the goods, units, numbers and deal words."""
+    return tuple(sorted({
+        *(name.lower() for name in avatars),
+        *(w for phrase in GOODS_COUNTABLE + INGREDIENTS + UNITS for w in phrase.split()),
+        *NUMBERS,
+        *VERBS,
+        *DEAL_WORDS,
+    }))
 
 _TEMPLATES = (
     "{addr}i want {items}",
@@ -115,12 +114,14 @@ def _price(rng: random.Random) -> str:
     return f"{_number(rng)} cents"
 
 
-def corpus_sentences(n: int = 6000, seed: int = 7) -> list[str]:
-    """Deterministic training sentences for the domain language model."""
+def corpus_sentences(n: int = 6000, seed: int = 7, avatars: Sequence[str] = DEFAULT_AVATARS) -> list[str]:
+    """Deterministic training sentences for the domain language model, addressed to the room's
+    avatars."""
     rng = random.Random(seed)
+    names = [name.lower() for name in avatars]
     out: list[str] = []
     for _ in range(n):
-        name = rng.choice(AVATARS)
+        name = rng.choice(names)
         addr = rng.choice(("", "", f"{name} ", f"hey {name} ", f"{name} "))
         sentence = rng.choice(_TEMPLATES).format(
             addr=addr, name=name, items=_items(rng), price=_price(rng)

@@ -23,7 +23,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from workers.microphone.domain import build_arpa, corpus_sentences, corpus_vocabulary
 from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
+from workers.runtime.config import DEFAULT_AVATARS
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +75,13 @@ def _clean(word: str) -> str:
     return head if mark and rest[:-1].isdigit() and rest.endswith(")") else word
 
 
-def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = ()) -> Path:
-    """Build (once, cached by content) the domain ARPA model and return its path."""
+def domain_lm_path(cache_dir: Path, extra_words: tuple[str, ...] = (), avatars: Sequence[str] = DEFAULT_AVATARS) -> Path:
+    """Build (once, cached by content: the room's names are part of it) the domain ARPA model
+    and return its path."""
     from pocketsphinx import Config, LogMath, NGramModel
 
     model = _model_dir()
-    sentences = corpus_sentences()
+    sentences = corpus_sentences(avatars=avatars)
     sentences += [w for w in extra_words]
     digest = hashlib.sha1("\n".join(sentences).encode() + str(BACKGROUND_WORDS).encode()).hexdigest()[:12]
     path = cache_dir / f"pocketsphinx-domain-{digest}.arpa"
@@ -196,6 +198,7 @@ class PocketsphinxRecognizer:
         cache_dir: Path | None = None,
         extra_words: tuple[str, ...] = (),
         options: Mapping[str, OptionValue] | None = None,
+        avatars: Sequence[str] = DEFAULT_AVATARS,
     ) -> None:
         """``options`` (pocketsphinx Config keys without the dash, e.g. ``beam``, ``fwdflat``)
         are applied over :data:`DECODER_DEFAULTS`."""
@@ -207,7 +210,7 @@ class PocketsphinxRecognizer:
         config.set_string("-logfn", os.devnull)
         self.biasing = biasing
         if biasing:
-            lm = domain_lm_path(cache_dir or Path(".cache/humaine-env"), extra_words)
+            lm = domain_lm_path(cache_dir or Path(".cache/humaine-env"), extra_words, avatars)
             config.set_string("-lm", str(lm))
         else:
             config.set_string("-lm", str(general_lm_path()))

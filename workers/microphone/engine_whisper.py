@@ -221,11 +221,10 @@ def without_made_up_tail(words: list[WordTiming]) -> list[WordTiming]:
     return words
 
 
-def hotwords_for(words: Sequence[str]) -> str:
-    """The hotwords string: distinct words and phrases in order, names capitalised."""
-    from workers.microphone.normalize import AVATAR_NAMES
-
-    names = {n.lower(): n for n in AVATAR_NAMES}
+def hotwords_for(words: Sequence[str], avatars: Sequence[str]) -> str:
+    """The hotwords string: distinct words and phrases in order, the avatars' names written as
+    configured."""
+    names = {n.lower(): n for n in avatars}
     seen: dict[str, None] = {}
     for w in words:
         w = w.strip()

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from workers.microphone.domain import AVATARS, DOMAIN_WORDS, GOODS_COUNTABLE, INGREDIENTS, UNITS, corpus_sentences, corpus_vocabulary
+from workers.microphone.domain import GOODS_COUNTABLE, INGREDIENTS, UNITS, corpus_sentences, corpus_vocabulary, domain_words
 from workers.microphone.engine_vosk import ENGLISH_MODEL
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.rescore import NBestRescorer
 from workers.microphone.settings import MicrophoneSettings
+from workers.runtime.config import DEFAULT_AVATARS
 from workers.runtime.logs import NOTICE
 
 log = logging.getLogger(__name__)
@@ -57,21 +58,23 @@ def whisper_model_path(settings: MicrophoneSettings, data_dir: Path) -> Path | N
     return whisper_model_dir(value.removeprefix(WHISPER_MODEL_PREFIX), data_dir)
 
 
-def biasing_vocabulary(settings: MicrophoneSettings) -> list[str]:
+def biasing_vocabulary(settings: MicrophoneSettings, avatars: Sequence[str]) -> list[str]:
     """Vosk's runtime vocabulary: the domain's key words, every word of the domain language
     model's training sentences, and the configured extra words or phrases."""
-    return sorted(set(DOMAIN_WORDS) | corpus_vocabulary(corpus_sentences())) + list(settings.vocabulary)
+    words = set(domain_words(avatars)) | corpus_vocabulary(corpus_sentences(avatars=avatars))
+    return sorted(words) + list(settings.vocabulary)
 
 
-def whisper_hotwords(settings: MicrophoneSettings) -> str:
+def whisper_hotwords(settings: MicrophoneSettings, avatars: Sequence[str]) -> str:
     """Whisper's hotwords: the avatars' names, the goods and the units (and the configured
     extra words) — names of things, never example sentences, so no price can leak from them."""
     from workers.microphone.engine_whisper import hotwords_for
 
-    return hotwords_for([*AVATARS, *INGREDIENTS, *GOODS_COUNTABLE, *UNITS, "dollars", "cents", *settings.vocabulary])
+    return hotwords_for([*avatars, *INGREDIENTS, *GOODS_COUNTABLE, *UNITS, "dollars", "cents", *settings.vocabulary], avatars)
 
 
-def whisper_rescorer(settings: MicrophoneSettings, data_dir: Path) -> NBestRescorer | None:
+def whisper_rescorer(settings: MicrophoneSettings, data_dir: Path,
+                     avatars: Sequence[str] = DEFAULT_AVATARS) -> NBestRescorer | None:
     """The finals' n-best rescorer, or None when it is off or its language models cannot be
     had (then Whisper runs as before, with one warning)."""
     if not settings.whisper_rescore:
@@ -79,13 +82,13 @@ def whisper_rescorer(settings: MicrophoneSettings, data_dir: Path) -> NBestResco
     from workers.microphone.rescore import domain_rescorer
 
     try:
-        return domain_rescorer(data_dir / "cache", tuple(settings.vocabulary), settings.whisper_rescore_weight)
+        return domain_rescorer(data_dir / "cache", tuple(settings.vocabulary), settings.whisper_rescore_weight, avatars)
     except (EngineUnavailable, OSError, RuntimeError, ValueError) as exc:
         log.warning("Whisper's n-best rescoring is off: %s", exc)
         return None
 
 
-def _whisper(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
+def _whisper(settings: MicrophoneSettings, data_dir: Path, avatars: Sequence[str]) -> Recognizer:
     """Hotwords only with the full 30 s window: with the trimmed one the decoder copies them
     and loops (bench/stt.py whisper-biased: WER 0.31 vs 0.16 on negotiation speech, 62 invented
     deal terms vs 22, latency p95 9.7 s)."""
@@ -95,23 +98,23 @@ def _whisper(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
         whisper_model_path(settings, data_dir),
         beam_size=settings.whisper_beam_size,
         threads=settings.whisper_threads,
-        hotwords=whisper_hotwords(settings) if settings.biasing and settings.whisper_context == "full" else None,
+        hotwords=whisper_hotwords(settings, avatars) if settings.biasing and settings.whisper_context == "full" else None,
         interims=settings.whisper_interims,
         context=settings.whisper_context,
         context_pad_s=settings.whisper_context_pad_s,
         prompt=settings.whisper_prompt or None,
-        rescorer=whisper_rescorer(settings, data_dir),
+        rescorer=whisper_rescorer(settings, data_dir, avatars),
     )
 
 
-def _vosk(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
+def _vosk(settings: MicrophoneSettings, data_dir: Path, avatars: Sequence[str]) -> Recognizer:
     from workers.microphone.engine_vosk import VoskRecognizer
 
-    vocab = biasing_vocabulary(settings) if settings.biasing else None
+    vocab = biasing_vocabulary(settings, avatars) if settings.biasing else None
     return VoskRecognizer(vosk_model_path(settings, data_dir), vocabulary=vocab)
 
 
-def _pocketsphinx(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
+def _pocketsphinx(settings: MicrophoneSettings, data_dir: Path, avatars: Sequence[str]) -> Recognizer:
     from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 
     return PocketsphinxRecognizer(
@@ -119,10 +122,11 @@ def _pocketsphinx(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
         cache_dir=data_dir / "cache",
         extra_words=tuple(settings.vocabulary),
         options=settings.pocketsphinx_options,
+        avatars=avatars,
     )
 
 
-LOADERS: dict[str, Callable[[MicrophoneSettings, Path], Recognizer]] = {
+LOADERS: dict[str, Callable[[MicrophoneSettings, Path, Sequence[str]], Recognizer]] = {
     "whisper": _whisper,
     "vosk": _vosk,
     "pocketsphinx": _pocketsphinx,
@@ -144,25 +148,27 @@ def describe(recognizer: Recognizer) -> str:
     return f"{recognizer.name} ({', '.join(details)})" if details else recognizer.name
 
 
-def load_recognizer(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
-    """The configured engine; ``auto`` loads the first of :data:`ACCURACY_ORDER` whose model is
-    present and logs one line with the choice and the reason. Raises :class:`EngineUnavailable`
+def load_recognizer(settings: MicrophoneSettings, data_dir: Path,
+                    avatars: Sequence[str] = DEFAULT_AVATARS) -> Recognizer:
+    """The configured engine, biased towards the room's names (``[core] avatars``); ``auto``
+    loads the first of :data:`ACCURACY_ORDER` whose model is present and logs one line with the
+    choice and the reason. Raises :class:`EngineUnavailable`
     (one line). Loading takes seconds: the console says what loads, and when it is ready."""
     wanted = settings.engine if settings.engine != "auto" else f"the most accurate present of {', '.join(ACCURACY_ORDER)}"
     log.log(NOTICE, "loading the speech engine (%s) ...", wanted)
     started = time.monotonic()
-    recognizer = _load(settings, data_dir)
+    recognizer = _load(settings, data_dir, avatars)
     log.log(NOTICE, "speech engine ready: %s (%.1f s)", describe(recognizer), time.monotonic() - started)
     return recognizer
 
 
-def _load(settings: MicrophoneSettings, data_dir: Path) -> Recognizer:
+def _load(settings: MicrophoneSettings, data_dir: Path, avatars: Sequence[str]) -> Recognizer:
     if settings.engine != "auto":
-        return LOADERS[settings.engine](settings, data_dir)
+        return LOADERS[settings.engine](settings, data_dir, avatars)
     absent: list[str] = []
     for engine in ACCURACY_ORDER:
         try:
-            recognizer = LOADERS[engine](settings, data_dir)
+            recognizer = LOADERS[engine](settings, data_dir, avatars)
         except EngineUnavailable as exc:
             absent.append(f"{engine}: {exc}")
             continue

@@ -19,12 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from workers.microphone.recognizer import Hypothesis, WordTiming
+from workers.runtime.config import DEFAULT_AVATARS
 
 NumberStyle = Literal["digits", "words"]
 """``digits`` (default): numbers, quantities and money as digits; ``words``: the engine's own."""
 
-AVATAR_NAMES = ("Celia", "Watson")
-"""Written capitalised whatever the engine produced."""
 
 _UNITS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -268,8 +267,9 @@ _COUNTED_AFTER = {
 """A number followed by one of these counts goods, so it is not the cents of a price before it."""
 
 
-def _capitalise_names(words: Iterable[WordTiming]) -> list[WordTiming]:
-    names = {n.lower(): n for n in AVATAR_NAMES}
+def _capitalise_names(words: Iterable[WordTiming], avatars: Sequence[str]) -> list[WordTiming]:
+    """The avatars' names written as configured, whatever case the engine produced."""
+    names = {n.lower(): n for n in avatars}
     out = []
     for w in words:
         tok = _split(w)
@@ -281,24 +281,27 @@ def _capitalise_names(words: Iterable[WordTiming]) -> list[WordTiming]:
     return out
 
 
-def normalize_words(words: Sequence[WordTiming], numbers: NumberStyle = "digits") -> list[WordTiming]:
-    """The words after normalisation (see the module's docstring)."""
+def normalize_words(words: Sequence[WordTiming], numbers: NumberStyle = "digits",
+                    avatars: Sequence[str] = DEFAULT_AVATARS) -> list[WordTiming]:
+    """The words after normalisation (see the module's docstring); ``avatars``: the room's
+    names (``[core] avatars``)."""
     kept = [w for w in words if w.word.strip()]
     if numbers == "digits":
         kept = _digits([_split(w) for w in _join_split_numbers(kept)])
-    return _capitalise_names(kept)
+    return _capitalise_names(kept, avatars)
 
 
-def normalize_text(text: str, numbers: NumberStyle = "digits") -> str:
+def normalize_text(text: str, numbers: NumberStyle = "digits", avatars: Sequence[str] = DEFAULT_AVATARS) -> str:
     """The same normalisation on text without timings (typed input, references in tests)."""
     words = [WordTiming(w, 0, 0) for w in text.split()]
-    return " ".join(w.word for w in normalize_words(words, numbers))
+    return " ".join(w.word for w in normalize_words(words, numbers, avatars))
 
 
-def normalize_hypothesis(hyp: Hypothesis, numbers: NumberStyle = "digits") -> Hypothesis:
+def normalize_hypothesis(hyp: Hypothesis, numbers: NumberStyle = "digits",
+                         avatars: Sequence[str] = DEFAULT_AVATARS) -> Hypothesis:
     """A hypothesis whose text is its normalised words joined. An engine that gave no word
     timings (none here, but the interface allows it) has its text normalised alone."""
     if not hyp.words:
-        return replace(hyp, text=normalize_text(hyp.text, numbers))
-    words = normalize_words(hyp.words, numbers)
+        return replace(hyp, text=normalize_text(hyp.text, numbers, avatars))
+    words = normalize_words(hyp.words, numbers, avatars)
     return replace(hyp, text=" ".join(w.word for w in words), words=words)

@@ -18,7 +18,7 @@ hypotheses that name the same avatars as the decoder's best compete (a domain mo
 question, with a doubt, :mod:`workers.microphone.names`).
 
 Amounts and numbers are read as said (``$7.50`` → "seven dollars fifty", ``3`` → "three", by
-:mod:`hardware.spoken_amounts`), the words both models know.
+:mod:`formats.spoken_amounts`), the words both models know.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from hardware.spoken_amounts import MAX_DOLLARS, number_words, spoken
-from workers.microphone.normalize import AVATAR_NAMES
+from formats.spoken_amounts import MAX_DOLLARS, number_words, spoken
+from workers.runtime.config import DEFAULT_AVATARS
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,8 @@ class NBestRescorer:
     """Picks one of a beam's hypotheses: acoustic score + ``weight`` · language-model score."""
 
     def __init__(
-        self, lm: InterpolatedLM, weight: float = DEFAULT_WEIGHT, margin: float = MARGIN, names: Sequence[str] = AVATAR_NAMES
+        self, lm: InterpolatedLM, weight: float = DEFAULT_WEIGHT, margin: float = MARGIN,
+        names: Sequence[str] = DEFAULT_AVATARS
     ) -> None:
         self.lm = lm
         self.names = frozenset(n.lower() for n in names)
@@ -138,9 +139,12 @@ class NBestRescorer:
         return pick
 
 
-def domain_rescorer(cache_dir: Path, extra_words: tuple[str, ...] = (), weight: float = DEFAULT_WEIGHT) -> NBestRescorer:
-    """The rescorer with the domain model (built once under ``cache_dir``) and pocketsphinx's
-    general English model, both from the pocketsphinx wheel: nothing to download."""
+def domain_rescorer(cache_dir: Path, extra_words: tuple[str, ...] = (), weight: float = DEFAULT_WEIGHT,
+                    avatars: Sequence[str] = DEFAULT_AVATARS) -> NBestRescorer:
+    """The rescorer with the domain model (built once under ``cache_dir``, with the room's
+    names) and pocketsphinx's general English model, both from the pocketsphinx wheel: nothing
+    to download."""
     from workers.microphone.engine_pocketsphinx import domain_lm_path, general_lm_path
 
-    return NBestRescorer(InterpolatedLM(domain_lm_path(cache_dir, extra_words), general_lm_path()), weight)
+    lm = InterpolatedLM(domain_lm_path(cache_dir, extra_words, avatars), general_lm_path())
+    return NBestRescorer(lm, weight, names=avatars)

@@ -39,8 +39,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def audio_files_of(paths: list[Path]) -> tuple[list[Path], list[str]]:
     """The files to transcribe: each file named, a recorded session folder's audio, or every
     audio file of a folder (sorted); and a line for each folder that holds none."""
+    from formats.session_files import AUDIO_FILE
     from hardware.audio_files import AUDIO_SUFFIXES
-    from hardware.session_files import AUDIO_FILE
 
     files: list[Path] = []
     problems: list[str] = []
@@ -105,13 +105,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
         print(f"humaine-env transcribe: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        recognizer = load_recognizer(settings, config.core.data_dir)
+        recognizer = load_recognizer(settings, config.core.data_dir, config.core.avatars)
     except EngineUnavailable as exc:
         print(f"humaine-env transcribe: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
 
     def factory(kind: SourceKind, finals: list[Transcript]) -> Transcriber:
-        return Transcriber.from_settings(settings, recognizer, kind, lambda _event: None, finals.append)
+        return Transcriber.from_settings(settings, recognizer, kind, lambda _event: None, finals.append, config.core.avatars)
 
     status = 0
     files, missing = audio_files_of(args.files)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,14 +22,16 @@ from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.lips import LipWatch
 from workers.microphone.names import Confirm, NameRecovery, names_prompt
-from workers.microphone.normalize import AVATAR_NAMES, NumberStyle, normalize_hypothesis, normalize_text
+from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
 from workers.microphone.prosody import PitchTracker
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
 from workers.microphone.review import review
 from workers.microphone.settings import SPECULATE_MS
 from workers.microphone.turn import EndOfTurn
 from workers.microphone.vad import FrameClassifier, Segmenter, SpeechAudio, SpeechEnd, SpeechStart, WebrtcFrames
+from workers.runtime.config import DEFAULT_AVATARS
 from workers.runtime.messages import BargeIn, Transcript, VadEvent, Word
+from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
 
 if TYPE_CHECKING:
     from workers.microphone.settings import MicrophoneSettings
@@ -123,7 +125,7 @@ class Transcriber:
         source_kind: SourceKind,
         emit_vad: Callable[[VadEvent], None],
         emit_transcript: Callable[[Transcript], None],
-        worker_id: str = "microphone",
+        worker_id: str = MICROPHONE_WORKER,
         echo: EchoGate | None = None,
         echo_mode: str = "drop",
         interim_hz: float = 5.0,
@@ -137,6 +139,7 @@ class Transcriber:
         turn: EndOfTurn | None = None,
         turn_tail_ms: int = 0,
         lips: LipWatch | None = None,
+        avatars: Sequence[str] = DEFAULT_AVATARS,
     ) -> None:
         """``numbers``: how the normalisation step after the engine writes numbers and money
         (``normalize``); it runs on every interim and final, whatever the engine.
@@ -149,7 +152,8 @@ class Transcriber:
         final's ``doubts`` (:mod:`workers.microphone.review`). ``turn``: the end-of-turn model
         whose probability that the turn is complete each final carries (``turn_complete``).
         ``lips``: the buyer's lips as the camera saw them; speech while they were still is a
-        bystander's, neither a final nor a barge-in (:mod:`workers.microphone.lips`)."""
+        bystander's, neither a final nor a barge-in (:mod:`workers.microphone.lips`).
+        ``avatars``: the room's names (``[core] avatars``), written as configured."""
         self.recognizer = recognizer
         self.segmenter = segmenter
         self.source_kind = source_kind
@@ -169,6 +173,7 @@ class Transcriber:
         self.turn = turn
         self.turn_tail_ms = turn_tail_ms
         self.lips = lips
+        self.avatars = tuple(avatars)
         self.stats = TranscriberStats()
         self._paused = threading.Event()
         self._open: _Open | None = None
@@ -181,24 +186,26 @@ class Transcriber:
         source_kind: SourceKind,
         emit_vad: Callable[[VadEvent], None],
         emit_transcript: Callable[[Transcript], None],
+        avatars: Sequence[str] = DEFAULT_AVATARS,
         **kwargs: Any,
     ) -> Transcriber:
-        """The pipeline as ``[microphone]`` configures it (segmenter, interim rate, numbers):
-        the live worker, ``humaine-env transcribe`` and bench/stt.py all build it here."""
+        """The pipeline as ``[microphone]`` configures it (segmenter, interim rate, numbers) for
+        a room with ``avatars``: the live worker, ``humaine-env transcribe`` and bench/stt.py all
+        build it here."""
         s = settings
         segmenter = segmenter_for(s)
         kwargs.setdefault("interim_hz", s.interim_hz)
         kwargs.setdefault("numbers", s.numbers)
         kwargs.setdefault("speculate_ms", s.speculate_ms or None)
         kwargs.setdefault("barge_in", BargeInDetector(s.barge_in_margin_db, s.barge_in_min_ms) if s.barge_in else None)
-        recovery = NameRecovery.build(AVATAR_NAMES, s.name_recovery_threshold, s.name_recovery_max_conf) if s.name_recovery else None
+        recovery = NameRecovery.build(avatars, s.name_recovery_threshold, s.name_recovery_max_conf) if s.name_recovery else None
         kwargs.setdefault("names", recovery)
         kwargs.setdefault("quantity_doubts", s.quantity_doubt_conf if s.quantity_doubts else None)
         if "turn" not in kwargs:
             kwargs["turn"] = turn_model.load(s.turn_model_path) if s.end_of_turn else None
         kwargs.setdefault("turn_tail_ms", s.turn_tail_ms)
         kwargs.setdefault("lips", LipWatch(s.lips_min_motion) if s.lips else None)
-        return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, **kwargs)
+        return cls(recognizer, segmenter, source_kind, emit_vad, emit_transcript, avatars=avatars, **kwargs)
 
     # -- privacy -------------------------------------------------------------------------------
     def pause(self) -> None:
@@ -323,7 +330,7 @@ class Transcriber:
         if now_ms - self._open.last_interim_ms < self.interim_interval_ms:
             return
         self._open.last_interim_ms = now_ms
-        text = normalize_text(self._open.stream.partial().strip(), self.numbers)
+        text = normalize_text(self._open.stream.partial().strip(), self.numbers, self.avatars)
         if not text or text == self._open.last_text:
             return
         self._open.last_text = text
@@ -342,7 +349,7 @@ class Transcriber:
         if self.names is None or redecode is None:
             return None
         prompt = names_prompt(self.names.avatars)
-        return lambda: normalize_hypothesis(heard_before(redecode(prompt), speech_end_ms), self.numbers).words
+        return lambda: normalize_hypothesis(heard_before(redecode(prompt), speech_end_ms), self.numbers, self.avatars).words
 
     def _finish(self, end: SpeechEnd) -> None:
         assert self._open is not None
@@ -350,7 +357,7 @@ class Transcriber:
         # before the final's decode is awaited: a speculative decode runs on meanwhile
         turn_complete = self._turn_complete(current, end)
         decode_started = time.monotonic()
-        hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers)
+        hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers, self.avatars)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
         echo = self.echo.is_echo(current.start_ms, end.t_ms) and not current.barged
         if current.vad_published or not echo:  # every published speech_start gets its speech_end

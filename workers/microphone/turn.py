@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from workers.microphone.turn_features import last_window, log_mel
+from workers.runtime.messages import TURN_COMPLETE_AT
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ PIPECAT_VERSION = "1.14.0"
 """The ``pipecat-ai`` release whose wheel the model is taken from."""
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / ".cache" / "assets" / "smart-turn" / MODEL_FILE
 """Where the set-up step puts the model (``[microphone] turn_model_path`` overrides it)."""
-COMPLETE_AT = 0.5
+COMPLETE_AT = TURN_COMPLETE_AT
 """The model's own decision threshold (Pipecat's): above it, the turn is complete."""
 
 

@@ -16,7 +16,6 @@ from hardware.audio import AudioSource, AudioSourceError, NoInputDeviceError, Un
 from hardware.audio_sources import open_source
 from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
-from transcript import WORKER_ID as TRANSCRIPT_WORKER
 from workers.microphone import turn as turn_model
 from workers.microphone.echo import EchoGate
 from workers.microphone.engines import load_recognizer
@@ -29,14 +28,26 @@ from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import HeadPose, MicrophoneControl, Speaking, Transcript, VadEvent, new_id
+from workers.runtime.messages import (
+    PITCH_END,
+    TURN_COMPLETE,
+    HeadPose,
+    MicrophoneControl,
+    Speaking,
+    Status,
+    Transcript,
+    VadEvent,
+    new_id,
+)
 from workers.runtime.worker import Worker, WorkerUnavailable
+from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
+from workers.runtime.worker_ids import TRANSCRIPT as TRANSCRIPT_WORKER
 
 TYPED_ENGINE = "typed"
 
 
 class MicrophoneWorker(Worker):
-    name: ClassVar[str] = "microphone"
+    name: ClassVar[str] = MICROPHONE_WORKER
 
     def __init__(
         self,
@@ -68,10 +79,43 @@ class MicrophoneWorker(Worker):
         # a broker restarted without persistence forgot the transcript worker's subscription:
         # what was said meanwhile waits until it has subscribed again (bounded, then said)
         self.bus.hold_for_reader([self.topics.transcript_final(), self.topics.vad()], TRANSCRIPT_WORKER)
+        # what the transcript worker's merger reads of the finals (pitch, end of turn), from its status
+        self.reader_reads: frozenset[str] = frozenset()
+        """The measured fields of a final the transcript worker's merger reads (its status says)."""
+        self._turn_loading = threading.Lock()
+        self.bus.subscribe(self.topics.status(TRANSCRIPT_WORKER), Status, self._on_reader_status)
 
     # -- subscriptions (MQTT network thread) ----------------------------------------------------
     def _on_speaking(self, _topic: str, event: Speaking) -> None:
         self.echo.on_speaking(event)
+
+    def _on_reader_status(self, _topic: str, status: Status) -> None:
+        """The transcript worker says which measured fields of a final its merger reads: finals
+        carry them from now on. Its status, not a shared configuration file, because it may run
+        on another machine; an ``offline`` status keeps what it read (it comes back the same)."""
+        if status.state == "offline":
+            return
+        reads = frozenset(status.reads)
+        if reads != self.reader_reads:
+            self.reader_reads = reads
+            if self.transcriber is not None:
+                self._measure_what_is_read(self.transcriber, on_network_thread=True)
+
+    def _measure_what_is_read(self, transcriber: Transcriber, on_network_thread: bool = False) -> None:
+        """Measure the pitch and the end of turn when the reader asks (or ``end_of_turn`` is on).
+        Asked later, the turn model is loaded on a thread of its own, never on the MQTT network
+        thread; asked by the time the audio starts, before the first block."""
+        transcriber.measure_pitch = PITCH_END in self.reader_reads
+        if transcriber.turn is None and TURN_COMPLETE in self.reader_reads:
+            if on_network_thread:
+                threading.Thread(target=self._load_turn, args=(transcriber,), name="turn-model", daemon=True).start()
+            else:
+                self._load_turn(transcriber)
+
+    def _load_turn(self, transcriber: Transcriber) -> None:
+        with self._turn_loading:
+            if transcriber.turn is None:
+                transcriber.turn = turn_model.load(self.settings.turn_model_path)
 
     def _on_headpose(self, _topic: str, pose: HeadPose) -> None:
         assert self.lips is not None
@@ -128,7 +172,7 @@ class MicrophoneWorker(Worker):
             first = None
             self.report_error(str(exc))
         try:
-            recognizer = self._recognizer or load_recognizer(self.settings, self.config.core.data_dir)
+            recognizer = self._recognizer or load_recognizer(self.settings, self.config.core.data_dir, self.config.core.avatars)
         except EngineUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None  # no model: waiting cannot bring one
         self._recognizer = recognizer
@@ -144,6 +188,7 @@ class MicrophoneWorker(Worker):
         def recovered(source: AudioSource) -> None:
             self.source = source
             self.transcriber = self._make_transcriber(recognizer, source)
+            self._measure_what_is_read(self.transcriber)  # after it is set: a status may come meanwhile
             self.report_ok(f"listening: {source.description} ({recognizer.name})")
 
         def failed(reason: str) -> None:
@@ -174,30 +219,17 @@ class MicrophoneWorker(Worker):
             source.kind,
             self._publish_vad,
             self._publish_transcript,
+            self.config.core.avatars,
             worker_id=self.worker_id,
             echo=self.echo,
             echo_mode=s.echo_mode,
             lips=self.lips,
             emit_barge_in=lambda event: self.bus.publish(self.topics.barge_in(), event),
-            measure_pitch=self._merger_reads_pitch(),
-            turn=turn_model.load(s.turn_model_path) if s.end_of_turn or self._merger_reads_turn() else None,
+            turn=turn_model.load(s.turn_model_path) if s.end_of_turn else None,
         )
         if self.paused:
             transcriber.pause()
         return transcriber
-
-    def _merger_reads_pitch(self) -> bool:
-        """The room's transcript worker (same configuration) holds finals by their pitch."""
-        from transcript.settings import TranscriptSettings
-
-        return self.config.section(TranscriptSettings).merge_hold_level_pitch_st is not None
-
-    def _merger_reads_turn(self) -> bool:
-        """The room's transcript worker (same configuration) holds finals by the end-of-turn
-        model's verdict (``[transcript] merge_turn``): the finals must carry it."""
-        from transcript.settings import TranscriptSettings
-
-        return self.config.section(TranscriptSettings).merge_turn != "off"
 
     def _has_console(self) -> bool:
         """Someone can type: a stream was given, or standard input is a terminal."""
@@ -210,7 +242,9 @@ class MicrophoneWorker(Worker):
 
     def _run_typed(self, stop: threading.Event) -> None:
         typed = TypedInput(self._typed_stream, self.config.core.avatars)
-        self.log.info("typed input: one line per utterance (@Celia ..., Watson, ..., or plain text)")
+        first, *others = self.config.core.avatars
+        example = f"@{first} ..., {others[0] if others else first}, ..."
+        self.log.info("typed input: one line per utterance (%s, or plain text)", example)
         for line in typed.lines(stop):
             if self.paused:
                 continue

@@ -214,6 +214,9 @@ class Bus:
         the owner refreshes its status (:meth:`refresh_status`), said in every status so that
         others can tell a silent worker from a client that never refreshes."""
         self.refresh_s = refresh_s
+        self.reads: tuple[str, ...] = ()
+        """What this client's owner reads of others' messages, said in its status
+        (:attr:`~workers.runtime.messages.Status.reads`); set before :meth:`start`."""
         core = config.core
         self.settings = config.broker
         self.topics = Topics(core.environment_uuid)
@@ -352,6 +355,7 @@ class Bus:
             started_at=self._started_at,
             detail=detail,
             health=health,
+            reads=list(self.reads),
             refresh_s=self.refresh_s,
         )
 

@@ -148,7 +148,7 @@ class CoreSettings(Section):
 
     environment_uuid: str = "abcdefg"
     """The HUMAINE ``environmentUUID``; also names this room's MQTT topic tree."""
-    avatars: list[str] = Field(default_factory=lambda: list(DEFAULT_AVATARS))
+    avatars: list[str] = Field(default_factory=lambda: list(DEFAULT_AVATARS), min_length=1, max_length=8)
     """The seller agents' names, as the avatars that speak for them."""
     log_level: str = "INFO"
     """What is logged: to ``[run] log_file``, and to the console with ``--verbose`` (without it

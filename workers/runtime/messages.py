@@ -84,6 +84,11 @@ class Status(Envelope):
     started_at: int
     detail: str = ""
     health: dict[str, object] = Field(default_factory=dict)
+    reads: list[str] = Field(default_factory=list, max_length=16)
+    """Optional fields of the messages this worker subscribes to that it reads (the transcript
+    worker: :data:`PITCH_END`, :data:`TURN_COMPLETE` of the finals when its merger holds by them).
+    Their publishers measure them only while a reader asks, whatever machine or configuration
+    file each worker runs with."""
     refresh_s: float | None = Field(None, gt=0, le=3600)
     """How often the sender publishes this status again while it runs (a worker: its health
     interval). ``None``: never (the supervisor, a tool, a test's observer), so its silence says
@@ -159,6 +164,12 @@ class Doubt(BaseModel):
     """What a quantity may have been when its sound says ("6 teaspoons"); never in the text."""
 
 
+TURN_COMPLETE_AT = 0.5
+"""A final's ``turn_complete`` at or above this says the turn is complete: the end-of-turn model's
+own decision threshold (Pipecat's), shared by the microphone that measures it and the merger that
+reads it."""
+
+
 class Transcript(Envelope):
     """An interim (``final=False``) or final recognition result for one utterance."""
 
@@ -188,6 +199,13 @@ class Transcript(Envelope):
     turn_complete: float | None = Field(None, ge=0, le=1)
     """Finals: the end-of-turn model's probability that the speaker's turn ends with this
     utterance (``workers/microphone/turn.py``); ``None`` from a source without the model."""
+
+
+PITCH_END = "pitch_end"
+TURN_COMPLETE = "turn_complete"
+"""The finals' measured fields a reader can ask for in its :attr:`Status.reads`."""
+if not {PITCH_END, TURN_COMPLETE} <= set(Transcript.model_fields):  # pragma: no cover - renamed field
+    raise ImportError("Transcript lost a field that Status.reads names")
 
 
 class VadEvent(Envelope):
@@ -298,6 +316,19 @@ class ConfirmAnswer(Envelope):
     confirm_id: str
     accept: bool
     text: str = ""
+
+
+class CameraGeometry(Envelope):
+    """Retained: the directions the camera worker takes each avatar to be in and how far a look
+    may stray, as its addressee decision uses them now (the configuration, or the last
+    calibration). The console draws them under the buyer's head pose: they are the camera's,
+    wherever it runs."""
+
+    type: Literal["camera_geometry"] = "camera_geometry"
+    targets: dict[str, dict[str, float]] = Field(max_length=16)
+    """Avatar -> {"yaw", "pitch"} in degrees, as :class:`HeadPose` measures them."""
+    tolerance_deg: float = Field(gt=0, le=180)
+    hysteresis_deg: float = Field(ge=0, le=180)
 
 
 # -- camera calibration ------------------------------------------------------------------------

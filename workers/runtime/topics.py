@@ -89,6 +89,11 @@ class Topics:
         """Addressee target changes; retained so a late subscriber knows the current one."""
         return Topic(f"{self.base}/camera/attention", QOS_EVENT, True)
 
+    def camera_geometry(self) -> Topic:
+        """``CameraGeometry``: the avatars' directions the camera worker uses; retained so a
+        console that connects later draws them."""
+        return Topic(f"{self.base}/camera/geometry", QOS_EVENT, True)
+
     def camera_calibration(self) -> Topic:
         """``Calibration``: the console's request to calibrate the buyer's seat and the camera
         worker's progress and result (not retained: a request must not outlive its moment)."""

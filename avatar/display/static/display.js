@@ -2,7 +2,7 @@
 // No dependencies (venues may have no internet): plain DOM, SVG and CSS animations.
 "use strict";
 (function () {
-  const LOOKS = { Celia: "female", Watson: "male" };
+  let looks = {}; // name -> "female" | "male", from the snapshot (each avatar's voice)
   const GESTURE_MS = 1400;          // one gesture, when nothing else is waiting
   const GESTURE_QUEUED_MS = 800;    // a gesture with others waiting behind it (all play, in order)
   const BLINK_MS = [2200, 6000];    // idle blinking: a random pause in this range, then a blink
@@ -37,7 +37,7 @@
     const node = document.getElementById("avatar-template").content.firstElementChild.cloneNode(true);
     node.id = "avatar-" + name;
     node.dataset.name = name;
-    node.dataset.look = LOOKS[name] || (stage.children.length % 2 ? "male" : "female");
+    node.dataset.look = looks[name] || (stage.children.length % 2 ? "male" : "female");
     node.querySelector(".name").textContent = name;
     node.querySelector(".caption").id = "caption-" + name;
     stage.appendChild(node);
@@ -422,6 +422,7 @@
   const handlers = {
     snapshot(s) {
       PHASES = s.phase_names || PHASES;
+      looks = s.looks || looks;
       for (const name of s.avatars) avatar(name);
       // every caption from the snapshot, an empty one too: a page that outlived a restart of the
       // controller must not keep the previous buyer's captions

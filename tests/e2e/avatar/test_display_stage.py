@@ -22,8 +22,8 @@ from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, captured
 from tests.support.helpers import UI_TIMEOUT_MS
-from workers.camera import WORKER_ID as CAMERA_WORKER
 from workers.runtime.messages import Attention, RoundState, Speaking, Status, now_ms
+from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
 
 FULL_HD = {"width": 1920, "height": 1080}
 HD = {"width": 1280, "height": 720}

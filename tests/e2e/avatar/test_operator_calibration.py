@@ -29,7 +29,7 @@ from workers.camera.settings import CameraSettings
 from workers.camera.worker import CameraWorker
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import NOBODY, Attention, Calibration, now_ms
+from workers.runtime.messages import NOBODY, Attention, Calibration, CameraGeometry, now_ms
 
 FPS = 10.0
 
@@ -80,8 +80,9 @@ def test_the_camera_worker_calibrates_when_the_console_asks(
         "environment_uuid": room.core.environment_uuid, "broker.url": mosquitto.url, "broker.mode": "external",
         "data_dir": str(tmp_path / "data"), "camera.fps": FPS, "camera.calibrate_s": 1.0, "camera.calibrate_settle_s": 0.3})
     console = Bus(config, "test-console", persistent=False)
-    answers, attention = Collector(), Collector()
+    answers, attention, geometry = Collector(), Collector(), Collector()
     console.subscribe(console.topics.camera_calibration(), Calibration, answers)
+    console.subscribe(console.topics.camera_geometry(), CameraGeometry, geometry)
     console.subscribe(console.topics.attention(), Attention, attention)
     console.start()
     assert console.wait_connected(10)
@@ -92,6 +93,10 @@ def test_the_camera_worker_calibrates_when_the_console_asks(
     thread.start()
     try:
         assert wait_for(lambda: worker.frames_processed > 0, 60), "the camera worker never read a frame"
+        # the directions in use are the configuration's, retained for a console that connects later
+        assert wait_for(lambda: geometry.items, 10)
+        assert geometry.items[-1].targets == {"Celia": {"yaw": -60.0, "pitch": 0.0}, "Watson": {"yaw": 60.0, "pitch": 0.0}}
+        assert geometry.items[-1].tolerance_deg == 8.0
         request = Calibration(source="test-console", state="requested")
         console.publish(console.topics.camera_calibration(), request)
         assert wait_for(lambda: any(m.state in ("done", "failed") for m in answers.items), 30), answers.items
@@ -105,6 +110,8 @@ def test_the_camera_worker_calibrates_when_the_console_asks(
         assert str(config_file) in done.detail
         saved = Config.load(config_file, environ={}).section(CameraSettings)  # kept for the next start
         assert saved.targets["Celia"].yaw == done.targets["Celia"]["yaw"] and saved.tolerance_deg == done.tolerance_deg
+        assert wait_for(lambda: geometry.items[-1].targets == done.targets, 10)  # the console's plot follows
+        assert geometry.items[-1].tolerance_deg == done.tolerance_deg
 
         buyer.looking = "Celia"  # the new directions are in use at once
         assert wait_for(lambda: any(a.target == "Celia" for a in attention.items), 10), [a.target for a in attention.items]

@@ -42,6 +42,7 @@ from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import (
     Attention,
+    CameraGeometry,
     EOVerdict,
     HeadPose,
     OutgoingMessage,
@@ -83,11 +84,19 @@ def _outgoing(text: str, outcome: str, stages: dict[str, int], reason: str = "",
 
 def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> None:
     bus = _Subscriptions()
-    feed = OperatorFeed(bus, {"Celia": {"yaw": 25.0, "pitch": 0.0}}, 15.0, 5.0)
+    feed = OperatorFeed(bus)
     topics = bus.topics
     for topic in (topics.all_status(), topics.headpose(), topics.attention(), topics.outgoing_message(),
-                  topics.all_speaking(), topics.eo_verdict(), topics.round_state(), topics.transcript_final()):
+                  topics.all_speaking(), topics.eo_verdict(), topics.round_state(), topics.transcript_final(),
+                  topics.camera_geometry()):
         assert topic.name in bus.names
+
+    # the plot's targets are the camera worker's: none until it says, then its own
+    assert feed.view()["camera"]["targets"] == {}
+    feed.on_geometry("", CameraGeometry(source="camera", targets={"Celia": {"yaw": 25.0, "pitch": 0.0}},
+                                        tolerance_deg=15.0, hysteresis_deg=5.0))
+    assert feed.view()["camera"]["targets"] == {"Celia": {"yaw": 25.0, "pitch": 0.0}}
+    assert feed.view()["camera"]["tolerance_deg"] == 15.0
 
     # a worker's status: online, then error (alert), the same error again (no new alert), offline (alert)
     for state, detail in (("online", ""), ("error", "camera lost"), ("error", "camera lost"), ("offline", "connection lost")):
@@ -181,12 +190,11 @@ def test_console_takes_the_display_token_rules(avatar_with_token: AvatarRunner, 
         ws.recv(timeout=10)
     with ws_connect(f"{feed_url}?token={TOKEN}") as ws:
         snapshot = json.loads(ws.recv(timeout=10))
-    assert snapshot["type"] == "snapshot" and snapshot["camera"]["tolerance_deg"] == CameraSettings().tolerance_deg
+    assert snapshot["type"] == "snapshot" and snapshot["camera"]["targets"] == {}  # no camera worker here
     # a browser opening the page with ?token= loads its files and its feed with the cookie it gets
     page.goto(f"{local.url}{CONSOLE_PATH}?token={TOKEN}")
     expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
     expect(page.locator("#worker-avatar")).to_have_attribute("data-state", "online", timeout=UI_TIMEOUT_MS)
-    expect(page.locator("#pose-targets .target")).to_have_count(len(CameraSettings().targets))
 
 
 
@@ -236,7 +244,12 @@ def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path:
         assert offsets[0] == 0 and offsets == sorted(offsets) and offsets[-1] < 15_000, offsets
         expect(utterance.locator(".stage[data-stage=received]")).to_contain_text("(Celia)")
 
-        # the buyer's head, as the camera worker publishes it, moves on the plot; attention follows
+        # the camera worker's directions are drawn; the buyer's head, as it publishes it, moves on the plot;
+        # attention follows
+        geometry = CameraGeometry(source="camera", targets={n: t.model_dump() for n, t in CameraSettings().targets.items()},
+                                  tolerance_deg=CameraSettings().tolerance_deg, hysteresis_deg=CameraSettings().hysteresis_deg)
+        bus.publish(bus.topics.camera_geometry(), geometry)
+        expect(page.locator("#pose-targets .target")).to_have_count(len(geometry.targets), timeout=UI_TIMEOUT_MS)
         dot = page.locator("#pose-dot")
         for i in range(8):
             pose = HeadPose(source="camera", yaw=4.0 + 3 * i, pitch=2.0, roll=0.0, confidence=0.9, frame_ts=now_ms())

@@ -98,3 +98,58 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
             os.killpg(suite.pid, signal.SIGINT)
             suite.wait(20)
 
+
+
+def test_a_room_with_other_names_hears_addresses_and_answers_by_them(tmp_path: Path) -> None:
+    """``[core] avatars`` names the room: the same loop with two other names, from a typed line
+    that names one of them to the reply spoken in the voice of its place (the second avatar's
+    default voice, Piper's male voice)."""
+    port = free_port()
+    names = ("Ada", "Max")
+    config_path = suite_config(tmp_path, port, avatars=names)
+    suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
+    mic: subprocess.Popen[str] | None = None
+    bus: Bus | None = None
+    try:
+        config = Config.load(config_path, environ={})
+        assert config.core.avatars == list(names)
+        wait_for_line(output, f"mqtt://127.0.0.1:{port}")
+        bus, seen = round_observer(config)
+        assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
+
+        mic = subprocess.Popen(
+            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
+        )
+        assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
+        assert mic.stdin is not None
+        mic.stdin.write("Max, I would like to buy 2 eggs for 1 dollar\n")  # named as spoken, no @
+        mic.stdin.flush()
+
+        def max_done() -> bool:
+            return any(m.avatar == "Max" and m.state == "end" and m.message_id for _, m in seen["speaking"])
+
+        assert wait_for(max_done, timeout=LOOP_BOUND_S), "".join(output)
+        delivered = [m for _, m in seen["outgoing"]]
+        assert delivered and delivered[0].outcome == "delivered", delivered
+        assert delivered[0].message["addressee"] == "Max" and delivered[0].message["addresseeSource"] == "name"
+        assert delivered[0].message["text"] == "Max, I would like to buy 2 eggs for 1 dollar"
+        assert not any(m.avatar in ("Celia", "Watson") for _, m in seen["speaking"])
+
+        def voices() -> dict[str, str]:
+            avatar = [m for _, m in seen["status"] if m.worker == "avatar" and m.state == "online"]
+            return dict(avatar[-1].health.get("voices") or {}) if avatar else {}  # type: ignore[arg-type]
+
+        assert wait_for(lambda: set(voices()) == set(names), 30), voices()
+        assert voices()["Max"].startswith("piper ") and voices()["Ada"].startswith("festival "), voices()
+        assert list((tmp_path / "speech").glob("*-Max-*.wav")), sorted((tmp_path / "speech").glob("*"))
+        assert 'buyer → Max (by name)' in "".join(output)
+    finally:
+        if mic is not None and mic.poll() is None:
+            mic.send_signal(signal.SIGTERM)
+            mic.wait(10)
+        if bus is not None:
+            bus.stop()
+        if suite.poll() is None:
+            os.killpg(suite.pid, signal.SIGINT)
+            suite.wait(20)

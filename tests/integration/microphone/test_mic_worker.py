@@ -23,8 +23,9 @@ from workers.microphone.evaluation import wer
 from workers.microphone.worker import MicrophoneWorker
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import MicrophoneControl, Speaking, Status, Transcript, VadEvent
+from workers.runtime.messages import PITCH_END, TURN_COMPLETE, MicrophoneControl, Speaking, Status, Transcript, VadEvent
 from workers.runtime.worker import EXIT_UNAVAILABLE, run_worker
+from workers.runtime.worker_ids import TRANSCRIPT as TRANSCRIPT_WORKER
 
 T0 = 1_700_000_000_000
 GAP_S = 1.2
@@ -134,6 +135,38 @@ def test_replay_yields_vad_interims_and_one_final_per_utterance(
             assert b.end - a.end >= 200  # at most 5 interim results per second of speech
     assert room.interims, "streaming partials are published"
     assert worker.health()["finals"] == 3
+
+
+def test_finals_carry_what_the_transcript_workers_status_says_it_reads(
+    room_and_config: tuple[MicrophoneListener, Callable[..., Config]], recognizer: PocketsphinxRecognizer, conversation: tuple
+) -> None:
+    """The merger's reads come from the transcript worker's status, not from a configuration
+    file the two may not share: without it finals carry no pitch and no end-of-turn verdict;
+    with it (retained, as a transcript worker started first leaves it) they carry both."""
+    room, config = room_and_config
+    path, _texts, _spans = conversation
+    reader = Bus(config(), TRANSCRIPT_WORKER, persistent=False)
+    reader.reads = (PITCH_END, TURN_COMPLETE)
+    reader.start()
+    try:
+        assert reader.wait_connected(10)
+        worker = MicrophoneWorker(
+            config(**{"microphone.source": f"replay:{path}"}), clock=VirtualClock(T0, speed=None), recognizer=recognizer
+        )
+        worker.start()
+        assert worker.bus.wait_connected(10)
+        assert wait_for(lambda: worker.reader_reads == {PITCH_END, TURN_COMPLETE}, 10)
+        thread = threading.Thread(target=worker.run, args=(worker.stop_event,), daemon=True)
+        thread.start()
+        thread.join(60)
+        assert wait_for(lambda: len(room.finals) >= 3, 10)
+        worker.close()
+        finals = room.finals[-3:]
+        assert all(f.turn_complete is not None for f in finals), [f.turn_complete for f in finals]
+        assert any(f.pitch_end is not None for f in finals), [f.pitch_end for f in finals]
+    finally:
+        reader.clear_retained(reader.topics.status(TRANSCRIPT_WORKER))
+        reader.stop()
 
 
 def test_echo_is_dropped_or_tagged(

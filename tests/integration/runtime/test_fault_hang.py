@@ -25,7 +25,7 @@ def test_a_worker_stopped_with_sigstop_is_shown_silent_then_well_again(
     eo = RecordingServer().start()
     config = make_config(mosquitto.url)
     room = Room(config)
-    feed = OperatorFeed(room.bus, {}, 15.0, 5.0)  # the console's own picture of the room, on a real bus
+    feed = OperatorFeed(room.bus)  # the console's own picture of the room, on a real bus
     assert room.bus.wait_connected(10)
     worker = transcript_process(config, eo.url, mosquitto.url)
 

@@ -1,0 +1,45 @@
+"""A room's avatars are named by ``[core] avatars``: everything derived from the names follows
+the configuration - the microphone's normalisation, hotwords and domain model, the voices and
+figures of the Avatar Controller, the demo sellers of the stand-in EO."""
+
+from __future__ import annotations
+
+from avatar.settings import AvatarSettings
+from humaine_env.supervisor import seller_ports, stand_in_overrides
+from standins.eo.settings import DEFAULT_AGENT_PORTS
+from workers.microphone.domain import corpus_sentences, domain_words
+from workers.microphone.engine_whisper import hotwords_for
+from workers.microphone.normalize import normalize_text
+from workers.runtime.config import DEFAULT_AVATARS, Config
+
+ROOM = ("Ada", "Max")
+
+
+def test_the_microphone_writes_and_biases_towards_the_rooms_names() -> None:
+    assert normalize_text("max i would like two eggs", avatars=ROOM) == "Max i would like 2 eggs"
+    assert normalize_text("ada's price", avatars=ROOM) == "Ada's price"
+    assert normalize_text("celia i would like two eggs", avatars=ROOM).startswith("celia")  # not this room's
+    assert {"ada", "max"} <= set(domain_words(ROOM)) and "celia" not in domain_words(ROOM)
+    sentences = corpus_sentences(400, avatars=ROOM)
+    assert any(s.startswith("max ") for s in sentences) and not any("watson" in s for s in sentences)
+    assert hotwords_for(["max", "eggs", "Ada"], ROOM) == "Max, eggs, Ada"
+
+
+def test_each_avatar_gets_the_voice_and_figure_of_its_place_unless_configured() -> None:
+    default = AvatarSettings().for_room(DEFAULT_AVATARS)
+    renamed = AvatarSettings().for_room(ROOM)
+    for place, name in enumerate(ROOM):
+        assert renamed.voice_for(name) == default.voice_for(DEFAULT_AVATARS[place])
+    assert renamed.looks(ROOM) == {"Ada": "female", "Max": "male"}
+    configured = AvatarSettings(voices={"Max": {"engine": "espeak", "voice": "en-us+m3", "look": "male"}}).for_room(ROOM)
+    assert configured.voice_for("Max").engine == "espeak" and configured.voice_for("Ada").engine == "festival"
+
+
+def test_the_demo_sellers_are_the_rooms_avatars_unless_configured() -> None:
+    assert seller_ports(DEFAULT_AVATARS) == DEFAULT_AGENT_PORTS
+    config = Config.load(None, environ={}, overrides={"avatars": list(ROOM)})
+    overrides = stand_in_overrides(config, ["orchestrator", "demo-agents"])
+    assert overrides["demo_agents.agents"] == "{ Ada = 14007, Max = 14008 }" == overrides["standin.agents"]
+    pinned = config.with_overrides({"demo_agents.agents": {"Ada": 15001, "Max": 15002}})
+    overrides = stand_in_overrides(pinned, ["orchestrator", "demo-agents"])
+    assert "demo_agents.agents" not in overrides and overrides["standin.agents"] == "{ Ada = 15001, Max = 15002 }"
