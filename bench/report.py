@@ -72,9 +72,10 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def cell(value: Any) -> str:
-    """A value as the benchmark printed it (strings bare, the rest as JSON), safe in a table."""
+    """A value as the benchmark printed it (strings bare, the rest as JSON), safe in a table: no
+    line break, and no character Markdown would take for a cell's end, a tag or math."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;")
+    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;").replace("$", "\\$")
 
 
 def latest_runs(records: Iterable[Record]) -> dict[str, list[Record]]:

@@ -42,6 +42,7 @@ def test_each_command_shows_its_latest_run_flattened_in_command_order() -> None:
 
 def test_a_cell_cannot_break_its_table() -> None:
     assert report.cell("a|b\nc") == "a\\|b c"
+    assert report.cell(["for $3.80", "<unk>"]) == '["for \\$3.80", "&lt;unk>"]'
     assert report.cell(True) == "true" and report.cell(None) == "null"
 
 
