@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: setup run test test-fast bench lint
+.PHONY: setup run test test-fast bench measurements lint
 
 setup:
 	@bash scripts/setup.sh
@@ -22,8 +22,19 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest tests/unit
 
+# Every benchmark with its defaults, one at a time (two at once measure each other), each through
+# bench/record.py, which keeps its JSON lines with the command and the machine in the store of
+# record; `make measurements` then shows them. Not benchmarks: the package, the recorder, the
+# page's generator and bench/noisy.py (bench/stt.py --snr's scoring).
+BENCH_TOOLS := bench/__init__.py bench/record.py bench/report.py bench/noisy.py
+BENCHMARKS := $(filter-out $(BENCH_TOOLS),$(wildcard bench/*.py))
+
 bench: setup
-	@for b in bench/*.py; do echo "== $$b" >&2; $(PY) $$b || exit 1; done
+	@for b in $(BENCHMARKS); do echo "== $$b" >&2; $(PY) bench/record.py $$b || exit 1; done
+
+# The measurements page from the store of record (bench/report.py names both).
+measurements: setup
+	$(PY) bench/report.py
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -112,12 +112,11 @@ class AvatarSettings(Section):
     supervised child process (:class:`hardware.speech_process.SpeechProcess`): a segfault or
     abort in one of them then fails the utterance being spoken - a new child speaks the next -
     instead of ending this process, whose HTTP endpoints the EO is waiting on (it exits when they
-    go away, e.g. in the middle of a ``/confirmAccept``). The cost, measured with
-    ``bench/avatar.py --speech-process on|off`` (two runs each, a shared two-core machine): about
-    45 MB more memory in all (controller 149 MB + child 620-625 MB, against 725-730 MB in one
-    process), the same CPU (4.3-5.5 s + 9.4-9.5 s against 14.1-14.6 s for the same work), start-up
-    1.25-1.44 s against 1.05-1.26 s, and time to first audio within the machine's noise (p50
-    95-110 ms against 85-113 ms). ``false`` keeps the engines in this process."""
+    go away, e.g. in the middle of a ``/confirmAccept``). The cost: a little more memory in all,
+    the same CPU, a slower start-up, and time to first audio within the machine's noise (measured
+    by ``bench/avatar.py --speech-process on|off``: ``rss_mb`` + ``speech_child_rss_mb``,
+    ``cpu_s`` + ``speech_child_cpu_s``, ``start_s``, ``ttfa_ms_p50``; see docs/measurements.md). ``false`` keeps the
+    engines in this process."""
     queue_max: int = Field(8, ge=1)
     """Messages waiting to be spoken; a message arriving when the queue is full is not spoken."""
     stale_after_s: float = Field(20.0, gt=0)

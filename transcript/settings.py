@@ -46,10 +46,11 @@ class TranscriptSettings(Section):
     merge_hold_level_pitch_st: float | None = Field(None, ge=-24, le=24)
     """When set (e.g. -4), a final that reads as complete but whose pitch ended less than this
     many semitones below its median waits too (a statement ends low; a buyer stopping
-    mid-thought mostly does not; a ``?`` or ``!`` still closes it). Off by default. Measured
-    with -4 (``bench/merging.py --corpus spliced``): paused human speech arrived as one message
-    72 of 72 times (56 without), but in a real conversation 7 of 13 complete turns waited (2
-    without): people end statements level or rising about as often as low."""
+    mid-thought mostly does not; a ``?`` or ``!`` still closes it). Off by default: it joins more
+    of the buyer's paused speech into one message, but it also holds many complete turns of a
+    real conversation, as people end statements level or rising about as often as low. Measured
+    by ``bench/merging.py --corpus spliced`` with ``HUMAINE_ENV_TRANSCRIPT_MERGE_HOLD_LEVEL_PITCH_ST``
+    set; see docs/measurements.md."""
     merge_turn: Literal["off", "alone", "or_text", "and_text"] = "off"
     """How the end-of-turn model's verdict on a final (its ``turn_complete``, measured by the
     microphone: ``[microphone] end_of_turn``) joins ``merge_hold``'s text rules: ``off``, the

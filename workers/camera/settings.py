@@ -64,8 +64,10 @@ class CameraSettings(Section):
     mirrored: bool = False
     """True when the camera delivers a mirrored (selfie) image; yaw and roll are flipped back."""
     method: Literal["kabsch", "pnp"] = "kabsch"
-    """Head-pose fit: ``kabsch`` (a rigid fit of the landmarks to a 3D face, about twice as
-    accurate on rendered views) or ``pnp`` (OpenCV ``solvePnP``)."""
+    """Head-pose fit: ``kabsch`` (a rigid fit of the landmarks to a 3D face, the more accurate on
+    rendered views) or ``pnp`` (OpenCV ``solvePnP``). Measured by ``bench/sessions_pose.py
+    --methods kabsch,pnp`` (rendered views at known pose) and ``bench/camera.py`` (the labelled
+    stills); see docs/measurements.md."""
     fov_deg: float = Field(60.0, gt=10, lt=170)
     """Horizontal field of view, used only by the ``pnp`` method."""
     max_faces: int = Field(3, ge=1, le=10)

