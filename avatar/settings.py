@@ -31,11 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from avatar.ssml import DEFAULT_LIMITS, SsmlLimits
 from hardware.speaker import VoiceSettings
 from hardware.speech_engines import EngineName
+from orchestrator_client.endpoints import DEFAULT_HUMAN_PORT
 from orchestrator_client.http_edge import DEFAULT_MAX_BODY_BYTES
 from orchestrator_client.rules import DEFAULT_R4_MAX_WORDS
-from workers.runtime.config import DEFAULT_AVATARS, Section
+from workers.runtime.config import DEFAULT_AVATARS, ListenHost, Section
 
-DEFAULT_PORT = 7040
+DEFAULT_PORT = DEFAULT_HUMAN_PORT
 """The port the competition UI used: the Avatar Controller takes its place in the EO's
 ``appSettings.json``."""
 
@@ -88,7 +89,7 @@ def _default_voices() -> dict[str, AvatarVoice]:
 class AvatarSettings(Section):
     section_name: ClassVar[str] = "avatar"
 
-    host: str = "127.0.0.1"
+    host: ListenHost = "127.0.0.1"
     """Where the HTTP service listens. Loopback by default: the EO normally runs on the same
     machine, and nothing else should be able to make the avatars talk."""
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
@@ -161,13 +162,6 @@ class AvatarSettings(Section):
     difference or a round the EO lost is said on the console (:mod:`avatar.reconcile`)."""
     display: bool = True
     """Serve the display page at ``/``."""
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("host must not be empty (use 127.0.0.1, or 0.0.0.0 for every interface)")
-        return value.strip()
 
     @field_validator("voices")
     @classmethod

@@ -85,4 +85,7 @@ calls it to check and rate the buyer's allocation."""
 HUMAN_SERVICE_NAMES: Final = ("competition-ui", "chat-ui")
 """The only human-side service names the current EO works with."""
 
+DEFAULT_HUMAN_PORT: Final = 7040
+"""Where the platform's EO finds its human-side service by default: the competition UI's port,
+which the Avatar Controller takes over."""
 DEFAULT_EO_PORT: Final = 14010

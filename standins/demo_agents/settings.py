@@ -18,7 +18,7 @@ from pydantic import Field
 
 from orchestrator_client.eo_rules import UNADDRESSED_WAIT_MS
 from standins.eo.settings import DEFAULT_AGENT_PORTS
-from workers.runtime.config import Section
+from workers.runtime.config import ListenHost, Section
 
 R2_MARGIN_S = 0.2
 """Waiting a little past the addressee's window keeps a follower clear of R2 despite latency."""
@@ -27,7 +27,7 @@ R2_MARGIN_S = 0.2
 class DemoAgentsSettings(Section):
     section_name: ClassVar[str] = "demo_agents"
 
-    host: str = "127.0.0.1"
+    host: ListenHost = "127.0.0.1"
     """Where the demo sellers listen, each on its port of ``agents``."""
     agents: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_AGENT_PORTS))
     """Seller name -> port (0: any free port)."""

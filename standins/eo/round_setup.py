@@ -18,13 +18,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
+from orchestrator_client.endpoints import DEFAULT_HUMAN_PORT
 from orchestrator_client.models import Budget, Durations, InitializeRound, NegotiatorInfo, RoundId
-from standins.eo.settings import (
-    DEFAULT_AGENT_PORTS,
-    DEFAULT_HUMAN_BUDGET,
-    DEFAULT_HUMAN_PORT,
-    StandinSettings,
-)
+from standins.eo.settings import DEFAULT_AGENT_PORTS, DEFAULT_HUMAN_BUDGET, StandinSettings
 
 GOODS: Final = ("egg", "flour", "sugar", "milk", "chocolate", "vanilla", "blueberry")
 """The seven goods of the HUMAINE market."""

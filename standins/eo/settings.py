@@ -19,16 +19,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Final, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from orchestrator_client.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
+from orchestrator_client.endpoints import DEFAULT_EO_PORT, DEFAULT_HUMAN_PORT, HUMAN_SERVICE_NAMES
 from orchestrator_client.rules import RuleSettings
-from workers.runtime.config import Section
+from workers.runtime.config import ListenHost, Section
 
 DEFAULT_AGENT_PORTS: Final[dict[str, int]] = {"Celia": 14007, "Watson": 14008}
 """The ports the platform's sample sellers use; the demo sellers listen there too."""
-DEFAULT_HUMAN_PORT: Final = 7040
-"""Where the human-side service (the Avatar Controller) listens: the competition UI's port."""
 DEFAULT_HUMAN_BUDGET: Final = 50.0
 """The budget seen in the current EO's ``/sendRoundMetadata``."""
 
@@ -36,7 +34,7 @@ DEFAULT_HUMAN_BUDGET: Final = 50.0
 class StandinSettings(Section):
     section_name: ClassVar[str] = "standin"
 
-    host: str = "127.0.0.1"
+    host: ListenHost = "127.0.0.1"
     """Where the stand-in EO listens (0.0.0.0: every interface)..."""
     port: int = Field(DEFAULT_EO_PORT, ge=0, le=65535)
     """...and its port (the platform EO's); ``run`` makes it everyone's ``[eo] url``."""
@@ -97,13 +95,6 @@ class StandinSettings(Section):
     wait_for_services_s: float = Field(60.0, ge=0)
     """How long to wait for the agents and the human-side service to accept connections
     before starting the round anyway (their absence is then logged per call)."""
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("host must not be empty (use 127.0.0.1, or 0.0.0.0 for every interface)")
-        return value.strip()
 
     def rule_settings(self, human_budget: float | None) -> RuleSettings:
         """The R0-R4 thresholds for one round."""

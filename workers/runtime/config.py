@@ -27,9 +27,9 @@ import sys
 import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workers.runtime.registry import SECTIONS_GROUP, registered
 from workers.runtime.topics import check_segment
@@ -45,6 +45,16 @@ SET_ENV_VAR = f"{ENV_PREFIX}SET"
 """A JSON list of ``section.key=value`` flags, applied before the process's own ``--set``."""
 FILE_SUFFIX = "_FILE"
 DEFAULT_CONFIG_FILE = "humaine-env.toml"
+def _listen_host(value: str) -> str:
+    if not value.strip():
+        raise ValueError("host must not be empty (use 127.0.0.1, or 0.0.0.0 for every interface)")
+    return value.strip()
+
+
+ListenHost = Annotated[str, AfterValidator(_listen_host)]
+"""The address a service of the suite listens on (``host`` keys): an empty one is refused with
+what to write instead, surrounding blanks are dropped."""
+
 DEFAULT_AVATARS = ("Celia", "Watson")
 
 
