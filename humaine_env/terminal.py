@@ -21,6 +21,7 @@ import ctypes
 import logging
 import os
 import pty
+import select
 import sys
 import termios
 import threading
@@ -33,6 +34,9 @@ log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
 
 PROMPT = "buyer> "
+STOP_POLL_S = 0.2
+"""How often a plain line read (no line editing) looks whether ``run`` is stopping."""
+JOIN_S = 1.0
 CLEAR_LINE = "\r\x1b[K"
 """Back to the start of the line, and erase it (the prompt and the partial input)."""
 END_OF_INPUT = b"\x04"
@@ -116,26 +120,36 @@ class BuyerPrompt:
         self.reading = False
         """The prompt is on screen, waiting for the buyer (lines printed now are redrawn under)."""
         self._c = _readline_c()
+        self._stopping = threading.Event()
+        self._pending = b""
+        """Read but not yet handed on: the rest after a line's end (several lines pasted at once)."""
+        self.line_editing = False
+        """Standard input and output are both terminals: GNU readline edits the line and draws it
+        again under printed lines. Otherwise (``run > run.log``) lines are read from the file
+        descriptor itself (see :meth:`_plain_line`)."""
         self._saved: tuple[TextIO, TextIO, list[tuple[logging.StreamHandler[Any], Any]], list[Any] | None] | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         import readline
 
+        self.line_editing = _is_terminal(sys.stdin) and _is_terminal(sys.stdout)
         readline.parse_and_bind("set enable-bracketed-paste off")  # nothing to undo in the terminal afterwards
         try:
             attrs: list[Any] | None = termios.tcgetattr(sys.stdin.fileno())
         except (termios.error, ValueError, OSError):
             attrs = None
-        streams = (sys.stdout, sys.stderr)
+        streams = tuple(s for s in (sys.stdout, sys.stderr) if _is_terminal(s))  # a file gets no prompt to keep whole
         handlers = []
         for handler in logging.getLogger().handlers:
             if isinstance(handler, logging.StreamHandler) and handler.stream in streams:
                 handlers.append((handler, handler.stream))
                 handler.setStream(LineSafeStream(handler.stream, self))  # type: ignore[arg-type]
         self._saved = (sys.stdout, sys.stderr, handlers, attrs)
-        sys.stdout = LineSafeStream(sys.stdout, self)  # type: ignore[assignment]
-        sys.stderr = LineSafeStream(sys.stderr, self)  # type: ignore[assignment]
+        if sys.stdout in streams:
+            sys.stdout = LineSafeStream(sys.stdout, self)  # type: ignore[assignment]
+        if sys.stderr in streams:
+            sys.stderr = LineSafeStream(sys.stderr, self)  # type: ignore[assignment]
         self._thread = threading.Thread(target=self._read, name="buyer-prompt", daemon=True)
         self._thread.start()
 
@@ -144,15 +158,43 @@ class BuyerPrompt:
             with self.lock:
                 self.reading = True
             try:
-                line = input(self.prompt)
+                line = input(self.prompt) if self.line_editing else self._plain_line()
             except (EOFError, OSError, ValueError):
                 line = None
             finally:
                 with self.lock:
                     self.reading = False
+            if self._stopping.is_set():
+                return
             self.deliver(line)
             if line is None:
                 return
+
+    def _plain_line(self) -> str | None:
+        """One line from standard input's file descriptor, the prompt on the terminal's standard
+        error. Not ``input()``: without a terminal on standard output it reads through Python's
+        buffered ``sys.stdin``, and this daemon thread, blocked there, held its lock when the
+        interpreter shut down - Python then aborted ``run`` ("could not acquire lock for
+        <stdin> at interpreter shutdown", status 134) instead of exiting 0. Returns None at
+        the end of input or when :meth:`stop` is called."""
+        if _is_terminal(sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(self.prompt)
+                sys.stderr.flush()
+        fd = sys.stdin.fileno()
+        while b"\n" not in self._pending and not self._stopping.is_set():
+            ready, _, _ = select.select([fd], [], [], STOP_POLL_S)
+            if not ready:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:  # the end of input: what was typed without a line end, then nothing
+                rest, self._pending = self._pending, b""
+                return rest.decode("utf-8", errors="replace") or None
+            self._pending += chunk
+        if self._stopping.is_set():
+            return None
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode("utf-8", errors="replace")
 
     def print_above(self, out: TextIO, text: str) -> None:
         """Print ``text`` (whole lines) above the input line, then draw it again (hold :attr:`lock`)."""
@@ -182,6 +224,9 @@ class BuyerPrompt:
         last clearing of the input line, nothing else."""
         if self._saved is None:
             return
+        self._stopping.set()
+        if self._thread is not None and not self.line_editing:
+            self._thread.join(JOIN_S)  # out of the read before the interpreter shuts down
         stdout, stderr, handlers, attrs = self._saved
         self._saved = None
         for handler, stream in handlers:
@@ -195,6 +240,13 @@ class BuyerPrompt:
         if attrs is not None:
             with contextlib.suppress(termios.error, ValueError, OSError):
                 termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, attrs)
+
+
+def _is_terminal(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):  # closed
+        return False
 
 
 def feed_line(fd: int, line: str | None) -> None:

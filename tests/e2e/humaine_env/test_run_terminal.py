@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 import tomllib
 
 from avatar.operator.routes import END_ROUND_PATH
@@ -113,6 +114,49 @@ def test_a_line_printed_while_the_buyer_types_does_not_break_the_typed_line(tmp_
     assert "Traceback" not in output()
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_run_with_its_output_in_a_file_takes_typed_lines_and_stops_cleanly(tmp_path: Path, stop: signal.Signals) -> None:
+    """``run > run.log`` from a terminal, as an operator keeping a log starts it: the buyer's
+    typed line still reaches the room, and a stop ends with status 0 - no "Fatal Python error"
+    from a thread still reading standard input at shutdown (it was status 134, 14 stops of 14)."""
+    config_path = suite_config(tmp_path, free_port())
+    log_path = tmp_path / "run.log"
+    ours, theirs = pty.openpty()
+    with log_path.open("w") as log_file:
+        suite = subprocess.Popen(
+            [*CLI, "run", "--config", str(config_path), "--without", "camera", *AUTO_FIRST_ROUND], stdin=theirs,
+            stdout=log_file, stderr=theirs, cwd=tmp_path, start_new_session=True, env={**os.environ, "TERM": "xterm"},
+        )
+    os.close(theirs)
+    chunks: list[str] = []
+    threading.Thread(target=lambda: _drain(ours, chunks), daemon=True).start()
+    try:
+        assert wait_for(lambda: "round r1: negotiation" in log_path.read_text(), timeout=90), log_path.read_text()
+        os.write(ours, b"@Celia I would like 2 eggs\r")
+        assert wait_for(lambda: "buyer → Celia" in log_path.read_text(), timeout=30), log_path.read_text()[-2000:]
+        os.killpg(suite.pid, stop)
+        assert suite.wait(30) == 0, "".join(chunks)[-2000:]
+    finally:
+        if suite.poll() is None:
+            os.killpg(suite.pid, signal.SIGKILL)
+            suite.wait(10)
+        os.close(ours)
+    terminal = "".join(chunks)
+    assert "Fatal Python error" not in terminal and "Traceback" not in terminal, terminal[-2000:]
+    assert PROMPT not in log_path.read_text()  # the prompt is the terminal's, never the log's
+
+
+def _drain(fd: int, chunks: list[str]) -> None:
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            return
+        if not data:
+            return
+        chunks.append(data.decode("utf-8", errors="replace"))
+
+
 def test_run_without_any_standard_input_says_why_in_one_line(tmp_path: Path) -> None:
     """CI runs as root with no standard input: the microphone cannot fall back to typing, says
     so, and ``run`` ends with the documented status rather than waiting for a keyboard."""
@@ -143,6 +187,7 @@ def test_the_prompt_gives_the_terminal_back_while_another_thread_is_logging(monk
         raise EOFError
 
     monkeypatch.setattr("builtins.input", typed)
+    monkeypatch.setattr("humaine_env.terminal._is_terminal", lambda _stream: True)  # the buyer's terminal, in a test
     try:
         prompt.start()
         assert isinstance(handler.stream, LineSafeStream)
