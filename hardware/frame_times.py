@@ -12,7 +12,7 @@ import csv
 from pathlib import Path
 
 FRAME_TIMES_FILE = "frames.csv"
-"""Name of the sidecar, in the video's folder (a session folder, see the README's "Recorded sessions")."""
+"""Name of the sidecar, in the video's folder (a session folder, see docs/sessions.md#the-session-folder)."""
 
 
 class FrameTimesError(ValueError):

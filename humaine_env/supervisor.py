@@ -359,7 +359,9 @@ def _run_suite(
     _print_table(children, statuses, stop)
     prompt: BuyerPrompt | None = None
     if keyboard is not None:
-        print("humaine-env: type what the buyer says ('@Celia ...', 'Watson, ...'); Ctrl-C stops the suite", flush=True)
+        first, *others = config.core.avatars
+        print(f"humaine-env: type what the buyer says ('@{first} ...', '{others[0] if others else first}, ...'); "
+              "Ctrl-C stops the suite", flush=True)
         feed = keyboard[0]
         prompt = BuyerPrompt(lambda line: feed_line(feed, line))
         prompt.start()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up for `make run` / `make test` on a fresh Debian machine:
 #   1. system packages (installed with apt-get when running as root and one is missing),
-#   2. the virtual environment .venv with the suite installed (`pip install -e ".[dev]"`),
+#   2. the virtual environment .venv with the suite installed (`pip install -e ".[dev,voices]"`),
 #   3. cached test and demo assets (scripts/fetch_assets.py; the platform's Node.js services,
 #      scripts/platform_services.py, are fetched while step 2 installs).
 # Each step is skipped when already done, so running it before every command is cheap.

@@ -1,6 +1,6 @@
 """The recorded-session folder: what a session is on disk, and one reader/writer for it.
 
-A session is a folder (documented in the README, "Recorded sessions")::
+A session is a folder (documented in docs/sessions.md#the-session-folder)::
 
     session.json   environment, avatars and their gaze targets, camera intrinsics, start time
     audio.wav      16 kHz mono int16, sample 0 at ``start_ms``

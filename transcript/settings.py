@@ -53,7 +53,7 @@ class TranscriptSettings(Section):
     set; see docs/measurements.md."""
     merge_turn: Literal["off", "alone", "or_text", "and_text"] = "off"
     """How the end-of-turn model's verdict on a final (its ``turn_complete``, measured by the
-    microphone: ``[microphone] end_of_turn``) joins ``merge_hold``'s text rules: ``off``, the
+    microphone when this worker's status says it reads it) joins ``merge_hold``'s text rules: ``off``, the
     text rules alone; ``alone``, the model alone (a turn it finds unfinished waits, one it finds
     complete goes at once); ``or_text``, a final waits when either finds it unfinished;
     ``and_text``, only when both do. A final without ``turn_complete`` is judged by its text.

@@ -64,7 +64,7 @@ def _main(args: argparse.Namespace, config: Config) -> int:
         return EXIT_CONFIG
     if args.mirrored:
         config = config.with_overrides({"camera.mirrored": True})
-    settings = config.section(CameraSettings)
+    settings = config.section(CameraSettings).for_room(config.core.avatars)
     preview = Preview(args.preview) if args.preview else None
     detector = FaceMeshDetector(max_faces=1, static_image_mode=True)
     scanner = FaceScanner() if settings.max_faces > 1 else None

@@ -16,11 +16,12 @@ and writes them. Example (Celia to the buyer's left: yaw > 0)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from workers.runtime.config import Section
+from workers.runtime.config import DEFAULT_AVATARS, Section
 from workers.runtime.topics import check_segment
 
 SOURCE_HELP = "webcam[:INDEX], video:PATH, images:DIR or replay:PATH (default: [camera] source)"
@@ -46,8 +47,9 @@ class Seat(BaseModel):
 
 
 def default_targets() -> dict[str, Target]:
-    """Celia to the buyer's left and Watson to their right, a typical two-screen booth."""
-    return {"Celia": Target(yaw=25.0), "Watson": Target(yaw=-25.0)}
+    """The first avatar to the buyer's left and the second to their right, a typical two-screen
+    booth (Celia and Watson in the default room)."""
+    return dict(zip(DEFAULT_AVATARS, (Target(yaw=25.0), Target(yaw=-25.0)), strict=True))
 
 
 class CameraSettings(Section):
@@ -100,6 +102,20 @@ class CameraSettings(Section):
     """Calibration: seconds measured per phase (each avatar, then away)..."""
     calibrate_settle_s: float = Field(1.0, ge=0, le=10)
     """...after this many seconds at the start of each phase, while the head still turns."""
+
+    def for_room(self, avatars: Sequence[str]) -> CameraSettings:
+        """These settings with a target for each of the room's avatars (``[core] avatars``) and
+        no other: the configured or calibrated one, else the default target of its place (the
+        first avatar to the buyer's left, the second to their right), so a room with other
+        names has gaze before it is calibrated and never attends to an avatar it does not have."""
+        defaults = list(default_targets().values())
+        targets = {}
+        for place, name in enumerate(avatars):
+            if name in self.targets:
+                targets[name] = self.targets[name]
+            elif place < len(defaults):
+                targets[name] = defaults[place]
+        return self.model_copy(update={"targets": targets})
 
     @model_validator(mode="after")
     def _check_targets(self) -> CameraSettings:

@@ -52,7 +52,7 @@ class CameraWorker(Worker):
         otherwise a missing webcam is an ``error`` status and retried, like one lost later."""
         super().__init__(config, worker_id, bus)
         self.need_camera_at_start = need_camera_at_start
-        self.settings = config.section(CameraSettings)
+        self.settings = config.section(CameraSettings).for_room(config.core.avatars)
         self.clock = clock
         self.preview = preview
         self.opener = opener

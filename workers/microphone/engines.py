@@ -27,7 +27,8 @@ WHY: dict[str, str] = {
     "pocketsphinx": "the only engine present, and the least accurate (bench/stt.py: WER 0.27 on negotiation speech, "
     "0.28 on LibriVox reads, vs Whisper 0.16 and 0.08)",
 }
-"""The reason ``auto`` logs with its choice (figures from bench/stt.py, see the README)."""
+"""The reason ``auto`` logs with its choice (figures from bench/stt.py, see
+docs/microphone.md#speech-engines-measured)."""
 WHISPER_MODEL_PREFIX = "faster-whisper-"
 """Folder name prefix of the Whisper models ``humaine-env models --whisper`` installs."""
 

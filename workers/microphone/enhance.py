@@ -4,8 +4,9 @@ block-in, block-out interface.
 Each :class:`Enhancer` takes the microphone's int16 blocks in order and returns blocks of the same
 length (a suppressor that works on other frame sizes or rates buffers inside and hands its output
 back late by a fixed delay, filled with zeros at the start). Measured on the negotiation corpus in
-six-talker babble (``bench/stt.py --snr ... --enhance ...``; README "Speech in a noisy venue"),
-which is why ``[microphone] enhance`` exists and what its default is.
+six-talker babble (``bench/stt.py --snr ... --enhance ...``;
+docs/microphone.md#enhancement-in-front-of-the-recogniser), which is why ``[microphone] enhance``
+exists and what its default is.
 
 - ``webrtc``: ``webrtc-noise-gain`` — WebRTC's noise suppression and automatic gain, the front
   end of Home Assistant's Wyoming satellites (10 ms frames);

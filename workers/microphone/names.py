@@ -21,9 +21,9 @@ same word said for itself ("See you tomorrow", "Sadly, that is too expensive") m
   otherwise: when the recogniser can decode the utterance again with the avatars' names as its
   context (Whisper's prompt, :func:`names_prompt`), an unsure, set-apart opening of a real word,
   or one less alike (:data:`SECOND_PASS_THRESHOLD`), is taken for the name only if that second
-  decode opens with it. A prompt on every final found more
-  names but also made names of real sound-alike openings (README, ``bench/names.py``); asked
-  only about an unsure opening that already sounds like a name, it is the tie-breaker.
+  decode opens with it. A prompt on every final found more names but also made names of real
+  sound-alike openings (``bench/names.py``; docs/microphone.md#names-and-quantities-checked-never-invented);
+  asked only about an unsure opening that already sounds like a name, it is the tie-breaker.
 
 A recovered name replaces the words it was heard as (first start, last end, their confidence
 kept: it stays as unsure as it was) and is reported as a doubt, never silently.

@@ -3,13 +3,13 @@
 Over the first ``noise_check_s`` seconds of live input the worker measures the level the
 microphone hears most of the time (the median of its 20 ms block levels: the hall's babble and
 hum, which the buyer will have to be heard over; a few loud words do not move a median) and logs
-one warning when that is too close to the level a buyer's speech reaches at the gain the README
-recommends (:data:`SPEECH_LEVEL_DBFS`).
+one warning when that is too close to the level a buyer's speech reaches at the recommended gain
+(:data:`SPEECH_LEVEL_DBFS`; docs/microphone.md#the-venues-microphone).
 
-The threshold comes from ``bench/stt.py --snr`` (README "Speech in a noisy venue"): Whisper
-tiny.en loses the leading avatar names and the amounts as speech-to-babble falls from 20 dB to
-10 dB (the voice-activity segmenter still finds the buyer over babble 10 dB under them: it
-measures frames against the room's background, :class:`~workers.microphone.vad.BackgroundLevel`).
+The threshold comes from ``bench/stt.py --snr`` (docs/microphone.md#speech-in-a-noisy-venue):
+Whisper tiny.en loses the leading avatar names and the amounts as speech-to-babble falls from
+20 dB to 10 dB (the voice-activity segmenter still finds the buyer over babble 10 dB under them:
+it measures frames against the room's background, :class:`~workers.microphone.vad.BackgroundLevel`).
 So the check warns when the floor is less than :data:`MIN_SNR_DB` under the expected speech
 level, and says which way out there is (a close-talk microphone, lower gain with the mouth
 closer).
@@ -27,8 +27,9 @@ from hardware.audio import level_dbfs
 log = logging.getLogger(__name__)
 
 SPEECH_LEVEL_DBFS = -26.0
-"""A buyer's active speech level at the microphone gain the README recommends (a close-talk
-microphone, speech peaks around -10 dBFS): the level the noisy-venue benchmark sets speech to."""
+"""A buyer's active speech level at the recommended microphone gain (a close-talk microphone,
+speech peaks around -10 dBFS; docs/microphone.md#the-venues-microphone): the level the
+noisy-venue benchmark sets speech to."""
 MIN_SNR_DB = 15.0
 """Speech must stand this far over the room's floor: measured, names and amounts hold at 20 dB
 of babble and collapse by 10 dB (``bench/stt.py --snr``)."""
@@ -70,7 +71,7 @@ class NoiseFloorCheck:
             log.warning(
                 "noise floor %.1f dBFS%s over its first %.0f s: only %.0f dB under a buyer at %.0f dBFS, where names and "
                 "amounts are lost (need %.0f dB); use a close-talk or directional microphone and lower the gain with the "
-                "mouth closer (README: the venue's microphone)",
+                "mouth closer (docs/microphone.md: the venue's microphone)",
                 self.floor_dbfs, f" on {self.source}" if self.source else "", self.seconds,
                 SPEECH_LEVEL_DBFS - self.floor_dbfs, SPEECH_LEVEL_DBFS, MIN_SNR_DB,
             )

@@ -40,7 +40,7 @@ DEFAULT_WEIGHT = 0.5
 """Language-model weight (``[microphone] whisper_rescore_weight``). Chosen on two espeak-ng
 voices that are not in the benchmark's default corpus (0.25, 0.5 and 1.0 measured alike there:
 48 → 49 of 60 utterances exact) and then measured on the default corpus (bench/stt.py; the
-figures are in the README)."""
+figures are in docs/microphone.md#n-best-rescoring-of-the-finals)."""
 MARGIN = 0.1
 """Hypotheses more than this below the best acoustic score (mean log-probability per token) do
 not compete. 0.05, 0.1 and no bound measured alike on the tuning voices."""

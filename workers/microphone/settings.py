@@ -145,8 +145,8 @@ class MicrophoneSettings(Section):
     end_of_turn: bool = False
     """Finals carry the end-of-turn model's probability that the buyer's turn is complete
     (``turn_complete``; smart-turn v3.2, ``workers/microphone/turn.py``). The worker also does
-    so whenever the room's transcript worker reads it (``[transcript] merge_turn``, off by
-    default). One inference per final, started when the pause begins, on the utterance's last
+    so whenever the room's transcript worker says in its status that it reads them
+    (``Status.reads``: ``[transcript] merge_turn`` on). One inference per final, started when the pause begins, on the utterance's last
     8 s; nothing while the buyer talks."""
     turn_tail_ms: int = Field(default=0, ge=0, le=1000)
     """Silence after the last voiced frame the end-of-turn model hears. With more of it the model
@@ -194,7 +194,7 @@ class MicrophoneSettings(Section):
     retry_s: float = 3.0
     """Seconds between attempts to reopen a failed device."""
 
-    # -- a noisy venue (workers/microphone/noise_floor.py, enhance.py; README "Speech in a noisy venue")
+    # -- a noisy venue (workers/microphone/noise_floor.py, enhance.py; docs/microphone.md#speech-in-a-noisy-venue)
     noise_check_s: float = Field(default=NOISE_CHECK_S, ge=0.0, le=60.0)
     """Seconds of input at start over which the room's noise floor is measured; one warning is
     logged when it is too high for the recogniser (0: no check)."""

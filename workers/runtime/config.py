@@ -391,7 +391,7 @@ class Config:
             if not file_path.is_file():
                 raise ConfigError(
                     f"config file {file_path} not found; pass an existing file to --config "
-                    f"or create one (see README, 'Configuration')"
+                    f"or create one (see docs/running.md, 'Configuration')"
                 )
         elif Path(DEFAULT_CONFIG_FILE).is_file():
             file_path = Path(DEFAULT_CONFIG_FILE)

@@ -1,4 +1,4 @@
-"""The layout's floors hold (README, "Architecture"): no import runs back up a floor, no two
+"""The layout's floors hold (docs/architecture.md#the-floors): no import runs back up a floor, no two
 modules import each other, and the command line finds the commands its packages register
 without importing their modules."""
 

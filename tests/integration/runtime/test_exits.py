@@ -1,5 +1,5 @@
 """Every "cannot" of a command is one line on stderr and a documented exit status: never a
-traceback, never a hang, never 0 after a failure (README, "Exit statuses")."""
+traceback, never a hang, never 0 after a failure (docs/faults.md#exit-statuses)."""
 
 from __future__ import annotations
 

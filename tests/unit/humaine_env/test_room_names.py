@@ -1,12 +1,13 @@
 """A room's avatars are named by ``[core] avatars``: everything derived from the names follows
 the configuration - the microphone's normalisation, hotwords and domain model, the voices and
-figures of the Avatar Controller, the demo sellers of the stand-in EO."""
+figures of the Avatar Controller, the camera's targets, the demo sellers of the stand-in EO."""
 
 from __future__ import annotations
 
 from avatar.settings import AvatarSettings
 from humaine_env.supervisor import seller_ports, stand_in_overrides
 from standins.eo.settings import DEFAULT_AGENT_PORTS
+from workers.camera.settings import CameraSettings
 from workers.microphone.domain import corpus_sentences, domain_words
 from workers.microphone.engine_whisper import hotwords_for
 from workers.microphone.normalize import normalize_text
@@ -33,6 +34,15 @@ def test_each_avatar_gets_the_voice_and_figure_of_its_place_unless_configured() 
     assert renamed.looks(ROOM) == {"Ada": "female", "Max": "male"}
     configured = AvatarSettings(voices={"Max": {"engine": "espeak", "voice": "en-us+m3", "look": "male"}}).for_room(ROOM)
     assert configured.voice_for("Max").engine == "espeak" and configured.voice_for("Ada").engine == "festival"
+
+
+def test_the_camera_has_a_target_for_each_of_the_rooms_avatars_and_no_other() -> None:
+    default = CameraSettings()
+    renamed = default.for_room(ROOM)
+    assert renamed.targets == {"Ada": default.targets["Celia"], "Max": default.targets["Watson"]}
+    calibrated = CameraSettings(targets={"Max": {"yaw": -40.0}, "Celia": {"yaw": 30.0}}).for_room(ROOM)
+    assert calibrated.targets["Max"].yaw == -40.0 and calibrated.targets["Ada"] == default.targets["Celia"]
+    assert set(calibrated.targets) == set(ROOM)
 
 
 def test_the_demo_sellers_are_the_rooms_avatars_unless_configured() -> None:
