@@ -102,7 +102,9 @@ class AvatarSettings(Section):
     """Larger request bodies are refused with 413 before being read."""
     speaker: str = "auto"
     """``auto`` (the sound card, or WAV files under ``data_dir``/speech when there is none),
-    ``soundcard``, ``soundcard:DEVICE``, ``wav:DIR`` (paced like a sound card) or ``wav-fast:DIR``."""
+    ``soundcard``, ``soundcard:DEVICE``, ``wav:DIR`` (one WAV per utterance, paced like a sound
+    card), ``wav-fast:DIR`` or ``browser`` (the display page plays the speech); several joined by
+    ``+`` (``browser+wav:DIR``)."""
     voices: dict[str, AvatarVoice] = Field(default_factory=_default_voices)
     """Per avatar, merged over the defaults (Celia: Festival ``cmu_us_slt_arctic_hts``; Watson:
     Piper ``en_US-joe-medium``). A room with other names (``[core] avatars``) gives its first
