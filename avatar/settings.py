@@ -22,7 +22,6 @@ Every key can also be set with ``HUMAINE_ENV_AVATAR_<KEY>`` or ``--set avatar.<k
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
@@ -42,7 +41,6 @@ DEFAULT_PORT = DEFAULT_HUMAN_PORT
 
 
 ConfirmMode = Literal["buyer", "operator", "auto", "competition-ui"]
-CONFIRM_MODES: tuple[str, ...] = typing.get_args(ConfirmMode)
 """Who answers a seller's Accept (see :attr:`AvatarSettings.confirm_accept`)."""
 
 
