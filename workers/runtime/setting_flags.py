@@ -131,13 +131,15 @@ def _docstring_sentence(model: type[Section], key: str) -> str:
     return said.removesuffix(ELLIPSIS) + "." if said.endswith(ELLIPSIS) else said
 
 
-def setting_help(model: type[Section], key: str, text: str | None = None, const: Any = None) -> str:
+def setting_help(model: type[Section], key: str, text: str | None = None, const: Any = None, repeatable: bool = False) -> str:
     """The help of a flag that sets ``key``: ``text`` (default: the first sentence of the field's
-    docstring), then the model's default and the key, and the value a flag without an argument
-    sets (``const``). Escaped for argparse, which formats help texts with ``%``."""
+    docstring), then whether it may be given more than once, the model's default and the key, and
+    the value a flag without an argument sets (``const``). Escaped for argparse, which formats
+    help texts with ``%``."""
     said = _docstring_sentence(model, key) if text is None else text
     sets = _key_label(model, key) if const is None else f"{_key_label(model, key)} = {toml_value(const)}"
-    return f"{said} (default {shown_default(model, key)}; {sets})".strip().replace("%", "%%")
+    again = "repeatable; " if repeatable else ""
+    return f"{said} ({again}default {shown_default(model, key)}; {sets})".strip().replace("%", "%%")
 
 
 def setting_flag(parser: argparse.ArgumentParser, flag: str, model: type[Section], key: str, *,
@@ -172,7 +174,7 @@ def setting_flag(parser: argparse.ArgumentParser, flag: str, model: type[Section
         metavar = metavar or f"NAME{PAIR_SEPARATOR}VALUE"
         return parser.add_argument(flag, dest=dest, default=None, action=_PairsAction, metavar=metavar,
                                    type=_pair_type(_scalar_type(value_type), metavar),
-                                   help=setting_help(model, key, help), **kwargs)
+                                   help=setting_help(model, key, help, repeatable=True), **kwargs)
     choices = _literal_choices(annotation)
     if choices is not None:
         kwargs.setdefault("choices", choices)

@@ -104,7 +104,7 @@ def test_help_is_the_first_sentence_with_the_default_and_the_key() -> None:
     assert action(parser, "--port").help == "Port of the service; 0: any free port. (default 7040; [flag_test_room] port)"
     assert action(parser, "--mirrored").help == "The image is mirrored. (default false; [flag_test_room] mirrored = true)"
     assert action(parser, "--no-biasing").help == "do not bias recognition (default true; [flag_test_room] biasing = false)"
-    assert action(parser, "--agent").help == "Seller name -> port. (default { Celia = 14007 }; [flag_test_room] agents)"
+    assert action(parser, "--agent").help == "Seller name -> port. (repeatable; default { Celia = 14007 }; [flag_test_room] agents)"
     assert action(parser, "--round-id").help == "Relay with this round id. (default unset; [flag_test_room] round_id)"
     assert action(parser, "--folder").help == 'Where the rounds go; empty: under data_dir. (default ""; [flag_test_room] folder)'
     text = " ".join(parser.format_help().split())
