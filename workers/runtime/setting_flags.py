@@ -142,6 +142,10 @@ def setting_help(model: type[Section], key: str, text: str | None = None, const:
     return f"{said} ({again}default {shown_default(model, key)}; {sets})".strip().replace("%", "%%")
 
 
+def _no_flag_form(flag: str, model: type[Section], key: str) -> TypeError:
+    return TypeError(f"{flag}: no flag form for {key_name(model, key)} ({model.model_fields[key].annotation}); pass type=")
+
+
 def setting_flag(parser: argparse.ArgumentParser, flag: str, model: type[Section], key: str, *,
                  help: str | None = None, **kwargs: Any) -> argparse.Action:
     """Add ``flag`` to ``parser`` as a flag that sets ``key`` of ``model``; returns the action.
@@ -170,7 +174,7 @@ def setting_flag(parser: argparse.ArgumentParser, flag: str, model: type[Section
     if typing.get_origin(annotation) is dict and "type" not in kwargs:
         key_type, value_type = typing.get_args(annotation)
         if key_type is not str or _scalar_type(value_type) is None:
-            raise TypeError(f"{flag}: no flag form for {key_name(model, key)} ({annotation}); pass type=")
+            raise _no_flag_form(flag, model, key)
         metavar = metavar or f"NAME{PAIR_SEPARATOR}VALUE"
         return parser.add_argument(flag, dest=dest, default=None, action=_PairsAction, metavar=metavar,
                                    type=_pair_type(_scalar_type(value_type), metavar),
@@ -182,7 +186,7 @@ def setting_flag(parser: argparse.ArgumentParser, flag: str, model: type[Section
     elif "type" not in kwargs:
         kwargs["type"] = _scalar_type(annotation)
         if kwargs["type"] is None:
-            raise TypeError(f"{flag}: no flag form for {key_name(model, key)} ({annotation}); pass type=")
+            raise _no_flag_form(flag, model, key)
     if metavar is None and "choices" not in kwargs:
         metavar = flag.lstrip("-").replace("-", "_").upper()
     return parser.add_argument(flag, dest=dest, default=None, metavar=metavar, help=setting_help(model, key, help), **kwargs)
