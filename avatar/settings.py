@@ -22,7 +22,6 @@ Every key can also be set with ``HUMAINE_ENV_AVATAR_<KEY>`` or ``--set avatar.<k
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
@@ -42,7 +41,6 @@ DEFAULT_PORT = DEFAULT_HUMAN_PORT
 
 
 ConfirmMode = Literal["buyer", "operator", "auto", "competition-ui"]
-CONFIRM_MODES: tuple[str, ...] = typing.get_args(ConfirmMode)
 """Who answers a seller's Accept (see :attr:`AvatarSettings.confirm_accept`)."""
 
 
@@ -102,7 +100,9 @@ class AvatarSettings(Section):
     """Larger request bodies are refused with 413 before being read."""
     speaker: str = "auto"
     """``auto`` (the sound card, or WAV files under ``data_dir``/speech when there is none),
-    ``soundcard``, ``soundcard:DEVICE``, ``wav:DIR`` (paced like a sound card) or ``wav-fast:DIR``."""
+    ``soundcard``, ``soundcard:DEVICE``, ``wav:DIR`` (one WAV per utterance, paced like a sound
+    card), ``wav-fast:DIR`` or ``browser`` (the display page plays the speech); several joined by
+    ``+`` (``browser+wav:DIR``)."""
     voices: dict[str, AvatarVoice] = Field(default_factory=_default_voices)
     """Per avatar, merged over the defaults (Celia: Festival ``cmu_us_slt_arctic_hts``; Watson:
     Piper ``en_US-joe-medium``). A room with other names (``[core] avatars``) gives its first

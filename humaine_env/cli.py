@@ -3,7 +3,9 @@
 Subcommands are registered by their own packages (:mod:`workers.runtime.registry`) and the
 command line finds them there; a command's module is imported only when it is chosen, so
 ``humaine-env devices`` does not pay for loading MediaPipe. A subcommand module exposes
-``configure_parser(parser)`` and ``main(args, config) -> int``.
+``configure_parser(parser)`` and ``main(args, config) -> int``. The flags it declares with
+:func:`~workers.runtime.setting_flags.setting_flag` are applied here, before ``main``: the
+``config`` it receives already holds them, so no command maps its flags to keys by hand.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from workers.runtime.config import Config, ConfigError, check_level
 from workers.runtime.logs import console_level, setup_logging
 from workers.runtime.parent import bind_to_parent
 from workers.runtime.registry import COMMANDS_GROUP, Command, registered
+from workers.runtime.setting_flags import with_setting_flags
 from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, WorkerUnavailable
 
 
@@ -141,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.log_level:
             args.log_level = check_level(args.log_level, "--log-level")
-        config = Config.load(args.config, overrides=args.overrides)
+        config = with_setting_flags(Config.load(args.config, overrides=args.overrides), args)
         setup_logging(console_level(args.log_level, args.verbose, config.core.log_level))
         module = importlib.import_module(commands()[args.command].module)
         return int(module.main(args, config) or 0)

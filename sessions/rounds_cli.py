@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import argparse
 
+from sessions.settings import SessionsSettings
 from workers.runtime.config import Config
+from workers.runtime.setting_flags import setting_flag
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--folder", metavar="DIR", help="where the rounds go (sets [sessions] folder; default: data_dir/sessions)")
+    setting_flag(parser, "--folder", SessionsSettings, "folder", metavar="DIR")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from sessions.rounds import RoundRecorder
     from workers.runtime.worker import run_worker
 
-    if args.folder:
-        config = config.with_overrides({"sessions.folder": args.folder})
     return run_worker(RoundRecorder(config))

@@ -19,8 +19,8 @@ class TranscriptSettings(Section):
     section_name: ClassVar[str] = "transcript"
 
     delivery: Literal["eo", "agents"] = "eo"
-    """``eo``: POST each message to the EO's ``/relayMessage`` (the current platform).
-    ``agents``: POST it to every agent's ``/receiveMessage`` (the original design)."""
+    """Where each message goes: ``eo`` POSTs it to the EO's ``/relayMessage`` (the current
+    platform), ``agents`` to every agent's ``/receiveMessage`` (the original design)."""
     agent_urls: dict[str, str] = Field(default_factory=dict)
     """Agent name -> base URL for ``agents`` delivery; empty: read the ``[eo] app_settings``
     ``serviceMap`` entries named after the avatars."""

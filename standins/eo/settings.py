@@ -39,10 +39,11 @@ class StandinSettings(Section):
     port: int = Field(DEFAULT_EO_PORT, ge=0, le=65535)
     """...and its port (the platform EO's); ``run`` makes it everyone's ``[eo] url``."""
     rules: Literal["real_eo", "documented", "current_eo"] = "real_eo"
-    """``real_eo``: what the platform EO a venue runs decides, ported from its source
-    (:mod:`orchestrator_client.eo_rules`), with its answers, rationales and totals.
-    ``documented``: R0-R4 as the platform documents them (:mod:`orchestrator_client.rules`);
-    ``current_eo``: those rules with the current EO's thresholds (R0 off, R2 4 s)."""
+    """How the stand-in judges and answers: ``real_eo`` as the platform EO a venue runs (ported
+    from its source, :mod:`orchestrator_client.eo_rules`, with its answers, rationales and
+    totals), ``documented`` by R0-R4 as the platform documents them
+    (:mod:`orchestrator_client.rules`), ``current_eo`` by those rules with the current EO's
+    thresholds (R0 off, R2 4 s)."""
     response_time_limit_s: float = Field(4.0, gt=0)
     """``real_eo``: the EO's ``responseTimeLimit`` (how long the addressed agent may take)."""
     can_talk_at_once: bool = True

@@ -6,15 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from workers.camera.settings import SOURCE_HELP
+from workers.camera.settings import CameraSettings
 from workers.runtime.config import DEFAULT_CONFIG_FILE, Config
+from workers.runtime.setting_flags import setting_flag
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", help=SOURCE_HELP)
-    parser.add_argument("--seconds", type=float, help="measuring time per phase (default: [camera] calibrate_s)")
-    parser.add_argument("--settle", type=float,
-                        help="seconds skipped at the start of each phase (default: [camera] calibrate_settle_s)")
+    setting_flag(parser, "--source", CameraSettings, "source")
+    setting_flag(parser, "--seconds", CameraSettings, "calibrate_s")
+    # The key's docstring continues calibrate_s's ("...after this many seconds"): not a sentence alone.
+    setting_flag(parser, "--settle", CameraSettings, "calibrate_settle_s", help="seconds skipped at the start of each phase")
     parser.add_argument(
         "--output", metavar="PATH", help="TOML file to write (default: the --config file or ./humaine-env.toml)"
     )
@@ -25,14 +26,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from hardware.video import NoCameraError, VideoSourceError, frames, open_source
     from workers.camera.calibration import AWAY, CalibrationError, derive, measure_phase, save, seat_of
     from workers.camera.pipeline import CameraPipeline
-    from workers.camera.settings import CameraSettings
     from workers.runtime.worker import EXIT_UNAVAILABLE
 
-    if args.source:
-        config = config.with_overrides({"camera.source": args.source})
     settings = config.section(CameraSettings)
-    args.seconds = settings.calibrate_s if args.seconds is None else args.seconds
-    args.settle = settings.calibrate_settle_s if args.settle is None else args.settle
     output = Path(args.output or config.path or DEFAULT_CONFIG_FILE)
     interactive = not args.no_prompt and sys.stdin.isatty()
     try:
@@ -47,10 +43,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
         for name in [*config.core.avatars, AWAY]:
             what = f"at {name}" if name != AWAY else "away from both avatars (e.g. at the table)"
             if interactive:
-                input(f"Look {what} and press Enter, then hold still for {args.seconds:g} s ... ")
+                input(f"Look {what} and press Enter, then hold still for {settings.calibrate_s:g} s ... ")
             else:
-                print(f"Look {what} for {args.settle + args.seconds:g} s")
-            result = measure_phase(name, stream, pipeline, args.seconds, args.settle)
+                print(f"Look {what} for {settings.calibrate_settle_s + settings.calibrate_s:g} s")
+            result = measure_phase(name, stream, pipeline, settings.calibrate_s, settings.calibrate_settle_s)
             print(f"  {name}: yaw {result.yaw:+.1f}, pitch {result.pitch:+.1f} "
                   f"({result.samples} frames, spread {result.spread_deg:.1f} deg)")
             phases.append(result)

@@ -5,18 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workers.camera.settings import SOURCE_HELP
+from workers.camera.settings import CameraSettings
 from workers.runtime.config import Config
+from workers.runtime.setting_flags import setting_flag
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", help=SOURCE_HELP)
+    setting_flag(parser, "--source", CameraSettings, "source")
     parser.add_argument(
         "--preview", nargs="?", const="", metavar="OUT.mp4",
         help="debug view: landmarks, pose axes and target, written to OUT.mp4 (or a window when no path is given)",
     )
     parser.add_argument("--speed", type=float, help="replay speed factor for replay: sources (default real time)")
-    parser.add_argument("--mirrored", action="store_true", help="the camera delivers a mirrored (selfie) image")
+    setting_flag(parser, "--mirrored", CameraSettings, "mirrored")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -26,17 +27,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
     retries inside the worker."""
     from hardware.clock import Clock, VirtualClock
     from workers.camera.preview import Preview
-    from workers.camera.settings import CameraSettings
     from workers.camera.worker import CameraWorker
     from workers.runtime.worker import EXIT_CONFIG, run_worker
 
-    overrides: dict[str, object] = {}
-    if args.source:
-        overrides["camera.source"] = args.source
-    if args.mirrored:
-        overrides["camera.mirrored"] = True
-    if overrides:
-        config = config.with_overrides(overrides)
     config.section(CameraSettings)  # a configuration error is one line before anything starts
     clock: Clock | None = VirtualClock(speed=args.speed) if args.speed else None
     preview = None

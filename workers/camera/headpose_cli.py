@@ -25,7 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workers.camera.settings import CameraSettings
 from workers.runtime.config import Config
+from workers.runtime.setting_flags import setting_flag
 
 if TYPE_CHECKING:
     from hardware.video import Frame
@@ -40,7 +42,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="image, folder of images, or video file")
     parser.add_argument("--repeat", type=int, default=1, metavar="N", help="feed each still N times as frames (default 1)")
     parser.add_argument("--preview", metavar="OUT.mp4", help="also write the annotated frames to OUT.mp4")
-    parser.add_argument("--mirrored", action="store_true", help="the images are mirrored (selfie) views")
+    setting_flag(parser, "--mirrored", CameraSettings, "mirrored")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -56,14 +58,11 @@ def _main(args: argparse.Namespace, config: Config) -> int:
     from workers.camera.pipeline import CameraPipeline
     from workers.camera.preview import Preview
     from workers.camera.scanner import FaceScanner
-    from workers.camera.settings import CameraSettings
     from workers.runtime.worker import EXIT_CONFIG
 
     if args.repeat < 1:
         print("humaine-env headpose: --repeat must be at least 1", file=sys.stderr)
         return EXIT_CONFIG
-    if args.mirrored:
-        config = config.with_overrides({"camera.mirrored": True})
     settings = config.section(CameraSettings).for_room(config.core.avatars)
     preview = Preview(args.preview) if args.preview else None
     detector = FaceMeshDetector(max_faces=1, static_image_mode=True)

@@ -24,8 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from workers.runtime.config import DEFAULT_AVATARS, Section
 from workers.runtime.topics import check_segment
 
-SOURCE_HELP = "webcam[:INDEX], video:PATH, images:DIR or replay:PATH (default: [camera] source)"
-
 
 class Target(BaseModel):
     model_config = ConfigDict(extra="forbid")

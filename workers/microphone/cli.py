@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workers.microphone.settings import ENGINE_CHOICES
+from workers.microphone.settings import MicrophoneSettings
 from workers.runtime.config import Config
+from workers.runtime.setting_flags import setting_flag
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", help="wav:PATH | raw:PATH | replay:PATH | mic[:DEVICE] (default: mic)")
-    parser.add_argument("--typed", action="store_true", help="read utterances typed on the console instead")
-    parser.add_argument("--engine", choices=ENGINE_CHOICES, help="speech recognition engine")
-    parser.add_argument("--vosk-model", help="folder of an unpacked Vosk model (or HUMAINE_ENV_VOSK_MODEL)")
-    parser.add_argument("--no-biasing", action="store_true", help="do not bias towards the negotiation vocabulary")
+    setting_flag(parser, "--source", MicrophoneSettings, "source")
+    setting_flag(parser, "--typed", MicrophoneSettings, "typed")
+    setting_flag(parser, "--engine", MicrophoneSettings, "engine")
+    setting_flag(parser, "--vosk-model", MicrophoneSettings, "vosk_model")
+    # The flag turns the key off; the key's sentence says what it does when on.
+    setting_flag(parser, "--no-biasing", MicrophoneSettings, "biasing", const=False,
+                 help="do not bias recognition towards the negotiation vocabulary")
     parser.add_argument("--speed", type=float, help="replay speed factor for replay: sources (default real time)")
 
 
@@ -22,22 +25,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from hardware.clock import Clock, VirtualClock
     from workers.microphone.engines import load_recognizer
     from workers.microphone.recognizer import EngineUnavailable
-    from workers.microphone.settings import MicrophoneSettings
     from workers.microphone.worker import MicrophoneWorker
     from workers.runtime.config import ConfigError
     from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
-    overrides: dict[str, object] = {}
-    for flag, key in (("source", "source"), ("engine", "engine"), ("vosk_model", "vosk_model")):
-        value = getattr(args, flag, None)
-        if value:
-            overrides[f"microphone.{key}"] = value
-    if args.typed:
-        overrides["microphone.typed"] = True
-    if args.no_biasing:
-        overrides["microphone.biasing"] = False
-    if overrides:
-        config = config.with_overrides(overrides)
     try:
         settings = config.section(MicrophoneSettings)
     except ConfigError as exc:

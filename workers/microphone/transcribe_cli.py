@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workers.microphone.settings import ENGINE_CHOICES
+from workers.microphone.settings import MicrophoneSettings
 from workers.runtime.config import Config
+from workers.runtime.setting_flags import setting_flag
 
 if TYPE_CHECKING:
     from hardware.audio import SourceKind
@@ -32,8 +33,8 @@ EXIT_FILE_FAILED = 1
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="audio files (WAV, raw 16 kHz, anything ffmpeg reads), folders of them, or recorded session folders")
-    parser.add_argument("--engine", choices=ENGINE_CHOICES, help="speech recognition engine")
-    parser.add_argument("--numbers", choices=("digits", "words"), help="numbers and money as digits (default) or as spoken words")
+    setting_flag(parser, "--engine", MicrophoneSettings, "engine")
+    setting_flag(parser, "--numbers", MicrophoneSettings, "numbers")
 
 
 def audio_files_of(paths: list[Path]) -> tuple[list[Path], list[str]]:
@@ -89,18 +90,12 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from hardware.audio import AudioSourceError
     from workers.microphone.engines import load_recognizer
     from workers.microphone.recognizer import EngineUnavailable
-    from workers.microphone.settings import MicrophoneSettings
     from workers.microphone.transcriber import Transcriber
     from workers.runtime.config import ConfigError
     from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE
 
-    overrides: dict[str, object] = {"microphone.whisper_interims": False}  # nobody reads interims here
-    if args.engine:
-        overrides["microphone.engine"] = args.engine
-    if args.numbers:
-        overrides["microphone.numbers"] = args.numbers
-    try:
-        settings = config.with_overrides(overrides).section(MicrophoneSettings)
+    try:  # nobody reads interims here
+        settings = config.with_overrides({"microphone.whisper_interims": False}).section(MicrophoneSettings)
     except ConfigError as exc:
         print(f"humaine-env transcribe: {exc}", file=sys.stderr)
         return EXIT_CONFIG

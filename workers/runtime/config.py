@@ -8,7 +8,8 @@ declares the model of its own section as a :class:`Section` subclass and asks fo
 Environment variables map onto sections: ``HUMAINE_ENV_BROKER_URL`` sets ``[broker] url``,
 ``HUMAINE_ENV_ENVIRONMENT_UUID`` sets the top-level ``environment_uuid``. A field may declare
 a shorter alias with ``Field(json_schema_extra={"env": "VOSK_MODEL"})``. Flags use
-``--set section.key=value`` (or a worker's dedicated flag, which does the same).
+``--set section.key=value``, or a command's own flag for the key, which does the same
+(:mod:`workers.runtime.setting_flags`).
 
 Secrets never need the command line, where every user of the machine can read them (``ps``):
 ``HUMAINE_ENV_AVATAR_TOKEN=...``, or ``HUMAINE_ENV_AVATAR_TOKEN_FILE=/run/secrets/token`` to read

@@ -98,8 +98,13 @@ def _choices(annotation: Any) -> list[str]:
     return []
 
 
+SENTENCE_END = re.compile(r"(.+?(?<!\be\.g)(?<!\bi\.e)\.)(\s|$)")
+"""A full stop followed by a blank or the end, unless it closes "e.g." or "i.e." inside a sentence."""
+
+
 def first_sentence(text: str) -> str:
-    match = re.match(r"(.+?\.)(\s|$)", text)
+    """The text up to its first full stop (not an abbreviation's) followed by a blank or the end."""
+    match = SENTENCE_END.match(text)
     return match.group(1) if match else text
 
 
