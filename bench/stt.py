@@ -217,7 +217,8 @@ def lay_out(
 def venue_noise_for(kind: str, corpora: dict[str, list[Sample]]) -> np.ndarray:
     """The noise set's file for ``kind``, after checking that none of its talkers' recordings is
     target speech in this run."""
-    from scripts.fetch_assets import CONVERSATION_WAV, noise_set
+    from scripts.conversation import CONVERSATION_WAV
+    from scripts.fetch_assets import noise_set
     from scripts.noise_set import BABBLE_WAV, VENUE_WAV, babble_sources, load
 
     noise_set()

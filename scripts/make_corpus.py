@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python scripts/make_corpus.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from sessions.generate import CACHE, CORPUS, generate  # noqa: E402

@@ -30,19 +30,21 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python scripts/noise_set.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import load_audio, write_wav  # noqa: E402
+from scripts.conversation import CONVERSATION_STM, CONVERSATION_WAV, conversation_sample  # noqa: E402
+from scripts.wheels import ASSETS  # noqa: E402
 from workers.microphone.evaluation import ASTERISK_SOUNDS, POCKETSPHINX_DATA  # noqa: E402
 from workers.microphone.noise import BABBLE_TALKERS, babble, to_int16, venue_noise  # noqa: E402
 
 log = logging.getLogger("noise_set")
 
-NOISE = ROOT / ".cache" / "assets" / "noise"
+NOISE = ASSETS / "noise"
 BABBLE_WAV = NOISE / "babble.wav"
 VENUE_WAV = NOISE / "venue.wav"
 MANIFEST = NOISE / "sources.json"
@@ -126,14 +128,19 @@ def load(path: Path = BABBLE_WAV) -> np.ndarray:
     return load_audio(path)
 
 
+def build_set(rebuild: bool = False) -> Path:
+    """The noise set in :data:`NOISE`, built from the conversation sample (fetched first when it
+    is missing) unless it is there for this recipe, or anew with ``rebuild``: the set-up step's
+    fetcher and this program both come here."""
+    conversation_sample()
+    if rebuild:
+        MANIFEST.unlink(missing_ok=True)
+    return build(CONVERSATION_WAV, CONVERSATION_STM)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    from scripts.fetch_assets import CONVERSATION_STM, CONVERSATION_WAV, conversation_sample
-
-    conversation_sample()
-    if MANIFEST.is_file():
-        MANIFEST.unlink()
-    build(CONVERSATION_WAV, CONVERSATION_STM)
+    build_set(rebuild=True)
     return 0
 
 

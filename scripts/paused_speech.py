@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import hashlib
-import importlib.util
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -34,11 +33,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python scripts/paused_speech.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import load_audio, write_wav  # noqa: E402
+from scripts.conversation import CONVERSATION_STM, CONVERSATION_WAV, conversation_sample  # noqa: E402
+from scripts.synth_speech import FESTIVAL_VOICES, VOICES, synthesize  # noqa: E402
 
 CACHE = ROOT / ".cache" / "synth" / "paused"
 SPLICED_CACHE = CACHE / "spliced"
@@ -95,15 +96,6 @@ class SpokenItem:
         return " ".join(self.parts)
 
 
-def _synth() -> object:
-    spec = importlib.util.spec_from_file_location("synth_speech", ROOT / "scripts" / "synth_speech.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("synth_speech", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _silence(ms: int) -> np.ndarray:
     return np.zeros(SAMPLE_RATE * ms // 1000, dtype=np.int16)
 
@@ -123,12 +115,11 @@ def speak(parts: tuple[str, ...], voice: str, kind: str, pause_ms: int = 0, out_
     key = hashlib.sha1(f"trimmed|{voice}|{pause_ms}|{'|'.join(parts)}".encode()).hexdigest()[:16]
     path = out_dir / f"{kind}-{voice.replace('+', '_').replace(':', '_')}-{key}.wav"
     if not path.is_file():
-        synth = _synth()
         pieces = [_silence(LEAD_MS)]
         for index, part in enumerate(parts):
             if index:
                 pieces.append(_silence(pause_ms))
-            pieces.append(_trimmed(load_audio(synth.synthesize(part, voice).path)))  # type: ignore[attr-defined]
+            pieces.append(_trimmed(load_audio(synthesize(part, voice).path)))
         pieces.append(_silence(TAIL_MS))
         out_dir.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -138,8 +129,7 @@ def speak(parts: tuple[str, ...], voice: str, kind: str, pause_ms: int = 0, out_
 
 
 def corpus(voices: tuple[str, ...] | None = None, pauses_ms: tuple[int, ...] = PAUSES_MS) -> list[SpokenItem]:
-    synth = _synth()
-    chosen = voices or (*synth.VOICES, *synth.FESTIVAL_VOICES)  # type: ignore[attr-defined]
+    chosen = voices or (*VOICES, *FESTIVAL_VOICES)
     items: list[SpokenItem] = []
     for voice in chosen:
         for pause in pauses_ms:
@@ -271,14 +261,13 @@ def whole(recording: Recording, out_dir: Path = SPLICED_CACHE) -> SpokenItem:
 
 def synthetic_recordings(voices: tuple[str, ...] | None = None) -> list[Recording]:
     """Each hesitation sentence spoken whole by each voice, to be paused where its halves meet."""
-    synth = _synth()
-    chosen = voices or (*synth.VOICES, *synth.FESTIVAL_VOICES)  # type: ignore[attr-defined]
+    chosen = voices or (*VOICES, *FESTIVAL_VOICES)
     out: list[Recording] = []
     for voice in chosen:
         for first, rest in HESITATIONS:
             text = f"{first} {rest}"
             out.append(Recording(text, voice, tuple(text.split()), len(first.split()) - 1,
-                                 lambda text=text, voice=voice: load_audio(synth.synthesize(text, voice).path)))  # type: ignore[attr-defined]
+                                 lambda text=text, voice=voice: load_audio(synthesize(text, voice).path)))
     return out
 
 
@@ -338,10 +327,6 @@ def conversation_recordings() -> list[Recording]:
     those with a function word near their middle are paused there too. Statements in talk
     end less low than read prompts do, which is what the pitch rule must survive."""
     import re
-
-    if str(ROOT / "scripts") not in sys.path:  # loaded by path (tests, benches): its neighbour too
-        sys.path.insert(0, str(ROOT / "scripts"))
-    from fetch_assets import CONVERSATION_STM, CONVERSATION_WAV, conversation_sample
 
     conversation_sample()
     audio: dict[str, np.ndarray] = {}

