@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+# run as `python bench/avatar.py`: import the checkout's packages from its root
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx

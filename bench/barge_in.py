@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python bench/barge_in.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from sessions import barge_in_check  # noqa: E402

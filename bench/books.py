@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+# run as `python bench/books.py`: import the checkout's packages from its root
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+# run as `python bench/bus.py`: import the checkout's packages from its root
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.helpers import MosquittoBroker, wait_for

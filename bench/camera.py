@@ -50,12 +50,11 @@ import cv2
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from fetch_assets import pyfeat_test_data  # noqa: E402
+if str(ROOT) not in sys.path:  # run as `python bench/camera.py`: import the checkout's packages from its root
+    sys.path.insert(0, str(ROOT))
 
 from hardware.video import VideoFileSource, frames  # noqa: E402
+from scripts.fetch_assets import pyfeat_test_data  # noqa: E402
 from workers.camera.facemesh import FaceMeshDetector  # noqa: E402
 from workers.camera.headpose import METHODS, HeadPoseEstimator  # noqa: E402
 from workers.camera.pipeline import CameraPipeline, FrameResult  # noqa: E402

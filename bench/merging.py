@@ -31,12 +31,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-for path in (ROOT, ROOT / "scripts"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+if str(ROOT) not in sys.path:  # run as `python bench/merging.py`: import the checkout's packages from its root
+    sys.path.insert(0, str(ROOT))
 
-import paused_speech  # noqa: E402
-
+from scripts import paused_speech  # noqa: E402
 from sessions import merge_check  # noqa: E402
 from transcript.settings import TranscriptSettings  # noqa: E402
 from workers.microphone import turn as turn_model  # noqa: E402

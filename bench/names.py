@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python bench/names.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from scripts.synth_speech import FESTIVAL_VOICES, VOICES, synthesize  # noqa: E402

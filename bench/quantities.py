@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python bench/quantities.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from bench.names import decode_all  # noqa: E402

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+# run as `python bench/real_eo_relay.py`: import the checkout's packages from its root
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx

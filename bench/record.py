@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python bench/record.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from bench.report import MEASUREMENTS  # noqa: E402

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+# run as `python bench/sessions_pose.py`: import the checkout's packages from its root
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sessions.faces import FACES

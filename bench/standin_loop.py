@@ -15,6 +15,7 @@ from pathlib import Path
 
 # The repository first: run as ``python bench/standin_loop.py``, this folder would come first and
 # its avatar.py would stand in for the avatar package.
+# run as `python bench/standin_loop.py`: import the checkout's packages from its root
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # run as `python bench/transcript.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
 from orchestrator_client import endpoints as ep  # noqa: E402

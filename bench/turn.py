@@ -25,13 +25,11 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-for path in (ROOT, ROOT / "scripts"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import paused_speech  # noqa: E402
+if str(ROOT) not in sys.path:  # run as `python bench/turn.py`: import the checkout's packages from its root
+    sys.path.insert(0, str(ROOT))
 
 from hardware.audio import SAMPLE_RATE, AudioBlock  # noqa: E402
+from scripts import paused_speech  # noqa: E402
 from workers.microphone import turn as turn_model  # noqa: E402
 from workers.microphone.engines import load_recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402

@@ -31,13 +31,11 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-for path in (ROOT, ROOT / "scripts"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import paused_speech  # noqa: E402
+if str(ROOT) not in sys.path:  # run as `python bench/vad.py`: import the checkout's packages from its root
+    sys.path.insert(0, str(ROOT))
 
 from hardware.audio import SAMPLE_RATE, AudioBlock  # noqa: E402
+from scripts import paused_speech  # noqa: E402
 from workers.microphone.evaluation import asterisk_corpus  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.microphone.transcriber import segmenter_for  # noqa: E402

@@ -38,15 +38,13 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-for path in (ROOT, ROOT / "scripts"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import synth_speech  # noqa: E402
+if str(ROOT) not in sys.path:  # run as `python bench/voice_to_voice.py`: import the checkout's packages from its root
+    sys.path.insert(0, str(ROOT))
 
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import load_audio, write_wav  # noqa: E402
 from orchestrator_client.recorder import free_port  # noqa: E402
+from scripts import synth_speech  # noqa: E402
 from standins.demo_agents.settings import DemoAgentsSettings  # noqa: E402
 from tests.support.helpers import AUTO_FIRST_ROUND, CLI, suite_config  # noqa: E402
 from workers.runtime.bus import Bus  # noqa: E402

@@ -31,6 +31,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+# run as `python bench/voices.py`: import the checkout's packages from its root
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np

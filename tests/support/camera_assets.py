@@ -6,13 +6,12 @@ when the cache is missing (the one download recipe lives in scripts/fetch_assets
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from tests.support.paths import ROOT
+from scripts.fetch_assets import pyfeat_test_data
 
 YAW_STILLS = {"0-f1-su-ph.jpg": 0.0, "0-f15-hao-ph.jpg": 0.0, "15-f13-anc-ph.jpg": 15.0, "45-m7-di-ph.jpg": 45.0}
 """Still -> camera yaw of the photo (its name's prefix); the magnitude of the head yaw."""
@@ -21,11 +20,6 @@ TURNED_TO_IMAGE_LEFT = {"15-f13-anc-ph.jpg", "45-m7-di-ph.jpg"}
 
 
 def pyfeat_data() -> Path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from fetch_assets import pyfeat_test_data
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     return pyfeat_test_data()
 
 

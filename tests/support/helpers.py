@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sessions.generate import SessionSpec
 from tests.support.paths import ROOT
@@ -33,24 +33,6 @@ PS_DOMAIN = {"microphone.engine": "pocketsphinx", "microphone.pocketsphinx_domai
 QUICK_SESSION = SessionSpec("quick", "astronaut", "en-us", 11, fps=10.0, lines=3)
 """The short generated session the format, paced-replay and recording tests share (cached):
 three utterances (gaze to Celia twice, then Watson by name while looking at Celia), about 17 s."""
-
-
-def load_script(name: str) -> Any:
-    """A module of ``scripts/`` (not a package) by name, e.g. the speech corpus recipes."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_synth() -> Any:
-    """``scripts/synth_speech.py``: the negotiation speech corpus the microphone tests decode."""
-    return load_script("synth_speech")
 
 
 CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

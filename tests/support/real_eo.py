@@ -12,7 +12,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,32 +20,22 @@ import httpx
 
 from orchestrator_client.endpoints import VIEW_QUEUE
 from orchestrator_client.wiring import PROBE_ROUND, eo_app_settings
+from scripts.platform_services import LOOPBACK_PRELOAD, environment_orchestrator
 from tests.support.helpers import free_port, wait_for
-from tests.support.paths import ROOT
 
 EO_SCRIPT = "environment-orchestrator.js"
 EO_SOURCES = (EO_SCRIPT, "enforce-rules.js", "package.json")
 
 
-def set_up(name: str) -> Any:
-    """``name`` of the set-up step's ``scripts/fetch_assets.py`` (its fetchers cache the
-    platform's trees; the tests use the same functions, so a missing tree is fetched the same way)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import fetch_assets
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return getattr(fetch_assets, name)
-
-
 def eo_tree() -> Path:
-    """The cached EO tree (fetched by the set-up step's own function when missing)."""
-    return set_up("environment_orchestrator")()
+    """The cached EO tree, fetched when missing by the set-up step's own function (the tests
+    use the same fetchers, so a missing tree is fetched the same way)."""
+    return environment_orchestrator()
 
 
 def loopback_preload() -> Path:
     """``scripts/loopback-preload.js``: makes the platform's services bind 127.0.0.1 only."""
-    return set_up("LOOPBACK_PRELOAD")
+    return LOOPBACK_PRELOAD
 
 
 class NodeProcess:

@@ -18,15 +18,16 @@ from typing import Any
 import httpx
 
 from orchestrator_client import endpoints as ep
+from scripts.platform_services import utility_generator
 from tests.support.helpers import free_port, wait_for
-from tests.support.real_eo import NodeProcess, loopback_preload, set_up
+from tests.support.real_eo import NodeProcess, loopback_preload
 
 SCRIPT = "utility-generator.js"
 
 
 def utility_generator_tree() -> Path:
     """The cached utility generator's tree (fetched by the set-up step's own function when missing)."""
-    return set_up("utility_generator")()
+    return utility_generator()
 
 
 @dataclass

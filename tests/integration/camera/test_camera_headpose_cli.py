@@ -9,8 +9,9 @@ from pathlib import Path
 import cv2
 import pytest
 
-from tests.support.camera_assets import ROOT, at_fps, pyfeat_data
+from tests.support.camera_assets import at_fps, pyfeat_data
 from tests.support.helpers import CLI
+from tests.support.paths import ROOT
 
 FIELDS = {"file", "frame", "ts_ms", "faces", "buyer", "yaw", "pitch", "roll", "confidence", "target"}
 

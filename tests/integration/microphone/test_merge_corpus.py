@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts import paused_speech
 from sessions import merge_check
-from tests.support.helpers import load_script
 from transcript.settings import TranscriptSettings
 from workers.microphone.engines import load_recognizer
 from workers.microphone.settings import MicrophoneSettings
@@ -33,8 +33,7 @@ merger decides does not move with the machine's load (``bench/merging.py`` measu
 
 @pytest.fixture(scope="module")
 def report() -> merge_check.MergeReport:
-    corpus = load_script("paused_speech")
-    items = corpus.corpus((VOICE,), (700,))
+    items = paused_speech.corpus((VOICE,), (700,))
     config = Config.load(None, os.environ, {})
     mic = config.section(MicrophoneSettings)
     return merge_check.run(items, load_recognizer(mic, config.core.data_dir), mic, TranscriptSettings(), config.core.avatars,
@@ -62,23 +61,23 @@ def test_complete_sentences_are_not_held(report: merge_check.MergeReport) -> Non
 def test_a_pause_spliced_into_human_speech_lands_between_the_words(tmp_path: Path) -> None:
     """The spliced corpus pauses a real recording after a chosen word: the cut lies in the
     boundary pocketsphinx's forced alignment finds, and the recording is kept whole around it."""
-    corpus = load_script("paused_speech")
-    recordings = {" ".join(r.words): r for r in corpus.human_recordings()}
+    recordings = {" ".join(r.words): r for r in paused_speech.human_recordings()}
     recording = recordings["please check the number and dial again"]
     assert recording.voice == "human:asterisk" and recording.words[recording.cut_after] == "the"
-    align = corpus.forced_aligner()
-    samples = corpus._trimmed(recording.load())
+    align = paused_speech.forced_aligner()
+    samples = paused_speech._trimmed(recording.load())
     found = align(samples, recording.words)
     assert [w for w, _, _ in found] == list(recording.words)
     the_end, number_start = found[2][2], found[3][1]
-    cut = corpus.cut_sample(samples, recording.words, recording.cut_after, align)
+    cut = paused_speech.cut_sample(samples, recording.words, recording.cut_after, align)
     assert cut is not None
-    assert min(the_end, number_start) - corpus.CUT_SEARCH_MS <= cut * 1000 / 16000 <= max(the_end, number_start) + corpus.CUT_SEARCH_MS
-    item = corpus.splice(recording, 700, align, out_dir=tmp_path)
+    margin = paused_speech.CUT_SEARCH_MS
+    assert min(the_end, number_start) - margin <= cut * 1000 / 16000 <= max(the_end, number_start) + margin
+    item = paused_speech.splice(recording, 700, align, out_dir=tmp_path)
     assert item is not None and item.parts == ("please check the", "number and dial again")
-    spliced = corpus.load_audio(item.path)
-    expected = len(samples) + 16 * (corpus.LEAD_MS + 700 + corpus.TAIL_MS)
+    spliced = paused_speech.load_audio(item.path)
+    expected = len(samples) + 16 * (paused_speech.LEAD_MS + 700 + paused_speech.TAIL_MS)
     assert abs(len(spliced) - expected) <= 1
-    pause = spliced[16 * corpus.LEAD_MS + cut: 16 * corpus.LEAD_MS + cut + 16 * 700]
+    pause = spliced[16 * paused_speech.LEAD_MS + cut: 16 * paused_speech.LEAD_MS + cut + 16 * 700]
     assert not pause.any()
-    assert corpus.splice(recording, 700, lambda *_: [], out_dir=tmp_path) is not None  # the cut is cached
+    assert paused_speech.splice(recording, 700, lambda *_: [], out_dir=tmp_path) is not None  # the cut is cached

@@ -20,7 +20,8 @@ import pytest
 from bench.stt import venue_noise_for
 from hardware.audio import SAMPLE_RATE, AudioBlock, level_dbfs
 from hardware.audio_files import load_audio, write_wav
-from scripts.fetch_assets import CONVERSATION_WAV, noise_set
+from scripts.conversation import CONVERSATION_WAV
+from scripts.fetch_assets import noise_set
 from scripts.noise_set import BABBLE_WAV, VENUE_WAV, babble_sources, load
 from scripts.synth_speech import synthesize
 from workers.microphone import enhance

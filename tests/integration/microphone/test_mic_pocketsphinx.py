@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.helpers import load_synth
+from scripts import synth_speech
 from workers.microphone.engine_pocketsphinx import DECODER_DEFAULTS, PocketsphinxRecognizer
 from workers.microphone.engines import load_recognizer
 from workers.microphone.evaluation import (
@@ -30,9 +30,8 @@ NEGOTIATION_BOUND = 0.5  # measured 0.445 over 90 utterances (30 sentences × 3 
 
 
 def negotiation_samples(voices: tuple[str, ...] | None = None) -> list[Sample]:
-    synth = load_synth()
-    chosen = voices or synth.VOICES  # type: ignore[attr-defined]
-    return [Sample(u.path.name, u.path, u.text) for u in synth.negotiation_corpus(voices=chosen)]  # type: ignore[attr-defined]
+    chosen = voices or synth_speech.VOICES
+    return [Sample(u.path.name, u.path, u.text) for u in synth_speech.negotiation_corpus(voices=chosen)]
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +80,7 @@ def test_domain_biasing_lowers_wer_on_negotiation_speech(general: PocketsphinxRe
 
 def test_biased_wer_over_all_voices(biased: PocketsphinxRecognizer) -> None:
     samples = negotiation_samples()
-    synth = load_synth()
-    assert len(samples) == len(synth.SENTENCES) * len(synth.VOICES)  # type: ignore[attr-defined]
+    assert len(samples) == len(synth_speech.SENTENCES) * len(synth_speech.VOICES)
     wer, pairs = corpus_wer(biased, samples)
     assert wer <= NEGOTIATION_BOUND, pairs
     # The avatars' names are the words that route a message: most mentions must survive.

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from hardware.audio import SAMPLE_RATE
 from hardware.audio_files import FileSource, write_wav
-from tests.support.helpers import load_script
+from scripts import paused_speech
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.prosody import PitchTracker
 from workers.microphone.settings import MicrophoneSettings
@@ -61,32 +60,26 @@ def test_too_little_voice_says_nothing_and_blocks_do_not_matter() -> None:
     assert ending(signal, block=160) == ending(signal, block=len(signal))
 
 
-@pytest.fixture(scope="module")
-def corpus() -> Any:
-    """The corpus script, loaded as a module."""
-    return load_script("paused_speech")
-
-
-def test_statements_end_low_and_their_first_parts_do_not(corpus: Any) -> None:
-    recordings = {" ".join(r.words): r for r in corpus.human_recordings()}
-    align = corpus.forced_aligner()
+def test_statements_end_low_and_their_first_parts_do_not() -> None:
+    recordings = {" ".join(r.words): r for r in paused_speech.human_recordings()}
+    align = paused_speech.forced_aligner()
     for text in STATEMENTS:
         recording = recordings[text]
-        samples = corpus._trimmed(recording.load())
-        cut = corpus.cut_sample(samples, recording.words, recording.cut_after, align)
+        samples = paused_speech._trimmed(recording.load())
+        cut = paused_speech.cut_sample(samples, recording.words, recording.cut_after, align)
         whole, first = ending(samples), ending(samples[:cut])
         assert whole is not None and whole < LEVEL_PITCH_ST, (text, whole)
         assert first is not None and first > LEVEL_PITCH_ST, (text, first)
 
 
-def test_a_final_carries_the_pitch_it_ended_on(corpus: Any, tmp_path: Path) -> None:
+def test_a_final_carries_the_pitch_it_ended_on(tmp_path: Path) -> None:
     """Through the microphone's transcriber (real segmenter, pocketsphinx), a human statement
     and the same statement cut after "the" give finals whose ``pitch_end`` tells them apart."""
-    recordings = {" ".join(r.words): r for r in corpus.human_recordings()}
+    recordings = {" ".join(r.words): r for r in paused_speech.human_recordings()}
     recording = recordings[STATEMENTS[0]]
-    path = corpus.splice(recording, 1000, corpus.forced_aligner(), out_dir=tmp_path).path
+    path = paused_speech.splice(recording, 1000, paused_speech.forced_aligner(), out_dir=tmp_path).path
     whole = tmp_path / "whole.wav"
-    write_wav(whole, corpus.load_audio(corpus.whole(recording, out_dir=tmp_path).path))
+    write_wav(whole, paused_speech.load_audio(paused_speech.whole(recording, out_dir=tmp_path).path))
     recognizer = PocketsphinxRecognizer(biasing=False, cache_dir=tmp_path / "ps")
     pitches: dict[str, list[float | None]] = {}
     for name, wav in (("paused", path), ("whole", whole)):

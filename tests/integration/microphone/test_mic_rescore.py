@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.helpers import load_synth
+from scripts import synth_speech
 from workers.microphone.engine_whisper import RescoringDecoder, WhisperRecognizer, is_spoken
 from workers.microphone.engines import describe, load_recognizer, whisper_rescorer
 from workers.microphone.evaluation import load_audio, transcribe
@@ -117,9 +117,8 @@ class _Recording:
 
 
 def test_on_real_speech_the_kept_final_is_one_of_the_beams_own(rescorer: NBestRescorer) -> None:
-    synth = load_synth()
     sentences = ("i need three eggs and one cup of milk for seven dollars", "four ounces of chocolate please")
-    clips = [load_audio(synth.synthesize(t, v).path) for t in sentences for v in ("en-us", synth.FESTIVAL_VOICES[0])]  # type: ignore[attr-defined]
+    clips = [load_audio(synth_speech.synthesize(t, v).path) for t in sentences for v in ("en-us", synth_speech.FESTIVAL_VOICES[0])]
     counting = NBestRescorer(rescorer.lm)
     whisper = WhisperRecognizer(interims=False, rescorer=counting)
     decoder = whisper.model.model
@@ -149,8 +148,7 @@ class _BrokenLM:
 
 
 def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFixture) -> None:
-    synth = load_synth()
-    audio = load_audio(synth.synthesize("four ounces of chocolate please", "en-us").path)  # type: ignore[attr-defined]
+    audio = load_audio(synth_speech.synthesize("four ounces of chocolate please", "en-us").path)
     broken = WhisperRecognizer(interims=False, rescorer=NBestRescorer(_BrokenLM()))  # type: ignore[arg-type]
     with caplog.at_level(logging.WARNING):
         first, second = transcribe(broken, audio), transcribe(broken, audio)

@@ -17,7 +17,7 @@ import pytest
 from hardware.audio import SAMPLE_RATE
 from hardware.audio_files import ReplaySource
 from hardware.clock import VirtualClock
-from tests.support.helpers import load_script
+from scripts import fetch_assets, paused_speech
 from tests.support.paths import ROOT
 from workers.microphone import turn as turn_model
 from workers.microphone.engines import load_recognizer
@@ -35,28 +35,23 @@ LEAD = np.zeros(SAMPLE_RATE * 3 // 10, np.int16)
 
 
 @pytest.fixture(scope="module")
-def corpus() -> object:
-    return load_script("paused_speech")
-
-
-@pytest.fixture(scope="module")
 def model() -> turn_model.EndOfTurn:
-    load_script("fetch_assets").smart_turn_model()
+    fetch_assets.smart_turn_model()
     loaded = turn_model.load()
     assert loaded is not None
     return loaded
 
 
-def _cut_recordings(corpus: object, count: int) -> list[tuple[np.ndarray, int]]:
+def _cut_recordings(count: int) -> list[tuple[np.ndarray, int]]:
     """The first ``count`` Asterisk prompts the spliced corpus pauses, each with the sample
     after its chosen function word (pocketsphinx's forced alignment, as the benchmark cuts)."""
-    align = corpus.forced_aligner()  # type: ignore[attr-defined]
+    align = paused_speech.forced_aligner()
     out: list[tuple[np.ndarray, int]] = []
-    for recording in corpus.human_recordings():  # type: ignore[attr-defined]
+    for recording in paused_speech.human_recordings():
         if recording.cut_after is None or not recording.voice.startswith("human:asterisk"):
             continue
-        samples = corpus._trimmed(recording.load())  # type: ignore[attr-defined]
-        cut = corpus.cut_sample(samples, recording.words, recording.cut_after, align)  # type: ignore[attr-defined]
+        samples = paused_speech._trimmed(recording.load())
+        cut = paused_speech.cut_sample(samples, recording.words, recording.cut_after, align)
         if cut is not None:
             out.append((samples, cut))
         if len(out) == count:
@@ -64,13 +59,13 @@ def _cut_recordings(corpus: object, count: int) -> list[tuple[np.ndarray, int]]:
     return out
 
 
-def test_our_features_give_pipecats_probabilities(corpus: object, model: turn_model.EndOfTurn, tmp_path: Path) -> None:
+def test_our_features_give_pipecats_probabilities(model: turn_model.EndOfTurn, tmp_path: Path) -> None:
     """Pipecat's ``LocalSmartTurnAnalyzerV3`` (its own feature code, its bundled model) and ours
     on real recordings: whole prompts, conversation turns, first halves, and one longer than the
     model's 8 s window (both keep its end)."""
-    reference = load_script("fetch_assets").pipecat_reference()
-    recordings = [np.concatenate([LEAD, corpus._trimmed(r.load())]) for r in corpus.human_recordings()[:4]]  # type: ignore[attr-defined]
-    talk = [r for r in corpus.conversation_recordings()[:3]]  # type: ignore[attr-defined]
+    reference = fetch_assets.pipecat_reference()
+    recordings = [np.concatenate([LEAD, paused_speech._trimmed(r.load())]) for r in paused_speech.human_recordings()[:4]]
+    talk = [r for r in paused_speech.conversation_recordings()[:3]]
     recordings += [r.load() for r in talk]
     recordings += [clip[: len(clip) // 2] for clip in recordings[:3]]
     recordings.append(np.concatenate(recordings[:6]))
@@ -88,11 +83,11 @@ def test_our_features_give_pipecats_probabilities(corpus: object, model: turn_mo
     assert min(ours) < 0.5 < max(ours)  # the recordings span both verdicts: a real comparison
 
 
-def test_a_sentence_cut_after_a_function_word_reads_unfinished(corpus: object, model: turn_model.EndOfTurn) -> None:
+def test_a_sentence_cut_after_a_function_word_reads_unfinished(model: turn_model.EndOfTurn) -> None:
     """Twelve real prompts, each whole and cut after a function word near its middle ("please
     enter the | number you wish to call"), ending where the speech ends. Measured: 11 of 12
     halves unfinished (p < 0.5), 9 of 12 whole prompts complete, mean 0.11 against 0.79."""
-    cases = _cut_recordings(corpus, 12)
+    cases = _cut_recordings(12)
     assert len(cases) == 12
     halves = np.array([model.probability(np.concatenate([LEAD, samples[:cut]])) for samples, cut in cases])
     wholes = np.array([model.probability(np.concatenate([LEAD, samples])) for samples, _ in cases])
@@ -101,11 +96,12 @@ def test_a_sentence_cut_after_a_function_word_reads_unfinished(corpus: object, m
     assert wholes.mean() - halves.mean() > 0.4
 
 
-def test_the_microphone_s_finals_carry_the_turn_verdict(corpus: object, model: turn_model.EndOfTurn) -> None:
+def test_the_microphone_s_finals_carry_the_turn_verdict(model: turn_model.EndOfTurn) -> None:
     """A real prompt paused after "followed by" through the real segmenter and recogniser: two
     finals, each with the model's probability, the first unfinished (measured 0.01)."""
-    recording = next(r for r in corpus.human_recordings() if " ".join(r.words) == "please enter your password followed by the pound key")  # type: ignore[attr-defined]
-    item = corpus.splice(recording, 1000, corpus.forced_aligner())  # type: ignore[attr-defined]
+    said = "please enter your password followed by the pound key"
+    recording = next(r for r in paused_speech.human_recordings() if " ".join(r.words) == said)
+    item = paused_speech.splice(recording, 1000, paused_speech.forced_aligner())
     assert item is not None
     config = Config.load(None, {}, {"microphone.end_of_turn": True})
     mic = config.section(MicrophoneSettings)

@@ -11,7 +11,7 @@ import pytest
 
 from hardware.audio import SAMPLE_RATE, AudioBlock
 from hardware.audio_files import load_audio
-from tests.support.helpers import load_synth
+from scripts import synth_speech
 from workers.microphone.engine_vosk import ENGLISH_MODEL, VoskRecognizer
 from workers.microphone.engines import load_recognizer, vosk_model_path
 from workers.microphone.evaluation import pocketsphinx_corpus, transcribe
@@ -31,9 +31,8 @@ def korean_model() -> Path:
 
 @pytest.fixture(scope="module")
 def korean() -> tuple[VoskRecognizer, VoskRecognizer, list]:
-    synth = load_synth()
-    utterances = synth.korean_corpus()  # type: ignore[attr-defined]
-    vocab = [*synth.KOREAN_SENTENCES, "하나", "둘", "셋"]  # type: ignore[attr-defined]
+    utterances = synth_speech.korean_corpus()
+    vocab = [*synth_speech.KOREAN_SENTENCES, "하나", "둘", "셋"]
     free = VoskRecognizer(korean_model())
     biased = VoskRecognizer(korean_model(), vocabulary=vocab)
     return free, biased, utterances

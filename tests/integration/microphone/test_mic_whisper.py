@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.helpers import load_synth
+from scripts import synth_speech
 from workers.microphone.engine_whisper import MAX_INTERIM_HZ, WhisperRecognizer, bundled_model_path
 from workers.microphone.engines import load_recognizer, whisper_rescorer
 from workers.microphone.evaluation import Sample, deal_score, normalize, pocketsphinx_corpus, transcribe, wer
@@ -45,8 +45,7 @@ def whisper(tmp_path_factory: pytest.TempPathFactory) -> WhisperRecognizer:
 
 
 def negotiation(voices: tuple[str, ...]) -> list[Sample]:
-    synth = load_synth()
-    return [Sample(u.path.name, u.path, u.text) for u in synth.negotiation_corpus(voices=voices)]  # type: ignore[attr-defined]
+    return [Sample(u.path.name, u.path, u.text) for u in synth_speech.negotiation_corpus(voices=voices)]
 
 
 def test_bundled_model_is_installed() -> None:
@@ -79,8 +78,7 @@ def prices(text: str) -> list[str]:
 def test_negotiation_wer_and_no_invented_numbers(whisper: WhisperRecognizer) -> None:
     """Properties, not one decode's words: CTranslate2 picks its kernels by CPU, and the words
     it writes move with them (see the bounds)."""
-    synth = load_synth()
-    samples = negotiation((synth.FESTIVAL_VOICES[2], "en-us"))  # type: ignore[attr-defined]
+    samples = negotiation((synth_speech.FESTIVAL_VOICES[2], "en-us"))
     pairs = [(s.text, normalize_hypothesis(transcribe(whisper, s.audio())).text) for s in samples]
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
     error = wer(refs, hyps)
@@ -201,9 +199,8 @@ def test_speculative_final_in_pauses_and_talked_over(tmp_path: Path) -> None:
     from workers.microphone.transcriber import Transcriber
     from workers.runtime.messages import Transcript
 
-    synth = load_synth()
-    voice = synth.FESTIVAL_VOICES[2]  # type: ignore[attr-defined]
-    halves = [trimmed(load_audio(synth.synthesize(t, voice).path)) for t in ("celia i want two eggs", "and some milk")]  # type: ignore[attr-defined]
+    voice = synth_speech.FESTIVAL_VOICES[2]
+    halves = [trimmed(load_audio(synth_speech.synthesize(t, voice).path)) for t in ("celia i want two eggs", "and some milk")]
     gap, pause = np.zeros(16_000, dtype=np.int16), np.zeros(4_800, dtype=np.int16)  # 300 ms < the 400 ms hangover
     path = tmp_path / "pause.wav"
     write_wav(path, np.concatenate([gap, halves[0], pause, halves[1], gap]))
@@ -235,22 +232,21 @@ def test_a_disfluent_prompt_writes_broken_off_human_speech_as_broken_off(tmp_pat
     Over every Asterisk prompt with a place to cut (29), not two: which few a decode writes one
     way or the other moves with the CPU's kernels ("Please enter the number to be blacklisted."
     under one, "... blacklisted. And..." under another), the share does not."""
-    from tests.support.helpers import load_script
+    from scripts import paused_speech
     from transcript.completeness import DEFAULT_HOLD_WORDS, Completeness
 
-    corpus = load_script("paused_speech")
     rules = Completeness.build(DEFAULT_HOLD_WORDS, (), ())
-    recordings = [r for r in corpus.human_recordings() if r.voice == "human:asterisk" and r.cut_after is not None]
+    recordings = [r for r in paused_speech.human_recordings() if r.voice == "human:asterisk" and r.cut_after is not None]
     settings = MicrophoneSettings(engine="whisper", whisper_prompt="Um, so I was thinking... uh, maybe we could, um... well, you know.")
     recognizer = load_recognizer(settings, tmp_path)
     assert recognizer.prompt == settings.whisper_prompt  # type: ignore[attr-defined]
     pad = np.zeros(4800, dtype=np.int16)
-    align = corpus.forced_aligner()
+    align = paused_speech.forced_aligner()
     firsts: list[tuple[str, str]] = []
     wholes: list[tuple[str, str]] = []
     for recording in recordings:
-        samples = corpus._trimmed(recording.load())
-        cut = corpus.cut_sample(samples, recording.words, recording.cut_after, align)
+        samples = paused_speech._trimmed(recording.load())
+        cut = paused_speech.cut_sample(samples, recording.words, recording.cut_after, align)
         if cut is None:  # the aligner could not place the boundary
             continue
         text = " ".join(recording.words)

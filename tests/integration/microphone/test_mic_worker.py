@@ -17,7 +17,8 @@ from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceErro
 from hardware.audio_files import ReplaySource, load_audio, write_wav
 from hardware.audio_sources import list_input_devices
 from hardware.clock import VirtualClock
-from tests.support.helpers import load_synth, wait_for
+from scripts import synth_speech
+from tests.support.helpers import wait_for
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.evaluation import wer
 from workers.microphone.worker import MicrophoneWorker
@@ -40,8 +41,7 @@ def recognizer(tmp_path_factory: pytest.TempPathFactory) -> PocketsphinxRecogniz
 @pytest.fixture(scope="module")
 def conversation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], list[tuple[int, int]]]:
     """Three negotiation sentences separated by quiet gaps; their texts and spans (ms)."""
-    synth = load_synth()
-    utterances = [synth.synthesize(synth.SENTENCES[i], "en-us") for i in TEXTS]  # type: ignore[attr-defined]
+    utterances = [synth_speech.synthesize(synth_speech.SENTENCES[i], "en-us") for i in TEXTS]
     rng = np.random.default_rng(5)
     parts, spans, pos = [], [], 0
     for u in utterances:

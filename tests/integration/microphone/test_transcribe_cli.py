@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from hardware.audio_files import load_audio, resample
-from tests.support.helpers import CLI, load_synth
+from scripts import synth_speech
+from tests.support.helpers import CLI
 
 KEYS = {"file", "start_ms", "end_ms", "text", "confidence", "engine", "words"}
 
@@ -36,10 +37,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_two_utterances_from_a_stereo_44k_file(tmp_path: Path) -> None:
-    synth = load_synth()
-    voice = synth.FESTIVAL_VOICES[2]  # type: ignore[attr-defined]
+    voice = synth_speech.FESTIVAL_VOICES[2]
     said = ("the sugar costs three dollars fifty", "i need two cups of flour and a cup of milk")
-    clips = [load_audio(synth.synthesize(text, voice).path) for text in said]  # type: ignore[attr-defined]
+    clips = [load_audio(synth_speech.synthesize(text, voice).path) for text in said]
     gap = np.zeros(int(16_000 * 1.5), dtype=np.int16)
     audio = np.concatenate([gap, clips[0], gap, clips[1], gap])
     path = tmp_path / "two.wav"

@@ -11,8 +11,8 @@ import pytest
 
 from sessions.format import TRUTH_FILE, Session, SessionInfo, SessionWriter
 from sessions.label import draft
-from tests.support.camera_assets import ROOT
 from tests.support.helpers import CLI
+from tests.support.paths import ROOT
 from workers.runtime.messages import NOBODY
 from workers.runtime.topics import Topics
 
