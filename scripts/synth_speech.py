@@ -5,29 +5,24 @@ own vocabulary (goods, quantities, prices, the avatars' names) with and without 
 human speech comes from the pocketsphinx and Asterisk corpora. The Debian Festival voices (two
 diphone voices and an HTS voice trained on a recorded speaker) are the check that a recognizer
 or its biasing is not tuned to espeak-ng alone. Generated on demand and cached under
-``.cache/synth`` (keyed by text and voice), so the repository carries the recipe, not the audio.
-Run directly to (re)generate: ``python scripts/synth_speech.py [--out DIR]``.
+``.cache/synth`` (keyed by text and voice; one utterance is :func:`sessions.speech.synthesize`,
+which the generated sessions speak with too), so the repository carries the recipe, not the
+audio. Run directly to (re)generate: ``python scripts/synth_speech.py [--out DIR]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python scripts/synth_speech.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
-from hardware.audio_files import load_audio, write_wav  # noqa: E402
-
-CACHE = ROOT / ".cache" / "synth"
+from sessions.speech import CACHE, Utterance, synthesize  # noqa: E402
 
 SENTENCES: tuple[str, ...] = (
     "celia i want two eggs and three cups of flour",
@@ -65,7 +60,6 @@ SENTENCES: tuple[str, ...] = (
 
 VOICES: tuple[str, ...] = ("en-us", "en-gb-x-rp+f3", "en-us+m3")
 """espeak-ng: a US male, a British female variant and a second US male timbre."""
-FESTIVAL_PREFIX = "festival:"
 FESTIVAL_VOICES: tuple[str, ...] = (
     "festival:kal_diphone",
     "festival:ked_diphone",
@@ -78,52 +72,6 @@ MIXED_VOICES: tuple[str, ...] = (*FESTIVAL_VOICES, "en-us")
 
 KOREAN_SENTENCES: tuple[str, ...] = ("안녕하세요", "감사합니다", "하나 둘 셋")
 """For proving the Vosk code path with the Korean model: a greeting, thanks, counting."""
-
-
-@dataclass(frozen=True)
-class Utterance:
-    path: Path
-    text: str
-    voice: str
-
-
-def _espeak() -> str:
-    found = shutil.which("espeak-ng")
-    if found is None:
-        raise RuntimeError("espeak-ng is not installed (apt install espeak-ng)")
-    return found
-
-
-def _festival_command(voice: str, native: Path, text: str) -> tuple[list[str], str]:
-    """text2wave reads the text on stdin; a missing voice makes it fail (stderr says which)."""
-    found = shutil.which("text2wave")
-    if found is None:
-        raise RuntimeError("festival is not installed (apt install festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts)")
-    name = voice.removeprefix(FESTIVAL_PREFIX)
-    return [found, "-eval", f"(voice_{name})", "-o", str(native)], text
-
-
-def synthesize(text: str, voice: str, out_dir: Path = CACHE, speed_wpm: int = 160) -> Utterance:
-    """One utterance as 16 kHz mono int16 WAV (cached). ``voice`` is an espeak-ng voice or
-    ``festival:<voice>`` (Festival speaks at its own rate; ``speed_wpm`` is espeak-ng's)."""
-    key = hashlib.sha1(f"{voice}|{speed_wpm}|{text}".encode()).hexdigest()[:16]
-    path = out_dir / f"{voice.replace('+', '_').replace(':', '_')}-{key}.wav"
-    if not path.is_file():
-        out_dir.mkdir(parents=True, exist_ok=True)
-        native = path.with_suffix(".native.wav")
-        if voice.startswith(FESTIVAL_PREFIX):
-            cmd, stdin = _festival_command(voice, native, text)
-        else:
-            cmd, stdin = [_espeak(), "-v", voice, "-s", str(speed_wpm), "-w", str(native), text], ""
-        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
-        if proc.returncode != 0 or not native.is_file():
-            raise RuntimeError(f"{voice} could not speak {text!r}: {proc.stderr.strip()[-200:]}")
-        samples = load_audio(native)
-        native.unlink()
-        tmp = path.with_suffix(".tmp")
-        write_wav(tmp, samples)
-        tmp.replace(path)
-    return Utterance(path, text, voice)
 
 
 def negotiation_corpus(out_dir: Path = CACHE, voices: tuple[str, ...] = VOICES) -> list[Utterance]:

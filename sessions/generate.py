@@ -2,7 +2,7 @@
 turning towards the avatars, its jaw moving with its speech, written in the session format with
 ``truth.json``.
 
-Speech comes from the project's espeak-ng synthesizer (scripts/synth_speech.py), faces from
+Speech comes from the project's espeak-ng synthesizer (:mod:`sessions.speech`), faces from
 :mod:`sessions.face_render`; the labels (what was said, to whom, when, by whom, and the head
 pose of every frame) come from the script of the session, never from any recogniser or
 estimator. The mouth opens with the level of the buyer's own speech (:func:`mouth_track`); with
@@ -14,7 +14,6 @@ Outputs are cached under ``.cache/sessions`` keyed by their parameters.
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from sessions.face_render import Camera, FaceRenderer, room_background, sensor_n
 from sessions.faces import face_model
 from sessions.format import SESSION_FILE, CameraInfo, Session, SessionInfo, SessionWriter, Truth
 from sessions.scenario import Line, build_timeline, plan_lines, with_bystanders
+from sessions.speech import synthesize
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +77,6 @@ CORPUS: tuple[SessionSpec, ...] = (
 
 
 def _synthesize(text: str, voice: str) -> np.ndarray:
-    scripts = str(ROOT / "scripts")
-    sys.path.insert(0, scripts)
-    try:
-        from synth_speech import synthesize
-    finally:
-        sys.path.remove(scripts)
     return load_audio(synthesize(text, voice).path)
 
 
