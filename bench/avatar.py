@@ -35,6 +35,7 @@ import httpx
 from avatar.harness import LocalAvatar, Observer
 from avatar.settings import AvatarSettings
 from avatar.ssml import prepare
+from bench.stats import percentile
 from hardware.speaker import Speaker, WavSink
 from hardware.speech_process import SpeechProcess
 from orchestrator_client import endpoints as ep
@@ -54,11 +55,6 @@ LONG_REPLY = " ".join(
     ["I hear you, and I promise these are the freshest eggs and the finest vanilla in town,"] * 4
 )
 SPEECH_TIMEOUT_S = 60.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def body(key: str, **changes: object) -> dict[str, object]:
@@ -195,15 +191,15 @@ def main() -> int:
         "speech_process": speech_process,
         "start_s": round(start_s, 2),
         "ttfa_ms_p50": round(statistics.median(ttfa_ms), 1),
-        "ttfa_ms_p95": round(percentile(ttfa_ms, 95), 1),
+        "ttfa_ms_p95": percentile(ttfa_ms, 95, 1),
         "ttfa_ms_max": round(max(ttfa_ms), 1),
         "ttfa_samples": len(ttfa_ms),
         "ttfa_by_avatar": {name: {"engine": voices[name].engine, "voice": voices[name].voice,
-                                  "p50": round(statistics.median(values), 1), "p95": round(percentile(values, 95), 1)}
+                                  "p50": round(statistics.median(values), 1), "p95": percentile(values, 95, 1)}
                            for name, values in by_avatar.items()},
         "rtf_by_avatar": rtf,
         "answer_ms_p50_while_speaking": round(statistics.median(answer_ms), 2),
-        "answer_ms_p99_while_speaking": round(percentile(answer_ms, 99), 2),
+        "answer_ms_p99_while_speaking": percentile(answer_ms, 99, 2),
         "answer_requests": len(answer_ms),
         "speaking_throughout": still_speaking,
         "rss_mb": round(rss, 1),

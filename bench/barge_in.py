@@ -17,12 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/barge_in.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import LINEAR, percentile  # noqa: E402
 from sessions import barge_in_check  # noqa: E402
 from workers.microphone.evaluation import pocketsphinx_corpus  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
@@ -39,8 +38,7 @@ def run(margin_db: float, min_ms: int, echo_levels: list[float], over_levels: li
         found, total, delays = report.detected(over)
         detection[f"+{over:g}dB"] = {
             "detected": found, "trials": total,
-            "delay_ms": {"p50": float(np.percentile(delays, 50)) if delays else None,
-                         "p95": float(np.percentile(delays, 95)) if delays else None},
+            "delay_ms": {"p50": percentile(delays, 50, method=LINEAR), "p95": percentile(delays, 95, method=LINEAR)},
         }
     return {
         "bench": "barge_in",

@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/camera.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import LINEAR, percentile  # noqa: E402
 from hardware.video import VideoFileSource, frames  # noqa: E402
 from scripts.fetch_assets import pyfeat_test_data  # noqa: E402
 from workers.camera.facemesh import FaceMeshDetector  # noqa: E402
@@ -152,12 +153,12 @@ def _scan_cost(crowd: Path) -> dict[str, object]:
             mesh_faces.append(len(mesh.detect(image)))
             mesh_times.append((time.perf_counter() - started) * 1000)
     return {
-        "scan_ms_p50": round(float(np.percentile(times, 50)), 1),
-        "scan_ms_p95": round(float(np.percentile(times, 95)), 1),
+        "scan_ms_p50": percentile(times, 50, 1, LINEAR),
+        "scan_ms_p95": percentile(times, 95, 1, LINEAR),
         "scan_faces_min": min(found), "scan_faces_max": max(found),
         "multi_face_mesh": {
             "fps": round(1000 / float(np.mean(mesh_times)), 1),
-            "latency_p95_ms": round(float(np.percentile(mesh_times[10:], 95)), 1),
+            "latency_p95_ms": percentile(mesh_times[10:], 95, 1, LINEAR),
             "faces_min": min(mesh_faces), "faces_max": max(mesh_faces),
         },
     }
@@ -190,8 +191,8 @@ def _run_worker(broker_url: str, clip: Path, max_faces: int | None = None) -> di
     return {
         "frames": len(latencies),
         "fps": round(len(latencies) / elapsed, 1),
-        "latency_p50_ms": round(float(np.percentile(lat, 50)), 1),
-        "latency_p95_ms": round(float(np.percentile(lat, 95)), 1),
+        "latency_p50_ms": percentile(lat, 50, 1, LINEAR),
+        "latency_p95_ms": percentile(lat, 95, 1, LINEAR),
         "headposes_published": worker.headposes_published,
         "attention_changes": worker.attention_changes,
         "buyer_changes": sum(1 for a, b in itertools.pairwise(buyers) if a != b),
@@ -280,14 +281,15 @@ def _sessions_addressee(folders: list[Path]) -> dict[str, object]:
             if utt.cue == "gaze":
                 utt_total += 1
                 utt_hits += attention_at((utt.start_ms + utt.end_ms) // 2) == utt.addressee
+    settle_p50, settle_p95 = percentile(delays, 50, method=LINEAR), percentile(delays, 95, method=LINEAR)
     return {
         "sessions": len(folders),
         "hold_frames": hold_total,
         "hold_frame_accuracy": round(hold_hits / hold_total, 4) if hold_total else None,
         "gaze_utterances": utt_total,
         "gaze_utterance_accuracy_at_midpoint": round(utt_hits / utt_total, 4) if utt_total else None,
-        "change_delay_after_settle_p50_ms": int(np.percentile(delays, 50)) if delays else None,
-        "change_delay_after_settle_p95_ms": int(np.percentile(delays, 95)) if delays else None,
+        "change_delay_after_settle_p50_ms": None if settle_p50 is None else int(settle_p50),
+        "change_delay_after_settle_p95_ms": None if settle_p95 is None else int(settle_p95),
     }
 
 

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/lips.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 
+from bench.stats import LINEAR, percentile  # noqa: E402
 from sessions.evaluate import Scores, score  # noqa: E402
 from sessions.format import Session  # noqa: E402
 from sessions.generate import SessionSpec, generate  # noqa: E402
@@ -59,7 +59,8 @@ def lip_spreads(result: ReplayResult) -> dict[str, list[float]]:
     for utt in truth.utterances:
         gaps = [g for t, g in poses if utt.start_ms <= t <= utt.end_ms]
         if len(gaps) >= 2:
-            low, high = np.percentile(gaps, (10, 90))
+            low, high = percentile(gaps, 10, method=LINEAR), percentile(gaps, 90, method=LINEAR)
+            assert low is not None and high is not None  # two gaps at least
             out[utt.speaker].append(round(float(high - low), 3))
     return out
 
@@ -93,15 +94,12 @@ def main(argv: list[str] | None = None) -> int:
                 "passed_on": [p["passed_on"] for p in scores.bystanders_passed],
             }
             if lips:
-                line["lip_spread"] = {who: {"n": len(v), "min": min(v, default=None), "p10": _pct(v, 10), "p50": _pct(v, 50),
+                line["lip_spread"] = {who: {"n": len(v), "min": min(v, default=None), "p10": percentile(v, 10, 3, LINEAR),
+                                            "p50": percentile(v, 50, 3, LINEAR),
                                             "max": max(v, default=None)} for who, v in spreads.items()}
     line["wall_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(line))
     return 0
-
-
-def _pct(values: list[float], q: float) -> float | None:
-    return round(float(np.percentile(values, q)), 3) if values else None
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/merging.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import percentile  # noqa: E402
 from scripts import paused_speech  # noqa: E402
 from sessions import merge_check  # noqa: E402
 from transcript.settings import TranscriptSettings  # noqa: E402
@@ -43,13 +44,6 @@ from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402
 
 TARGET_ONE_MESSAGE = 0.95
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def _kinds(report: merge_check.MergeReport) -> dict[str, Any]:
@@ -65,7 +59,7 @@ def _kinds(report: merge_check.MergeReport) -> dict[str, Any]:
             "one_message_share": report.one_message_share(kind),
             "messages": sum(len(r.messages) for r in results),
             "held": sum(bool(h) for r in results for h in r.held_because),
-            "wait_ms": {"p50": _percentile(waits, 50), "p95": _percentile(waits, 95), "max": _percentile(waits, 100)},
+            "wait_ms": {"p50": percentile(waits, 50), "p95": percentile(waits, 95), "max": percentile(waits, 100)},
         }
     return kinds
 
@@ -83,7 +77,7 @@ def _human(reports: dict[str, merge_check.MergeReport]) -> dict[str, Any]:
         "paused_heard_split": sum(len(r.finals) > 1 for r in paused),
         "complete_waited": f"{sum(any(r.held_because) for r in complete)}/{len(complete)}",
         "conversation_complete_waited": f"{sum(any(r.held_because) for r in talk)}/{len(talk)}",
-        "complete_wait_ms": {"p50": _percentile(waits, 50), "p95": _percentile(waits, 95), "max": _percentile(waits, 100)},
+        "complete_wait_ms": {"p50": percentile(waits, 50), "p95": percentile(waits, 95), "max": percentile(waits, 100)},
     }
 
 
@@ -135,7 +129,7 @@ def run(
         "vad_engine": mic.vad_engine,
         "hangover_ms": mic.hangover_ms,
         "human": _human(reports),
-        "turn_inference_ms": {"count": len(inference), "p50": _percentile(inference, 50), "p95": _percentile(inference, 95)},
+        "turn_inference_ms": {"count": len(inference), "p50": percentile(inference, 50), "p95": percentile(inference, 95)},
         "voices": sorted({i.voice for i in items}),
         "pauses_ms": list(paused_speech.PAUSES_MS),
         "kinds": kinds,

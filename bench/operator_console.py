@@ -36,6 +36,7 @@ import httpx
 from websockets.sync.client import connect as ws_connect
 
 from avatar.operator.routes import CONSOLE_FEED_PATH
+from bench.stats import percentile
 from tests.support.helpers import MosquittoBroker, free_port, wait_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -56,11 +57,6 @@ bus.wait_connected(10)
 print("up", flush=True)
 time.sleep(600)
 """
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def cpu_s(pid: int) -> float:
@@ -179,7 +175,7 @@ def main() -> int:
     print(json.dumps({
         "bench": "operator_console",
         "headpose_ms_p50": round(statistics.median(pose_ms), 1),
-        "headpose_ms_p95": round(percentile(pose_ms, 95), 1),
+        "headpose_ms_p95": percentile(pose_ms, 95, 1),
         "headpose_received": f"{len(pose_ms)}/{len(sent)}",
         "offline_ms_p50": round(statistics.median(offline_ms), 1),
         "offline_ms_max": round(max(offline_ms), 1),

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from bench.stats import HIGHER, percentile
 from orchestrator_client import endpoints as ep
 from orchestrator_client.client import Delivered, EOClient
 from orchestrator_client.models import confirm_accept_answer
@@ -29,11 +30,6 @@ from standins.eo import default_round
 from tests.support.real_eo import RealEO
 
 UTTERANCES = 100
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 2)
 
 
 async def relay_all(url: str, round_id: str, verify: bool) -> tuple[list[float], int]:
@@ -68,7 +64,7 @@ def main() -> None:
                 http.post(eo.url + ep.START_ROUND, json={"roundId": round_id})
                 latencies, permitted = asyncio.run(relay_all(eo.url, round_id, verify))
                 results["verify_round" if verify else "no_check"] = {
-                    "p50_ms": round(statistics.median(latencies), 2), "p95_ms": percentile(latencies, 0.95),
+                    "p50_ms": round(statistics.median(latencies), 2), "p95_ms": percentile(latencies, 95, 2, HIGHER),
                     "max_ms": round(max(latencies), 2), "permitted": permitted / UTTERANCES,
                 }
             results["eo_alive"] = eo.alive()

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from bench.stats import HIGHER, percentile
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import confirm_accept_answer
 from orchestrator_client.recorder import Behavior, RecordingServer
@@ -32,9 +33,8 @@ REPLY_TIMEOUT_S = 10.0
 """How long one reply may take before the benchmark gives up (the seller answers in well under 1 s)."""
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 1)
+def _summary(values: list[float]) -> dict[str, float | None]:
+    return {"p50": round(statistics.median(values), 1), "p95": percentile(values, 95, 1, HIGHER), "max": round(max(values), 1)}
 
 
 def main() -> None:
@@ -69,8 +69,8 @@ def main() -> None:
     print(json.dumps({
         "bench": "standin_loop",
         "utterances": ROUNDS,
-        "relay_ms": {"p50": round(statistics.median(relay_ms), 1), "p95": percentile(relay_ms, 0.95), "max": round(max(relay_ms), 1)},
-        "reply_ms": {"p50": round(statistics.median(reply_ms), 1), "p95": percentile(reply_ms, 0.95), "max": round(max(reply_ms), 1)},
+        "relay_ms": _summary(relay_ms),
+        "reply_ms": _summary(reply_ms),
         "seller_reply_delay_ms": settings.reply_delay_s * 1000,
     }))
 

@@ -93,6 +93,7 @@ if str(ROOT) not in sys.path:  # run as `python bench/stt.py`: import the checko
 import numpy as np  # noqa: E402
 
 from bench import noisy  # noqa: E402
+from bench.stats import percentile  # noqa: E402
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import ReplaySource, write_wav  # noqa: E402
 from hardware.clock import RealClock, VirtualClock  # noqa: E402
@@ -155,13 +156,6 @@ class Slot:
     start_ms: int
     end_ms: int
     """The sample's span in the laid-out recording, gap before it included."""
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))], 1)
 
 
 def _korean_wer(references: list[str], hypotheses: list[str]) -> float:
@@ -402,7 +396,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     latency_cpu = [f[1] + f[3] for f in finals]
     short = [lat for lat, f in zip(latency, finals, strict=True) if f[0].end - f[0].start <= SHORT_UTTERANCE_MS]
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    p95 = _percentile(latency, 95)
+    p95 = percentile(latency, 95, 1)
     rtf = busy / speech_s
     line.update(
         {
@@ -414,12 +408,12 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             "replayed_s": round(replayed_s, 1),
             "rtf": round(rtf, 3),
             "rtf_cpu": round(cpu_s / speech_s, 3),
-            "latency_ms": {"p50": _percentile(latency, 50), "p95": p95, "max": _percentile(latency, 100), "n": len(latency)},
-            "latency_upto_6s_ms": {"p50": _percentile(short, 50), "p95": _percentile(short, 95), "n": len(short)},
-            "endpoint_ms": {"p50": _percentile([x[1] for x in finals], 50), "p95": _percentile([x[1] for x in finals], 95)},
-            "decode_ms": {"p50": _percentile([x[2] for x in finals], 50), "p95": _percentile([x[2] for x in finals], 95)},
-            "decode_cpu_ms": {"p50": _percentile([x[3] for x in finals], 50), "p95": _percentile([x[3] for x in finals], 95)},
-            "latency_cpu_ms": {"p50": _percentile(latency_cpu, 50), "p95": _percentile(latency_cpu, 95)},
+            "latency_ms": {"p50": percentile(latency, 50, 1), "p95": p95, "max": percentile(latency, 100, 1), "n": len(latency)},
+            "latency_upto_6s_ms": {"p50": percentile(short, 50, 1), "p95": percentile(short, 95, 1), "n": len(short)},
+            "endpoint_ms": {"p50": percentile([x[1] for x in finals], 50, 1), "p95": percentile([x[1] for x in finals], 95, 1)},
+            "decode_ms": {"p50": percentile([x[2] for x in finals], 50, 1), "p95": percentile([x[2] for x in finals], 95, 1)},
+            "decode_cpu_ms": {"p50": percentile([x[3] for x in finals], 50, 1), "p95": percentile([x[3] for x in finals], 95, 1)},
+            "latency_cpu_ms": {"p50": percentile(latency_cpu, 50, 1), "p95": percentile(latency_cpu, 95, 1)},
             "wer": wers,
             "segmentation": {
                 "one_final": sum(c == 1 for c in counts),

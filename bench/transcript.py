@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/transcript.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import percentile  # noqa: E402
 from orchestrator_client import endpoints as ep  # noqa: E402
 from orchestrator_client.recorder import RecordingServer, free_port  # noqa: E402
 from workers.runtime.broker import BrokerAddress, broker_answers  # noqa: E402
@@ -44,14 +45,6 @@ from workers.runtime.messages import OutgoingMessage, RoundState, Transcript, no
 MERGE_GAP_S = 1.2
 DRAIN_S = 6.0
 """How long to wait for the last bodies after publishing stops (> the TTL)."""
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def _start_mosquitto(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -155,8 +148,8 @@ def run(seconds: float, rate: float, broker_url: str | None, unfinished: bool = 
             "lost": count - received,
             "duplicates": sum(n - 1 for n in seen.values()),
             "p50_ms": round(statistics.median(latencies), 2) if latencies else None,
-            "p95_ms": round(_percentile(latencies, 95), 2),
-            "p99_ms": round(_percentile(latencies, 99), 2),
+            "p95_ms": percentile(latencies, 95, 2),
+            "p99_ms": percentile(latencies, 99, 2),
             "max_ms": round(max(latencies), 2) if latencies else None,
             "outcomes": outcomes,
             "merge_gap_s": MERGE_GAP_S,

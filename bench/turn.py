@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/turn.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import percentile  # noqa: E402
 from hardware.audio import SAMPLE_RATE, AudioBlock  # noqa: E402
 from scripts import paused_speech  # noqa: E402
 from workers.microphone import turn as turn_model  # noqa: E402
@@ -42,10 +43,8 @@ from workers.runtime.config import Config  # noqa: E402
 SECONDS_PER_HOUR = 3600
 
 
-def _percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    pick = lambda q: round(ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))], 2)  # noqa: E731
-    return {"p50": pick(50), "p95": pick(95), "mean": round(float(np.mean(ordered)), 2)}
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    return {"p50": percentile(values, 50, 2), "p95": percentile(values, 95, 2), "mean": round(float(np.mean(values)), 2)}
 
 
 def _inferences(model: turn_model.EndOfTurn, clips: list[np.ndarray], repeat: int) -> dict[str, Any]:

@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/voice_to_voice.py`: import the checkout's packages from its root
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import LINEAR, percentile  # noqa: E402
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import load_audio, write_wav  # noqa: E402
 from orchestrator_client.recorder import free_port  # noqa: E402
@@ -63,14 +64,9 @@ TARGET_FIRST_AUDIO_P95_MS = 900.0
 """Plus the seller's think time."""
 
 
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    return round(float(np.percentile(values, q)), 1)
-
-
 def _summary(values: list[float]) -> dict[str, Any]:
-    return {"p50": _pct(values, 50), "p95": _pct(values, 95), "max": _pct(values, 100), "n": len(values)}
+    return {"p50": percentile(values, 50, 1, LINEAR), "p95": percentile(values, 95, 1, LINEAR), "max": percentile(values, 100, 1, LINEAR),
+            "n": len(values)}
 
 
 def recording(path: Path, count: int) -> list[str]:
@@ -167,8 +163,8 @@ def _measure(seen: dict[str, list[Any]], texts: list[str], think_s: dict[str, fl
             to_audio.append(float(reply.stages[Stage.FIRST_AUDIO] - st[Stage.SPEECH_END]))
             think = think_s["addressed" if message.message.get("addressee") else "unaddressed"]
             to_audio_less_think.append(to_audio[-1] - think * 1000)
-    eo_p95 = _pct(to_eo, 95)
-    audio_p95 = _pct(to_audio_less_think, 95)
+    eo_p95 = percentile(to_eo, 95, 1, LINEAR)
+    audio_p95 = percentile(to_audio_less_think, 95, 1, LINEAR)
     return {
         "bench": "voice_to_voice",
         "what": "replayed buyer speech -> mic -> transcript -> stand-in EO -> demo seller -> EO -> avatar WAV",

@@ -39,6 +39,7 @@ import numpy as np
 from avatar import lipsync, visemes
 from avatar.settings import AvatarSettings
 from avatar.ssml import prepare
+from bench.stats import percentile
 from hardware.audio import SAMPLE_RATE
 from hardware.audio_files import load_audio
 from hardware.speaker import Speaker, VoiceSettings, WavSink
@@ -57,11 +58,6 @@ the first sound: a recogniser given only that clips the first word)."""
 def in_the_room(samples: np.ndarray) -> np.ndarray:
     pad = np.zeros(int(ROOM_SILENCE_S * SAMPLE_RATE), np.int16)
     return np.concatenate([pad, samples, pad])
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def measure(speaker: Speaker, voice: VoiceSettings, lines: list[str], recognizer: object, folder: Path) -> dict[str, object]:
@@ -86,9 +82,9 @@ def measure(speaker: Speaker, voice: VoiceSettings, lines: list[str], recognizer
         "engine": used.engine, "voice": used.voice,
         "wer": round(wer(lines, hypotheses), 3),
         "deal_terms_exact": f"{exact}/{len(lines)}",
-        "ttfa_ms_p50": round(statistics.median(ttfa), 1), "ttfa_ms_p95": round(percentile(ttfa, 95), 1),
+        "ttfa_ms_p50": round(statistics.median(ttfa), 1), "ttfa_ms_p95": percentile(ttfa, 95, 1),
         "rtf": round(statistics.median(rtf), 3),
-        "lipsync_max_ms": max(lip, default=None), "lipsync_p95_ms": percentile(lip, 95) if lip else None,
+        "lipsync_max_ms": max(lip, default=None), "lipsync_p95_ms": percentile(lip, 95),
         "lipsync_onsets": len(lip), "lipsync_unpaired": unpaired,
         "misheard": [[ref, hyp] for ref, hyp in zip(lines, hypotheses, strict=True)
                      if deal_terms(ref) != deal_terms(hyp)][:5],
