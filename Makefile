@@ -25,8 +25,8 @@ test-fast: setup
 # Every benchmark with its defaults, one at a time (two at once measure each other), each through
 # bench/record.py, which keeps its JSON lines with the command and the machine in the store of
 # record; `make measurements` then shows them. Not benchmarks: the package, the recorder, the
-# page's generator and bench/noisy.py (bench/stt.py --snr's scoring).
-BENCH_TOOLS := bench/__init__.py bench/record.py bench/report.py bench/noisy.py
+# page's generator, bench/noisy.py (bench/stt.py --snr's scoring) and bench/stats.py (percentiles).
+BENCH_TOOLS := bench/__init__.py bench/record.py bench/report.py bench/noisy.py bench/stats.py
 BENCHMARKS := $(filter-out $(BENCH_TOOLS),$(wildcard bench/*.py))
 
 bench: setup
