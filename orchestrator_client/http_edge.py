@@ -28,6 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
+from starlette.requests import ClientDisconnect
 
 from workers.runtime import strict_json
 from workers.runtime.logs import RateLimitedLog
@@ -219,6 +220,8 @@ class EdgeMiddleware:
                     await self._answer(send, path, 413, f"request body over {self.limit} bytes")
                     return
             await self.app(scope, receive, tracking_send)
+        except ClientDisconnect:
+            log.debug("%s %s: the client left before its request was read", scope.get("method", "WS"), path)
         except Exception as exc:
             first = _refusals.error(("failed", path, type(exc)), "%s %s failed: %s: %s", scope.get("method", "WS"), path,
                                     type(exc).__name__, exc)

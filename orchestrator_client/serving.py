@@ -16,6 +16,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
+from orchestrator_client.request_deadline import DeadlineH11Protocol
+
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 10.0
@@ -49,7 +51,8 @@ class AppServer:
         self.port = int(self._socket.getsockname()[1])
         self._server = uvicorn.Server(
             uvicorn.Config(
-                app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1, **uvicorn_options
+                app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1,
+                http=DeadlineH11Protocol, **uvicorn_options
             )
         )
         self._thread = threading.Thread(target=self._serve, name=f"http-{name}", daemon=True)
