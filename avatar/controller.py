@@ -27,6 +27,7 @@ from avatar.round_state import RoundEvents, state_of
 from avatar.settings import AvatarSettings
 from avatar.speech_queue import SpeechQueue, SpeechRequest, Verdict
 from avatar.ssml import SpeechText, prepare
+from formats import written
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
 from hardware.speaker_stream import stream_sink
 from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS
@@ -66,6 +67,7 @@ from workers.runtime.messages import (
 from workers.runtime.topics import Topic, Topics
 from workers.runtime.worker_ids import AVATAR as AVATAR_WORKER
 from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
+from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
@@ -131,6 +133,8 @@ class AvatarController:
         self.speaker = speaker
         self.source = source
         self.hub = DisplayHub(self.avatars, settings.confirm_accept, self.settings.looks(self.avatars))
+        self.buyer_can_speak = False
+        """The microphone worker is online: the buyer may answer a confirmation by voice."""
         self.voices_in_use: dict[str, str] = {}
         """Avatar -> the engine and voice that really speak it (the fallback when its own is missing)."""
         self.ledger = ledger or RoomLedger.in_memory()
@@ -180,6 +184,7 @@ class AvatarController:
         self.bus.own(self.topics.round_state(), RoundState, self.round_state)
         self.bus.subscribe(self.topics.barge_in(), BargeIn, self._on_barge_in)
         self.bus.subscribe(self.topics.status(CAMERA_WORKER), Status, self._on_camera_status)
+        self.bus.subscribe(self.topics.status(MICROPHONE_WORKER), Status, self._on_microphone_status)
         self.bus.subscribe(self.topics.confirm_answer(), ConfirmAnswer, self._on_confirm_answer)
         if self.ledger.current() is not None:
             self.refresh_round()  # the ledger's round over whatever the broker kept
@@ -537,8 +542,10 @@ class AvatarController:
             return _answer(not settings.confirm_asks or timeout_yes)
         if not settings.confirm_asks:
             return self._answered_at_once(prompt_id, True, settings.confirm_accept)
-        if self.hub.client_count == 0 and not self.confirms:
-            log.warning("no page open to confirm %s's accept; answering %s at once", body.speaker, settings.confirm_timeout_answer)
+        by_voice = settings.confirm_accept == "buyer" and self.buyer_can_speak
+        if self.hub.client_count == 0 and not by_voice and not self.confirms:
+            log.warning("nobody can confirm %s's accept (no page open, no microphone); answering %s at once", body.speaker,
+                        settings.confirm_timeout_answer)
             return self._answered_at_once(prompt_id, timeout_yes, "no page")
         accepted, _by = await self.confirms.ask(prompt_id)
         return _answer(accepted)
@@ -568,7 +575,9 @@ class AvatarController:
         head = self.confirms.head()
         prompt = self.ledger.prompt(head) if head is not None else None
         if prompt is not None:
-            pending = ConfirmPending(source=self.source, confirm_id=prompt.id, seller=prompt.seller, deadline=prompt.deadline_ms)
+            deal = written.goods(prompt.goods) + (f" for {written.money(prompt.price)}" if prompt.price is not None else "")
+            pending = ConfirmPending(source=self.source, confirm_id=prompt.id, seller=prompt.seller, deal=deal,
+                                     deadline=prompt.deadline_ms)
         self.bus.publish(self.topics.confirm_pending(), pending)
 
     def _on_confirm_answer(self, _topic: str, message: ConfirmAnswer) -> None:
@@ -594,6 +603,10 @@ class AvatarController:
         self.counters["barge_ins"] += 1
         log.info("barge-in (%.1f dBFS over an echo of %.1f): stopping message %s", message.level_db, message.echo_db, speaking)
         self.speaker.cancel()
+
+    def _on_microphone_status(self, _topic: str, message: Status) -> None:
+        """Whether the buyer can answer a confirmation by voice (or typing, on a laptop)."""
+        self.buyer_can_speak = message.state == "online"
 
     def _on_camera_status(self, _topic: str, message: Status) -> None:
         """Whether gaze is available: the display says "no camera" rather than "nobody"."""

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from workers.runtime.broker import BrokerUnavailable
 from workers.runtime.config import Config, ConfigError, check_level
+from workers.runtime.data_dir import with_writable_data_dir
 from workers.runtime.logs import console_level, setup_logging
 from workers.runtime.parent import bind_to_parent
 from workers.runtime.registry import COMMANDS_GROUP, Command, registered
@@ -146,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.log_level = check_level(args.log_level, "--log-level")
         config = with_setting_flags(Config.load(args.config, overrides=args.overrides), args)
         setup_logging(console_level(args.log_level, args.verbose, config.core.log_level))
+        config = with_writable_data_dir(config)
         module = importlib.import_module(commands()[args.command].module)
         return int(module.main(args, config) or 0)
     except ConfigError as exc:

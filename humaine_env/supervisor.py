@@ -10,6 +10,7 @@ pointed at it.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -24,6 +25,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from formats import written
 from humaine_env.cli import available, commands, status_name
 from humaine_env.terminal import BuyerPrompt, feed_line, keyboard_feed
 from orchestrator_client.models import Bid
@@ -39,7 +41,7 @@ from workers.runtime.config import (
     section_model,
 )
 from workers.runtime.logs import console_level, level_number, line_level, relay_line, setup_logging
-from workers.runtime.messages import PHASE_NAMES, AgentMessageSeen, OutgoingMessage, RoundState, Status
+from workers.runtime.messages import PHASE_NAMES, AgentMessageSeen, ConfirmPending, OutgoingMessage, RoundState, Status
 from workers.runtime.parent import PARENT_ENV
 from workers.runtime.ports import taken_port
 from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
@@ -293,6 +295,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     children_level = setup_run_logging(args, config, settings)
     extra = stand_in_overrides(config, names) if with_stand_ins and any(n in STAND_INS for n in names) else {}
     config = config.with_overrides({k: parse_flag_value(v) for k, v in extra.items()})
+    extra["data_dir"] = json.dumps(str(config.core.data_dir))  # resolved once (workers.runtime.data_dir), said once
     taken = taken_port(owned_ports(config, names))
     if taken:
         print(f"humaine-env run: {taken}", file=sys.stderr, flush=True)
@@ -340,6 +343,13 @@ def _run_suite(
     bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, show_utterance)
     bus.subscribe(bus.topics.agent_message(), ShownReply, show_reply)
     bus.subscribe(bus.topics.round_state(), RoundState, RoundPrinter())
+
+    def show_confirmation(_topic: str, pending: ConfirmPending) -> None:
+        line = describe_confirmation(pending)
+        if line and pending.source in room:
+            console.say(line)
+
+    bus.subscribe(bus.topics.confirm_pending(), ConfirmPending, show_confirmation)
     bus.start()
 
     print(f"humaine-env: MQTT broker {broker_url}{f' ({started.description})' if started else ''}", flush=True)
@@ -425,13 +435,22 @@ def describe_reply(message: ShownReply) -> str | None:
     line = f'{body.speaker[:40]} → buyer: "{_clip(body.text)}"'
     bid = body.bid
     if bid is not None:
-        quantity = ", ".join(f"{n} {good}" for good, n in bid.quantity.items())
+        quantity = written.goods(bid.quantity)
         line += f"  [{bid.type}{': ' + quantity if quantity else ''}"
-        line += f" for {bid.price.value} {bid.price.unit}]" if bid.price else "]"
+        line += f" for {written.money(bid.price.value, bid.price.unit)}]" if bid.price else "]"
     gesture = body.gesture
     if gesture:
         line += f"  gesture: {', '.join(gesture) if isinstance(gesture, list) else gesture}"
     return _clip(line, 2 * SHOWN_TEXT_CHARS)
+
+
+def describe_confirmation(pending: ConfirmPending) -> str | None:
+    """The seller's Accept the buyer is asked to confirm, with how to answer at this terminal
+    (None: nothing waits). The Accept itself is only shown once the EO books it."""
+    if pending.confirm_id is None:
+        return None
+    deal = f" {pending.deal}" if pending.deal else ""
+    return f"{pending.seller or 'a seller'} accepts{deal}: deal? type yes or no"
 
 
 def _clip(text: str, limit: int = SHOWN_TEXT_CHARS) -> str:
@@ -506,7 +525,10 @@ def _supervise(children: list[Child]) -> None:
         if child.next_start == 0.0:
             if code in FINAL_EXITS:
                 child.finished = True
-                (log.info if code == 0 else log.warning)("%s exited (%s) and will not be restarted", child.name, FINAL_EXITS[code])
+                # a worker that cannot run here has said why, at the level its reason deserves
+                # (no webcam on a laptop is a notice, a missing model an error): not again
+                level = logging.WARNING if code == EXIT_CONFIG else logging.INFO
+                log.log(level, "%s exited (%s) and will not be restarted", child.name, FINAL_EXITS[code])
                 continue
             if now - child.started > STABLE_AFTER_S:
                 child.restarts = 0

@@ -28,7 +28,7 @@ from workers.runtime.bus import Bus
 from workers.runtime.config import DEFAULT_CONFIG_FILE, Config
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import NOBODY, Attention, Calibration, CalibrationState, CameraGeometry, HeadPose, now_ms
-from workers.runtime.worker import Worker, WorkerUnavailable
+from workers.runtime.worker import DeviceAbsent, Worker, WorkerUnavailable
 from workers.runtime.worker_ids import CAMERA as WORKER_ID
 
 
@@ -100,7 +100,7 @@ class CameraWorker(Worker):
                 self.opener(self.settings.source, self.settings.width, self.settings.height, self.settings.fps,
                             clock=self.clock, stop=stop).close()
             except NoCameraError as exc:
-                raise WorkerUnavailable(str(exc)) from None
+                raise DeviceAbsent(f"{exc}: the addressee comes from the names the buyer says") from None
             except VideoSourceError:
                 pass  # a camera that is there but failed: retried below, with an error status meanwhile
         self.log.log(NOTICE, "loading the face models (MediaPipe FaceMesh and face detectors) ...")

@@ -28,6 +28,7 @@ from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.logs import NOTICE
 from workers.runtime.messages import (
     PITCH_END,
     TURN_COMPLETE,
@@ -159,7 +160,7 @@ class MicrophoneWorker(Worker):
                 # service manager would see a success
                 raise WorkerUnavailable(f"{exc}, and no terminal for typed input") from None
             if self.settings.typed_fallback and is_device(spec):
-                self.log.warning("%s; falling back to typed input", exc)
+                self.log.log(NOTICE, "no microphone: the buyer types what they say (%s)", exc)
                 self.mode = "typed"
                 self.report_ok("no microphone: typed input")
                 self._run_typed(stop)

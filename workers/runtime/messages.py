@@ -305,6 +305,8 @@ class ConfirmPending(Envelope):
     type: Literal["confirm_pending"] = "confirm_pending"
     confirm_id: str | None = None
     seller: str | None = None
+    deal: str = Field("", max_length=500)
+    """What the seller accepts, as people read it ("2 eggs for $9.00")."""
     deadline: int | None = None
     """When the configured answer is given instead, ms since the epoch."""
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.instance import DuplicateInstance, check_single_instance
+from workers.runtime.logs import NOTICE
 from workers.runtime.topics import Topics
 
 STOP_DEADLINE_S = 2.0
@@ -49,6 +50,13 @@ WATCHDOG_INTERVAL_S = 0.5
 class WorkerUnavailable(Exception):
     """Raised by :meth:`Worker.run` when the worker cannot run here and retrying cannot help (a
     media file that cannot be read): one line, then :data:`EXIT_UNAVAILABLE`."""
+
+
+class DeviceAbsent(WorkerUnavailable):
+    """The worker's device is not here and the room has a documented way on without it (no
+    webcam on a laptop: the addressee comes from names only). Not a problem to act on: one
+    NOTICE line saying what the room does instead, then :data:`EXIT_UNAVAILABLE` as for any
+    worker that cannot run here."""
 
 
 class Worker:
@@ -214,6 +222,13 @@ def run_worker(worker: Worker, install_signals: bool = True, say_failure: bool =
         worker.run(worker.stop_event)
     except KeyboardInterrupt:
         pass
+    except DeviceAbsent as exc:
+        worker.failure = str(exc)
+        if say_failure:
+            worker.log.log(NOTICE, "%s", worker.failure)  # the documented fallback: a notice, not an error
+        worker.bus.set_status("error", worker.failure)
+        code = EXIT_UNAVAILABLE
+        worker.bus.wait_connected(FAILURE_STATUS_WAIT_S)
     except WorkerUnavailable as exc:
         worker.failure = f"cannot run: {exc}"
         if say_failure:

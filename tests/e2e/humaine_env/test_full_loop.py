@@ -5,6 +5,7 @@ seller's speech in a WAV file with a gesture event on MQTT."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -16,6 +17,8 @@ import numpy as np
 from tests.support.helpers import AUTO_FIRST_ROUND, CLI, free_port, start_run, suite_config, wait_for, wait_for_line
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.data_dir import fallback_dir
+from workers.runtime.ledger import LEDGER_FILE
 from workers.runtime.messages import Gesture, OutgoingMessage, RoundState, Speaking, Status
 
 LOOP_BOUND_S = 15.0
@@ -153,3 +156,46 @@ def test_a_room_with_other_names_hears_addresses_and_answers_by_them(tmp_path: P
         if suite.poll() is None:
             os.killpg(suite.pid, signal.SIGINT)
             suite.wait(20)
+
+
+def test_a_room_whose_data_dir_cannot_be_written_still_speaks_and_says_where_it_writes(tmp_path: Path) -> None:
+    """``data_dir`` under a regular file (as a read-only disk, it cannot be created): the room
+    writes in a temporary folder instead, says so in one line, and the loop runs - the Avatar
+    Controller used to exit, and every utterance ended undelivered."""
+    port = free_port()
+    config_path = suite_config(tmp_path, port)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where data_dir's parent should be\n")
+    config_path.write_text(config_path.read_text().replace(f'data_dir = "{tmp_path / "data"}"', f'data_dir = "{blocker / "data"}"'))
+    suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
+    mic: subprocess.Popen[str] | None = None
+    bus: Bus | None = None
+    try:
+        config = Config.load(config_path, environ={})
+        wait_for_line(output, f"mqtt://127.0.0.1:{port}")
+        bus, seen = round_observer(config)
+        assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
+        mic = subprocess.Popen(
+            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
+        )
+        assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
+        assert mic.stdin is not None
+        mic.stdin.write("@Celia I would like to buy 2 eggs for 1 dollar\n")
+        mic.stdin.flush()
+        assert wait_for(lambda: any(m.avatar == "Celia" and m.state == "end" and m.message_id for _, m in seen["speaking"]),
+                        timeout=LOOP_BOUND_S), "".join(output)
+        assert [m.outcome for _, m in seen["outgoing"]][:1] == ["delivered"]
+        said = [line for line in "".join(output).splitlines() if "cannot be written" in line]
+        assert len(said) == 1 and str(fallback_dir(config.core.environment_uuid)) in said[0], said
+        assert (fallback_dir(config.core.environment_uuid) / LEDGER_FILE).is_file()  # the day's books are kept there
+    finally:
+        if mic is not None and mic.poll() is None:
+            mic.send_signal(signal.SIGTERM)
+            mic.wait(10)
+        if bus is not None:
+            bus.stop()
+        if suite.poll() is None:
+            os.killpg(suite.pid, signal.SIGINT)
+            suite.wait(20)
+        shutil.rmtree(fallback_dir(f"suite{port}"), ignore_errors=True)
