@@ -17,6 +17,7 @@ from hardware.speech_process import SpeechProcess
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.ledger import LEDGER_FILE, RoomLedger
+from workers.runtime.logs import NOTICE
 from workers.runtime.worker import Worker, wait_for_stop
 from workers.runtime.worker_ids import AVATAR as AVATAR_WORKER
 
@@ -38,7 +39,11 @@ class AvatarWorker(Worker):
         super().__init__(config, worker_id)
         self.settings = config.section(AvatarSettings)
         engines = SpeechProcess() if self.settings.speech_process else None  # its child starts at check()
-        speaker = Speaker(open_sink(self.settings.speaker, fallback_dir=config.core.data_dir / SPEECH_DIR), engines=engines)
+        sink = open_sink(self.settings.speaker, fallback_dir=config.core.data_dir / SPEECH_DIR)
+        if getattr(sink, "instead_of", ""):
+            self.log.log(NOTICE, "no sound card (%s): the avatars' speech goes to WAV files in %s", sink.instead_of,
+                         config.core.data_dir / SPEECH_DIR)
+        speaker = Speaker(sink, engines=engines)
         self.ledger = RoomLedger.open_or_memory(config.core.data_dir / LEDGER_FILE)
         self.controller = AvatarController(
             self.settings, config.core.avatars, self.bus, speaker, source=self.worker_id, ledger=self.ledger

@@ -130,6 +130,8 @@ class WavSink:
             raise SpeakerError(f"cannot create WAV output directory {self.directory}: {exc}") from None
         self._wave: wave.Wave_write | None = None
         self._path: Path | None = None
+        self.instead_of = ""
+        """Why there is no sound card, when these files stand in for it (``auto``)."""
 
     def describe(self) -> str:
         return f"wav:{self.directory}" + ("" if self.realtime else " (fast)")

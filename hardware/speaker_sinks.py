@@ -34,8 +34,9 @@ def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
         except SpeakerError as exc:
             if fallback_dir is None:
                 raise
-            log.warning("%s; writing the avatars' speech to WAV files in %s instead", exc, fallback_dir)
-            return WavSink(str(fallback_dir), realtime=True)
+            sink = WavSink(str(fallback_dir), realtime=True)
+            sink.instead_of = str(exc)  # the owner says it, at the level a documented fallback deserves
+            return sink
     if kind == "wav" and arg:
         return WavSink(arg, realtime=True)
     if kind == "wav-fast" and arg:

@@ -114,6 +114,43 @@ def test_a_line_printed_while_the_buyer_types_does_not_break_the_typed_line(tmp_
     assert "Traceback" not in output()
 
 
+def test_a_laptop_round_with_a_decline_is_quiet_and_keeps_typed_lines_whole(tmp_path: Path) -> None:
+    """A laptop: no webcam, no microphone - the documented fallbacks. The buyer types an offer,
+    the seller accepts, the terminal asks, the buyer types "no". Not one WARNING or ERROR line on
+    the terminal, every typed line whole on its own line, and Ctrl-C ends with status 0."""
+    config_path = suite_config(tmp_path, free_port())
+    offer = "@Celia I will buy 2 eggs for 9 dollars"
+    ours, theirs = pty.openpty()
+    suite = subprocess.Popen(
+        [*CLI, "run", "--config", str(config_path), "--set", 'camera.source="webcam:97"', *AUTO_FIRST_ROUND],
+        stdin=theirs, stdout=theirs, stderr=theirs, cwd=tmp_path, start_new_session=True,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "200", "LINES": "50"},
+    )
+    os.close(theirs)
+    chunks: list[str] = []
+    threading.Thread(target=lambda: _drain(ours, chunks), daemon=True).start()
+    output = lambda: "".join(chunks)  # noqa: E731
+    try:
+        assert wait_for(lambda: "round r1: negotiation" in output(), timeout=90), output()
+        os.write(ours, (offer + "\r").encode())
+        assert wait_for(lambda: "deal? type yes or no" in output(), timeout=60), output()[-3000:]
+        assert "Celia accepts 2 eggs for $" in output()
+        os.write(ours, b"no\r")
+        assert wait_for(lambda: "declined Celia's deal" in output(), timeout=30), output()[-3000:]
+        os.killpg(suite.pid, signal.SIGINT)
+        assert suite.wait(30) == 0, output()[-3000:]
+    finally:
+        if suite.poll() is None:
+            os.killpg(suite.pid, signal.SIGKILL)
+            suite.wait(10)
+        os.close(ours)
+    shown = screen(output())
+    problems = [line for line in shown if " WARNING " in line or " ERROR " in line or "Traceback" in line]
+    assert not problems, problems
+    assert any("no camera at index 97" in line and " NOTICE " in line for line in shown), shown
+    assert PROMPT + offer in shown and PROMPT + "no" in shown, shown[-20:]  # each typed line whole
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_run_with_its_output_in_a_file_takes_typed_lines_and_stops_cleanly(tmp_path: Path, stop: signal.Signals) -> None:
     """``run > run.log`` from a terminal, as an operator keeping a log starts it: the buyer's
