@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from formats.unknown import unknown
 from hardware.speaker import AudioSink, SoundCardSink, SpeakerError, WavSink
 from hardware.speaker_stream import StreamSink, TeeSink
 
@@ -48,7 +49,6 @@ def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
         if arg:
             device = int(arg) if arg.isdigit() else arg
         return SoundCardSink(device)
-    raise SpeakerError(
-        f"unknown speaker {spec!r}; use 'auto', 'soundcard', 'soundcard:DEVICE', 'wav:DIR', 'wav-fast:DIR' "
-        f"or 'browser', or several joined by '+' (browser+wav:DIR)"
-    )
+    said = unknown("speaker", kind, ("auto", "soundcard", "wav", "wav-fast", "browser"))
+    raise SpeakerError(f"{said} in {spec!r} (auto, soundcard, soundcard:DEVICE, wav:DIR, wav-fast:DIR or browser; several "
+                       f"joined by '+': browser+wav:DIR)")

@@ -28,6 +28,7 @@ import numpy as np
 
 from formats.phoneme_alphabets import from_cmu
 from formats.speech_script import Phrase
+from formats.unknown import unknown
 from hardware.speech_chunked import ChunkedEngine, Rendering, rate_factor, semitones
 from hardware.speech_types import SpeakerError, VoiceSettings
 
@@ -77,8 +78,7 @@ class FestivalEngine(ChunkedEngine):
             if shutil.which("festival") is None:
                 raise SpeakerError(f"Festival is not installed; {INSTALL_HINT}")
             if self.voice not in installed_voices():
-                raise SpeakerError(f"Festival has no voice {self.voice!r} (installed: {', '.join(installed_voices()) or 'none'}); "
-                                   f"{INSTALL_HINT}")
+                raise SpeakerError(f"Festival: {unknown('voice', self.voice, installed_voices())}; {INSTALL_HINT}")
             if self._process is not None:
                 log.warning("Festival (%s) had stopped (status %s): starting it again", self.voice, self._process.returncode)
             self._process = subprocess.Popen(["festival", "--pipe"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,

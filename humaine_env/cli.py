@@ -16,7 +16,9 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
+from formats.unknown import unknown
 from workers.runtime.broker import BrokerUnavailable
 from workers.runtime.config import Config, ConfigError, check_level
 from workers.runtime.data_dir import with_writable_data_dir
@@ -26,6 +28,20 @@ from workers.runtime.registry import COMMANDS_GROUP, Command, registered
 from workers.runtime.setting_flags import with_setting_flags
 from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, WorkerUnavailable
 
+
+class HintingParser(argparse.ArgumentParser):
+    """argparse with the suite's did-you-mean for a mistyped choice (``--engine wisper``), as
+    for every other name a user types (:func:`formats.unknown.unknown`). Subcommands' parsers
+    are of this class too (``add_subparsers`` makes its children of its parser's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        """One line, as every "cannot" of the suite, and where to read the rest (argparse
+        prints the whole usage first)."""
+        self.exit(EXIT_CONFIG, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, unknown("choice", str(value), [str(c) for c in action.choices]))
 
 def _load_commands() -> dict[str, Command]:
     """Every command the installed packages register (:data:`COMMANDS_GROUP`), by name, in
@@ -90,7 +106,7 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, in_subcommand: bool
 
 
 def build_parser(chosen: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = HintingParser(
         prog="humaine-env",
         description="The physical-environment workers of the HUMAINE negotiation platform.",
     )

@@ -26,6 +26,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from formats import written
+from formats.unknown import unknown
 from humaine_env.cli import available, commands, status_name
 from humaine_env.terminal import BuyerPrompt, feed_line, keyboard_feed
 from orchestrator_client.models import Bid
@@ -33,6 +34,7 @@ from workers.runtime.broker import StartedBroker, broker_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import (
     Config,
+    ConfigError,
     OrchestratorSettings,
     Section,
     check_level,
@@ -159,13 +161,18 @@ def switched_on(name: str, config: Config) -> bool:
 def choose_workers(args: argparse.Namespace, settings: RunSettings, with_stand_ins: bool, config: Config | None = None) -> list[str]:
     """The workers to start: ``--only`` or ``[run] workers`` as named, else every available one
     of the suite (switched on, with ``config``), less ``--without`` and ``[run] exclude``."""
-    wanted = [w.strip() for w in (args.only or "").split(",") if w.strip()] or settings.workers
-    excluded = {w.strip() for w in args.without.split(",") if w.strip()} | set(settings.exclude)
+    only = [w.strip() for w in (args.only or "").split(",") if w.strip()]
+    without = [w.strip() for w in args.without.split(",") if w.strip()]
+    known = [name for name in SUITE_ORDER if name in commands()]
+    for where, given in (("--only", only), ("--without", without), ("[run] workers", settings.workers),
+                         ("[run] exclude", settings.exclude)):
+        for name in given:
+            if name not in known:
+                raise ConfigError(f"{where}: {unknown('worker', name, known)}")
+    wanted = only or settings.workers
+    excluded = set(without) | set(settings.exclude)
     default = SUITE_ORDER if with_stand_ins else ROOM_WORKERS
     names = wanted or [name for name in default if available(name) and (config is None or switched_on(name, config))]
-    unknown = [n for n in names if n not in commands()]
-    if unknown:
-        raise SystemExit(f"humaine-env run: unknown worker(s): {', '.join(unknown)}")
     return [n for n in names if n not in excluded]
 
 

@@ -19,11 +19,11 @@ flags to its children in :data:`SET_ENV_VAR`, not on their command lines.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import json
 import os
+import re
 import sys
 import typing
 from collections.abc import Iterable, Mapping
@@ -32,6 +32,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from formats.unknown import unknown
 from workers.runtime.registry import SECTIONS_GROUP, registered
 from workers.runtime.topics import check_segment
 
@@ -58,6 +59,9 @@ what to write instead, surrounding blanks are dropped."""
 
 DEFAULT_AVATARS = ("Celia", "Watson")
 
+
+LITERAL_VALUE = re.compile(r"'([^']*)'")
+"""The allowed values in pydantic's wording of a ``Literal`` ("'auto', 'whisper' or 'vosk'")."""
 
 CORE_SECTIONS: dict[str, str] = {
     "": "workers.runtime.config:CoreSettings",
@@ -128,7 +132,7 @@ def section_model(name: str) -> type[Section]:
         return _DEFINED[name]
     targets = section_targets()
     if name not in targets:
-        raise ConfigError(_unknown("section", name, known_sections()))
+        raise ConfigError(unknown("section", name, known_sections()))
     module, _, attr = targets[name].partition(":")
     return typing.cast(type[Section], getattr(importlib.import_module(module), attr))
 
@@ -144,12 +148,6 @@ def check_level(level: str, where: str) -> str:
     if upper not in LOG_LEVELS:
         raise ConfigError(f"{where}: unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
     return upper
-
-
-def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known))}"
-    return f"unknown {kind} {name!r}{hint}"
 
 
 class CoreSettings(Section):
@@ -319,15 +317,15 @@ def _check_sections(data: Mapping[str, Any], overrides: Mapping[str, Any], path:
     for key, value in data.items():
         if isinstance(value, Mapping):
             if key not in known:
-                raise ConfigError(f"config file {path}: {_unknown('section', f'[{key}]', [f'[{k}]' for k in known])}")
+                raise ConfigError(f"config file {path}: {unknown('section', f'[{key}]', [f'[{k}]' for k in known])}")
         elif key not in core:
-            raise ConfigError(f"config file {path}: {_unknown('top-level key', key, core)}")
+            raise ConfigError(f"config file {path}: {unknown('top-level key', key, core)}")
     for key in overrides:
         section, dot, _ = key.partition(".")
         if dot and section not in known:
-            raise ConfigError(f"--set {key}: {_unknown('section', section, known)}")
+            raise ConfigError(f"--set {key}: {unknown('section', section, known)}")
         if not dot and key not in core:
-            raise ConfigError(f"--set {key}: {_unknown('top-level key', key, core)}")
+            raise ConfigError(f"--set {key}: {unknown('top-level key', key, core)}")
 
 
 def _known_environment_names() -> set[str]:
@@ -354,7 +352,7 @@ def _check_environment(environ: Mapping[str, str]) -> None:
     known = _known_environment_names()
     for name in sorted(ours):
         if name not in known:
-            raise ConfigError(f"environment: {_unknown('variable', name, known)}")
+            raise ConfigError(f"environment: {unknown('variable', name, known)}")
 
 
 class Config:
@@ -464,7 +462,9 @@ class Config:
             def problem(err: Any) -> str:
                 where = ".".join(str(p) for p in ((name,) if name else ()) + tuple(err["loc"]))
                 if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
-                    return f"{where}: {_unknown('key', str(err['loc'][0]), model.model_fields)}"
+                    return f"{where}: {unknown('key', str(err['loc'][0]), model.model_fields)}"
+                if err["type"] == "literal_error" and isinstance(err.get("input"), str):
+                    return f"{where}: {unknown('value', err['input'], LITERAL_VALUE.findall(err['ctx']['expected']))}"
                 return f"{where}: {err['msg']}"
 
             raise ConfigError(f"invalid configuration: {'; '.join(problem(err) for err in exc.errors())}") from None

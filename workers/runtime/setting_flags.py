@@ -15,13 +15,13 @@ flag-level override, exactly as ``--set section.key=value`` (``config show`` say
 from __future__ import annotations
 
 import argparse
-import difflib
 import functools
 import operator
 import types
 import typing
 from typing import Any
 
+from formats.unknown import unknown
 from workers.runtime.config import Config, Section
 from workers.runtime.config_doc import describe, first_sentence, toml_value
 
@@ -45,9 +45,7 @@ def _check_key(model: type[Section], key: str) -> None:
     """A flag bound to a key the model does not have fails where it is declared, not on the
     day someone gives it."""
     if key not in model.model_fields:
-        close = difflib.get_close_matches(key, list(model.model_fields), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"{model.__name__} has no key {key!r}{hint}")
+        raise ValueError(f"{model.__name__}: {unknown('key', key, model.model_fields)}")
 
 
 def _without_none(annotation: Any) -> Any:

@@ -132,7 +132,7 @@ def test_missing_sound_card_is_one_line() -> None:
         sink.close()
 
 
-def test_auto_speaker_falls_back_to_wav_files_without_a_sound_card(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_auto_speaker_falls_back_to_wav_files_without_a_sound_card(tmp_path: Path) -> None:
     try:
         SoundCardSink().close()
         has_card = True
@@ -144,7 +144,7 @@ def test_auto_speaker_falls_back_to_wav_files_without_a_sound_card(tmp_path: Pat
         sink.close()
         return
     assert isinstance(sink, WavSink) and sink.realtime
-    assert any("WAV files in" in r.getMessage() and "speech" in r.getMessage() for r in caplog.records)
+    assert sink.instead_of  # why there is no sound card: its owner says it (the Avatar Controller, one NOTICE line)
     result = Speaker(sink).speak("Three eggs.", CELIA)
     assert result.samples > 0 and list((tmp_path / "speech").glob("*.wav"))
 

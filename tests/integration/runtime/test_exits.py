@@ -45,6 +45,22 @@ def test_an_unknown_log_level_is_one_line(tmp_path: Path) -> None:
     assert "log_level" in configured.stderr and "Traceback" not in configured.stderr
 
 
+@pytest.mark.parametrize(("args", "hint"), [
+    (["run", "--without", "camra"], "--without: unknown worker 'camra'; did you mean 'camera'?"),
+    (["run", "--only", "avatr,transcript"], "--only: unknown worker 'avatr'; did you mean 'avatar'?"),
+    (["transcribe", "--engine", "wisper", "x.wav"], "--engine: unknown choice 'wisper'; did you mean 'whisper'?"),
+    (["--set", 'microphone.engine="wisper"', "transcribe", "x.wav"], "microphone.engine: unknown value 'wisper'; did you mean 'whisper'?"),
+    (["--set", 'avatar.speaker="wav-fats:/tmp/x"', "avatar"], "unknown speaker 'wav-fats'; did you mean 'wav-fast'?"),
+], ids=["without", "only", "engine-flag", "engine-setting", "speaker"])
+def test_a_mistyped_name_is_exit_2_with_the_closest_known_one(tmp_path: Path, args: list[str], hint: str) -> None:
+    """Every name a user types gets the same did-you-mean: worker names, engines, speaker specs
+    (as keys, sections and environment variables already did)."""
+    done = cli(args, tmp_path, timeout=60)
+    assert done.returncode == EXIT_CONFIG or (args[-1] == "avatar" and done.returncode == EXIT_UNAVAILABLE), done.stderr
+    assert hint in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(problem_lines(done.stderr)) <= 2, done.stderr  # argparse's usage line, then the one line
+
+
 def test_a_missing_audio_file_is_unavailable_not_retried(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
     started = time.monotonic()
     done = cli(["mic", "--source", f"wav:{tmp_path / 'nope.wav'}"], tmp_path, mosquitto.url)

@@ -126,7 +126,7 @@ def test_given_flags_are_applied_and_the_others_leave_their_keys_alone() -> None
 
 def test_a_flag_is_checked_against_the_model_where_it_is_declared() -> None:
     parser = argparse.ArgumentParser()
-    with pytest.raises(ValueError, match="Room has no key 'prot'; did you mean 'port'"):
+    with pytest.raises(ValueError, match="Room: unknown key 'prot'; did you mean 'port'"):
         setting_flag(parser, "--port", Room, "prot")
     with pytest.raises(TypeError, match="no flag form"):
         setting_flag(parser, "--word", Room, "words")
