@@ -352,7 +352,7 @@ def _run_suite(
     bus.subscribe(bus.topics.round_state(), RoundState, RoundPrinter())
 
     def show_confirmation(_topic: str, pending: ConfirmPending) -> None:
-        line = describe_confirmation(pending)
+        line = describe_confirmation(pending, typed=keyboard is not None)
         if line and pending.source in room:
             console.say(line)
 
@@ -451,13 +451,13 @@ def describe_reply(message: ShownReply) -> str | None:
     return _clip(line, 2 * SHOWN_TEXT_CHARS)
 
 
-def describe_confirmation(pending: ConfirmPending) -> str | None:
+def describe_confirmation(pending: ConfirmPending, typed: bool = True) -> str | None:
     """The seller's Accept the buyer is asked to confirm, with how to answer at this terminal
     (None: nothing waits). The Accept itself is only shown once the EO books it."""
     if pending.confirm_id is None:
         return None
     deal = f" {pending.deal}" if pending.deal else ""
-    return f"{pending.seller or 'a seller'} accepts{deal}: deal? type yes or no"
+    return f"{pending.seller or 'a seller'} accepts{deal}: deal? {'type' if typed else 'say'} yes or no"
 
 
 def _clip(text: str, limit: int = SHOWN_TEXT_CHARS) -> str:

@@ -228,11 +228,11 @@ def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path:
         )
         expect(page.locator("#worker-microphone")).to_have_attribute("data-state", "online", timeout=60_000)
         assert mic.stdin is not None
-        mic.stdin.write("@Celia I would like to buy 2 eggs for 1 dollar\n")
+        mic.stdin.write("@Celia I would like to buy 2 eggs for 10 cents\n")
         mic.stdin.flush()
         utterance = page.locator("#utterances .utterance").first
         expect(utterance).to_have_attribute("data-outcome", "delivered", timeout=UI_TIMEOUT_MS)
-        expect(utterance.locator(".text")).to_have_text("Celia, I would like to buy 2 eggs for 1 dollar")
+        expect(utterance.locator(".text")).to_have_text("Celia, I would like to buy 2 eggs for 10 cents")
         expect(utterance.locator(".addressee")).to_have_text("→ Celia (name)")
         expect(utterance.locator(".engine")).to_contain_text("typed")
         # speech end → final → relay → EO answer → Celia's reply → Celia speaking, each after the one before

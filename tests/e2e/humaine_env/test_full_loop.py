@@ -58,7 +58,7 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
         assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
         assert mic.stdin is not None
         typed_at = time.monotonic()
-        mic.stdin.write("@Celia I would like to buy 2 eggs for 1 dollar\n")
+        mic.stdin.write("@Celia I would like to buy 2 eggs for 10 cents\n")
         mic.stdin.flush()
 
         def celia_done() -> bool:
@@ -68,7 +68,7 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
         delivered = [m for _, m in seen["outgoing"]]
         assert delivered and delivered[0].outcome == "delivered", delivered
         assert delivered[0].message["addressee"] == "Celia"
-        assert delivered[0].message["text"] == "Celia, I would like to buy 2 eggs for 1 dollar"
+        assert delivered[0].message["text"] == "Celia, I would like to buy 2 eggs for 10 cents"
 
         begin_at = next(t for t, m in seen["speaking"] if m.avatar == "Celia" and m.state == "begin" and m.message_id)
         end_at = next(t for t, m in seen["speaking"] if m.avatar == "Celia" and m.state == "end" and m.message_id)
@@ -84,7 +84,7 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
         assert duration > 1.0 and np.sqrt(np.mean(samples**2)) > 300
 
         lines = "".join(output)
-        assert 'buyer → Celia (by name): "Celia, I would like to buy 2 eggs for 1 dollar"  [delivered]' in lines
+        assert 'buyer → Celia (by name): "Celia, I would like to buy 2 eggs for 10 cents"  [delivered]' in lines
         assert "Celia → buyer:" in lines
         assert "round r1: negotiation" in lines  # the round's events
         # a quiet console: no INFO lines, so no reply repeated by its log line
@@ -126,7 +126,7 @@ def test_a_room_with_other_names_hears_addresses_and_answers_by_them(tmp_path: P
         )
         assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
         assert mic.stdin is not None
-        mic.stdin.write("Max, I would like to buy 2 eggs for 1 dollar\n")  # named as spoken, no @
+        mic.stdin.write("Max, I would like to buy 2 eggs for 10 cents\n")  # named as spoken, no @
         mic.stdin.flush()
 
         def max_done() -> bool:
@@ -136,7 +136,7 @@ def test_a_room_with_other_names_hears_addresses_and_answers_by_them(tmp_path: P
         delivered = [m for _, m in seen["outgoing"]]
         assert delivered and delivered[0].outcome == "delivered", delivered
         assert delivered[0].message["addressee"] == "Max" and delivered[0].message["addresseeSource"] == "name"
-        assert delivered[0].message["text"] == "Max, I would like to buy 2 eggs for 1 dollar"
+        assert delivered[0].message["text"] == "Max, I would like to buy 2 eggs for 10 cents"
         assert not any(m.avatar in ("Celia", "Watson") for _, m in seen["speaking"])
 
         def voices() -> dict[str, str]:
@@ -181,7 +181,7 @@ def test_a_room_whose_data_dir_cannot_be_written_still_speaks_and_says_where_it_
         )
         assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
         assert mic.stdin is not None
-        mic.stdin.write("@Celia I would like to buy 2 eggs for 1 dollar\n")
+        mic.stdin.write("@Celia I would like to buy 2 eggs for 10 cents\n")
         mic.stdin.flush()
         assert wait_for(lambda: any(m.avatar == "Celia" and m.state == "end" and m.message_id for _, m in seen["speaking"]),
                         timeout=LOOP_BOUND_S), "".join(output)

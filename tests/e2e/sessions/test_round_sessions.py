@@ -41,7 +41,7 @@ from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.messages import RoundState, Status, now_ms
 
 BUYER = "Zoë Lovelace"
-LINE = "@Celia I want 2 eggs for 3 dollars"
+LINE = "@Celia I want 2 eggs for 10 cents"
 
 
 def test_folder_names_are_safe_dated_and_never_reused(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_run_records_each_round_as_a_session_for_label_and_eval(tmp_path: Path) 
                                stdin=subprocess.DEVNULL)
         assert label.returncode == 0, label.stderr
         truth = session.truth()
-        assert truth is not None and [(u.text, u.addressee) for u in truth.utterances] == [("Celia, I want 2 eggs for 3 dollars", "Celia")]
+        assert truth is not None and [(u.text, u.addressee) for u in truth.utterances] == [("Celia, I want 2 eggs for 10 cents", "Celia")]
         evaluation = subprocess.run([*CLI, "eval", str(folder)], capture_output=True, text=True, timeout=60, cwd=tmp_path,
                                     stdin=subprocess.DEVNULL)
         assert evaluation.returncode == 1
