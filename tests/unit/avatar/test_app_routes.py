@@ -89,7 +89,7 @@ def test_every_route_but_health_needs_the_token(make_app: Any) -> None:
 def test_a_page_opened_with_the_token_hands_its_files_and_feed_the_cookie(make_app: Any) -> None:
     client = TestClient(make_app())
     page = client.get(display.DISPLAY_PATH, params={"token": TOKEN})
-    assert page.status_code == 200
+    assert page.status_code == 200 and f'data-feed="{display.DISPLAY_FEED_PATH}"' in page.text
     assert page.headers["set-cookie"].startswith(f"{TOKEN_COOKIE}={TOKEN}; HttpOnly; SameSite=Strict")
     assert client.get(f"{display.DISPLAY_STATIC_PATH}/display.js").status_code == 200
     with client.websocket_connect(display.DISPLAY_FEED_PATH) as feed:
