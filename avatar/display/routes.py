@@ -12,16 +12,16 @@ import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator
-from typing import Annotated, Final, Literal, Protocol
+from typing import Annotated, Final, Protocol
 
 from fastapi import APIRouter, Depends, WebSocket
 from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
-from pydantic import BaseModel
 
 from avatar.auth import TOKEN_REQUIRED
 from avatar.deps import StateKey
 from avatar.display import AUDIO_PATH, STATIC_DIR, DisplayHub
 from avatar.display.socket import serve_hub
+from avatar.page_events import PageDecision
 from avatar.pages import add_files, fill_page
 from hardware.speaker import Speaker
 from hardware.speaker_stream import stream_sink, wav_header
@@ -39,15 +39,6 @@ STREAM_POLL_S: Final = 0.01
 """How often a speech stream being served looks for new audio (the speaker writes every 20 ms)."""
 STREAM_IDLE_S: Final = 10.0
 """A speech stream with no new audio for this long is ended (its utterance died without an end)."""
-
-
-class PageDecision(BaseModel):
-    """A page's answer to a confirm request: the buyer page's, or the display's (operator)."""
-
-    type: Literal["confirm"]
-    id: str
-    accept: bool
-    by: Literal["buyer", "operator"] = "operator"
 
 
 class DisplayRoom(Protocol):
