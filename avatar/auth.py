@@ -1,23 +1,26 @@
 """The Avatar Controller's token: with ``[avatar] token`` set, every route but ``/health`` needs it.
 
-One ASGI guard in front of the whole app, so nothing is left out by accident: the platform's
-endpoints, ``/openapi.json``, ``/docs``, ``/redoc``, the display page, its static files and its
-WebSocket. Accepted as ``Authorization: Bearer <token>`` (the EO's side, through a proxy), or as
-``?token=`` on a GET or a WebSocket (a browser opening the display page or the docs); a page
-opened that way gets the token as an HttpOnly same-site cookie, so the files and the feed it
-loads need no token in their addresses.
+:data:`TOKEN_REQUIRED` is a dependency of every router of the app but the one ``/health`` is on:
+the platform's endpoints, ``/openapi.json``, ``/docs``, ``/redoc``, the pages, their files, their
+WebSockets and the speech audio (``tests/unit/avatar/test_app_routes.py`` holds every route of the
+app to it). Accepted as ``Authorization: Bearer <token>`` (the EO's side, through a proxy), or as
+``?token=`` on a GET or a WebSocket (a browser opening a page or the docs); a page opened that way
+gets the token as an HttpOnly same-site cookie, so the files and the feed it loads need no token
+in their addresses. Without the token: 401 (a WebSocket: closed with :data:`WS_UNAUTHORIZED`).
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable
 from http.cookies import SimpleCookie
-from typing import Any, Final
+from typing import Annotated, Any, Final
 from urllib.parse import parse_qs, quote, unquote
 
+from fastapi import Depends, HTTPException, Response, WebSocketException
+from starlette.requests import HTTPConnection
+
+from avatar.deps import StateKey
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -27,10 +30,9 @@ TOKEN_QUERY: Final = "token"
 TOKEN_COOKIE: Final = "humaine_avatar_token"
 WS_UNAUTHORIZED: Final = 4401
 """WebSocket close code for a missing or wrong token (4000-4999: application codes)."""
-
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
+DENIED: Final = "missing or wrong token (Authorization: Bearer <token>, or ?token= on a page)"
+TOKEN: Final = StateKey[str]("token")
+"""``[avatar] token`` of the app ("": no token needed)."""
 
 
 def _same(given: bytes, expected: bytes) -> bool:
@@ -39,61 +41,47 @@ def _same(given: bytes, expected: bytes) -> bool:
     return bool(given) and hmac.compare_digest(given, expected)
 
 
-class TokenGuard:
-    """401 (or a WebSocket closed with 4401) without the token, except on ``open_paths``."""
+def token_source(scope: dict[str, Any], token: bytes) -> str | None:
+    """Where a valid ``token`` was found in a request's or WebSocket's ``scope`` (``header``,
+    ``cookie``, ``query``), or None. Read from the raw headers: a value may hold any octet."""
+    headers = dict(scope.get("headers") or [])
+    scheme, _, value = headers.get(b"authorization", b"").partition(b" ")
+    if scheme.lower() == b"bearer" and _same(value.strip(), token):
+        return "header"
+    cookie = headers.get(b"cookie")
+    if cookie:
+        try:
+            jar = SimpleCookie(cookie.decode("latin-1"))
+        except Exception:  # a malformed cookie header is no token
+            jar = SimpleCookie()
+        morsel = jar.get(TOKEN_COOKIE)
+        if morsel is not None and _same(unquote(morsel.value).encode("utf-8", "replace"), token):
+            return "cookie"
+    if scope["type"] == "websocket" or scope.get("method") in ("GET", "HEAD"):
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        for given in query.get(TOKEN_QUERY, []):
+            if _same(given.encode("utf-8", "replace"), token):
+                return "query"
+    return None
 
-    def __init__(self, app: ASGIApp, token: str, open_paths: Iterable[str] = ()) -> None:
-        self.app = app
-        self.token = token.encode("utf-8")
-        self.open_paths = frozenset(open_paths)
 
-    def _source(self, scope: dict[str, Any]) -> str | None:
-        """Where a valid token was found (``header``, ``cookie``, ``query``), or None."""
-        headers = dict(scope.get("headers") or [])
-        scheme, _, value = headers.get(b"authorization", b"").partition(b" ")
-        if scheme.lower() == b"bearer" and _same(value.strip(), self.token):
-            return "header"
-        cookie = headers.get(b"cookie")
-        if cookie:
-            try:
-                jar = SimpleCookie(cookie.decode("latin-1"))
-            except Exception:  # a malformed cookie header is no token
-                jar = SimpleCookie()
-            morsel = jar.get(TOKEN_COOKIE)
-            if morsel is not None and _same(unquote(morsel.value).encode("utf-8", "replace"), self.token):
-                return "cookie"
-        if scope["type"] == "websocket" or scope.get("method") in ("GET", "HEAD"):
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-            for given in query.get(TOKEN_QUERY, []):
-                if _same(given.encode("utf-8", "replace"), self.token):
-                    return "query"
-        return None
+async def require_token(connection: HTTPConnection, response: Response, token: Annotated[str, Depends(TOKEN)]) -> None:
+    """Refuse a request or WebSocket without the token; a page opened with ``?token=`` gets its
+    cookie (on answers the route builds from what it returns: the pages' HTML)."""
+    if not token:
+        return
+    expected = token.encode("utf-8")
+    scope = connection.scope
+    source = token_source(scope, expected)
+    if source is None:
+        _denials.warning(("denied", scope["type"]), "refused %s %s: missing or wrong token",
+                         scope.get("method", "WebSocket"), scope.get("path"))
+        if scope["type"] == "websocket":
+            raise WebSocketException(WS_UNAUTHORIZED)
+        raise HTTPException(401, DENIED, headers={"WWW-Authenticate": "Bearer"})
+    if source == "query" and scope["type"] == "http":
+        response.headers.append("set-cookie", f"{TOKEN_COOKIE}={quote(expected, safe='')}; HttpOnly; SameSite=Strict; Path=/")
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope.get("path") in self.open_paths:
-            await self.app(scope, receive, send)
-            return
-        source = self._source(scope)
-        if source is None:
-            _denials.warning(("denied", scope["type"]), "refused %s %s: missing or wrong token",
-                             scope.get("method", "WebSocket"), scope.get("path"))
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": WS_UNAUTHORIZED})
-                return
-            body = json.dumps({"detail": "missing or wrong token (Authorization: Bearer <token>, or ?token= on a page)"}).encode()
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        if source != "query" or scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        cookie = f"{TOKEN_COOKIE}={quote(self.token, safe='')}; HttpOnly; SameSite=Strict; Path=/".encode("ascii")
 
-        async def with_cookie(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), (b"set-cookie", cookie)]}
-            await send(message)
-
-        await self.app(scope, receive, with_cookie)
+TOKEN_REQUIRED: Final = Depends(require_token)
+"""The router dependency of every route but ``/health``."""

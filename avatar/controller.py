@@ -22,6 +22,24 @@ from avatar import gestures, visemes
 from avatar.buyer.book import goods_of, price_of
 from avatar.confirm_queue import SHUTDOWN, Answer, ConfirmQueue
 from avatar.display import AUDIO_PATH, DisplayHub
+from avatar.page_events import (
+    AttentionEvent,
+    BookedEvent,
+    CameraStateEvent,
+    ConfirmDoneEvent,
+    DisplayState,
+    GestureEvent,
+    LogEvent,
+    MessageEvent,
+    NotSpokenEvent,
+    RejectionEvent,
+    RoundEvent,
+    SpeakingBegin,
+    SpeakingEnd,
+    UtilityEvent,
+    VisemesEvent,
+    WordEvent,
+)
 from avatar.round_books import RoundBooks
 from avatar.round_state import RoundEvents, state_of
 from avatar.settings import AvatarSettings
@@ -269,22 +287,20 @@ class AvatarController:
         message_id = new_id()
         self.bus.publish(self.topics.agent_message(), AgentMessageSeen(source=self.source, message=body))
         text = prepare(message.text, self.settings.ssml_limits(message.speaker) if message.speaker in self.avatars else self.limits)
-        event = {
-            "type": "message",
-            "message_id": message_id,
-            "speaker": message.speaker,
-            "addressee": message.addressee,
-            "text": text.plain,
-            "bid": body.get("bid"),
-            "at": now_ms(),
-        }
+        event = MessageEvent(message_id=message_id, speaker=message.speaker, addressee=message.addressee, text=text.plain,
+                             bid=body.get("bid"), at=now_ms())
         if message.speaker == HUMAN:
-            self.hub.emit(event, lambda s: s.__setitem__("last_human", event))
+            shown = event.wire()
+
+            def keep_human(state: DisplayState) -> None:
+                state.last_human = shown
+
+            self.hub.emit(event, keep_human)
             return "displayed"
         self._keep_books(message, body, text.plain)
         if message.speaker not in self.avatars:
             log.warning("message from unknown speaker %r not spoken (avatars: %s)", message.speaker, self.avatars)
-            self.hub.emit({**event, "verdict": "unknown_speaker"})
+            self.hub.emit(event.model_copy(update={"verdict": "unknown_speaker"}))
             return "unknown_speaker"
         wanted = gestures.parse_field((message.model_extra or {}).get(gestures.GESTURE_FIELD))
         if wanted.unknown:
@@ -298,11 +314,11 @@ class AvatarController:
         if not text.plain and not text.spoken_words:  # words past the budget are still refused by R4 (one line)
             for name in wanted.names:
                 self._gesture(message.speaker, name, message_id)
-            self.hub.emit({**event, "verdict": "gesture_only"})
+            self.hub.emit(event.model_copy(update={"verdict": "gesture_only"}))
             return "gesture_only"
         request = SpeechRequest(message.speaker, text, message_id, wanted.names, stages={Stage.RECEIVED: received})
         verdict: Verdict = self.queue.submit(request)
-        self.hub.emit({**event, "verdict": verdict})
+        self.hub.emit(event.model_copy(update={"verdict": verdict}))
         return verdict
 
     def _keep_books(self, message: Message, body: dict[str, Any], plain: str) -> None:
@@ -321,8 +337,8 @@ class AvatarController:
                 deal = self.ledger.book_deal(rnd.key, message.speaker, goods, price or 0.0, plain, _message_key(body), now_ms())
                 if deal is not None:
                     log.info("round %s: the EO booked %s's deal: %s for %.2f", rnd.round_id, message.speaker, goods, deal.price)
-                    self.hub.emit({"type": "booked", "seller": deal.seller, "goods": deal.goods, "price": deal.price,
-                                   "prompt_id": deal.prompt_id, "at": deal.booked_ms})
+                    self.hub.emit(BookedEvent(seller=deal.seller, goods=deal.goods, price=deal.price, prompt_id=deal.prompt_id,
+                                              at=deal.booked_ms))
             else:
                 return
         except Exception as exc:  # a ledger that cannot be written is said; the message is still spoken
@@ -351,16 +367,17 @@ class AvatarController:
                 Speaking(source=self.source, avatar=avatar, state="begin", message_id=message_id, text=plain, at=at,
                          stages=dict(request.stages)),
             )
-            caption = {"avatar": avatar, "text": plain, "message_id": message_id, "at": at,
-                       "latency_ms": round(self.speaker.sink.latency_s * 1000)}
+            begin = SpeakingBegin(avatar=avatar, text=plain, message_id=message_id, at=at,
+                                  latency_ms=round(self.speaker.sink.latency_s * 1000))
             if stream_sink(self.speaker.sink) is not None:
-                caption["audio"] = f"{AUDIO_PATH}/{quote(utterance_name)}"  # the page plays it
+                begin.audio = f"{AUDIO_PATH}/{quote(utterance_name)}"  # the page plays it
+            caption = begin.payload()
 
-            def update(state: dict[str, Any]) -> None:
-                state["speaking"] = caption
-                state["captions"][avatar] = caption
+            def update(state: DisplayState) -> None:
+                state.speaking = caption
+                state.captions[avatar] = caption
 
-            self.hub.emit({"type": "speaking", "state": "begin", **caption}, update)
+            self.hub.emit(begin, update)
             for name in request.gestures:
                 self._gesture(avatar, name, message_id)
 
@@ -374,11 +391,10 @@ class AvatarController:
             if not shapes:
                 return
             mouth.extend(shapes)
-            self.hub.emit({"type": "visemes", "avatar": avatar, "message_id": message_id,
-                           "visemes": [list(shape) for shape in shapes]})
+            self.hub.emit(VisemesEvent(avatar=avatar, message_id=message_id, visemes=shapes))
 
         def on_word(event: SpeechEvent) -> None:
-            self.hub.emit({"type": "word", "avatar": avatar, "message_id": message_id, "word": event.name})
+            self.hub.emit(WordEvent(avatar=avatar, message_id=message_id, word=event.name))
 
         def on_end(result: SpokenUtterance) -> None:
             self._speaking = None
@@ -394,12 +410,11 @@ class AvatarController:
                          stages=dict(request.stages), cut=result.cancelled, visemes=list(mouth)),
             )
 
-            def update(state: dict[str, Any]) -> None:
-                if state["speaking"] and state["speaking"]["message_id"] == message_id:
-                    state["speaking"] = None
+            def update(state: DisplayState) -> None:
+                if state.speaking and state.speaking["message_id"] == message_id:
+                    state.speaking = None
 
-            self.hub.emit({"type": "speaking", "state": "end", "avatar": avatar, "message_id": message_id, "at": at,
-                           "cut": result.cancelled}, update)
+            self.hub.emit(SpeakingEnd(avatar=avatar, message_id=message_id, at=at, cut=result.cancelled), update)
 
         spoken = self.speaker.speak(
             request.text.ssml,
@@ -426,11 +441,11 @@ class AvatarController:
             self.topics.gesture(avatar),
             Gesture(source=self.source, avatar=avatar, name=name, at=at, message_id=message_id),
         )
-        self.hub.emit({"type": "gesture", "avatar": avatar, "name": name, "message_id": message_id, "at": at})
+        self.hub.emit(GestureEvent(avatar=avatar, name=name, message_id=message_id, at=at))
 
     def _dropped(self, request: SpeechRequest, reason: str) -> None:
         self.counters[f"not_spoken_{reason}"] += 1
-        self.hub.emit({"type": "not_spoken", "avatar": request.avatar, "message_id": request.message_id, "reason": reason})
+        self.hub.emit(NotSpokenEvent(avatar=request.avatar, message_id=request.message_id, reason=reason))
 
     # -- round life cycle ----------------------------------------------------------------------
     def refresh_round(self) -> None:
@@ -439,7 +454,11 @@ class AvatarController:
         state = self.round_state()
         self.bus.publish(self.topics.round_state(), state)
         view = state.model_dump(include=ROUND_VIEW)
-        self.hub.emit({"type": "round", **view, "now": now_ms()}, lambda kept: kept.__setitem__("round", view))
+
+        def keep(kept: DisplayState) -> None:
+            kept.round = view
+
+        self.hub.emit(RoundEvent(**view, now=now_ms()), keep)
         self.books.changed()
 
     def round_metadata(self, body: RoundMetadata) -> None:
@@ -461,7 +480,7 @@ class AvatarController:
     def set_utility(self, body: SetUtility) -> None:
         """The buyer's utility function: the buyer page shows what each good is worth."""
         log.info("utility for %s (round %s): %s", body.name, body.roundId, ", ".join(body.utility))
-        self.hub.emit({"type": "utility", "name": body.name, "roundId": body.roundId, "goods": list(body.utility)})
+        self.hub.emit(UtilityEvent(name=body.name, roundId=body.roundId, goods=list(body.utility)))
         rnd = self.rounds.round_of(body.roundId)
         self.ledger.set_utility(rnd.key, body.utility)
         self.books.changed()
@@ -488,23 +507,24 @@ class AvatarController:
         self._publish_verdict("rejection", False, rejection.rationale, rejection)
         log.info("the EO blocked %s's message (%s): %s", rejection.speaker, rejection.rationale, rejection.text[:80])
         text = prepare(rejection.text).plain
-        self.hub.emit({"type": "rejection", "speaker": rejection.speaker, "text": text, "rationale": rejection.rationale})
+        self.hub.emit(RejectionEvent(speaker=rejection.speaker, text=text, rationale=rejection.rationale))
         self._add_history(rejection.speaker, text, False, rejection.rationale)
 
     def _add_history(self, speaker: str, text: str, permitted: bool, rationale: str | None) -> None:
         """One line of the display's history. A blocked message the EO reports twice (its log
         and a rejection) is shown once."""
-        item = {"speaker": speaker, "text": text, "permitted": permitted, "rationale": rationale, "at": now_ms()}
+        event = LogEvent(speaker=speaker, text=text, permitted=permitted, rationale=rationale, at=now_ms())
+        item = event.payload()
         key = (speaker, text, permitted)
 
-        def update(state: dict[str, Any]) -> bool:
-            recent = state["log"][-HISTORY_DUPLICATE_WINDOW:]
+        def update(state: DisplayState) -> bool:
+            recent = state.log[-HISTORY_DUPLICATE_WINDOW:]
             if not permitted and any((i["speaker"], i["text"], i["permitted"]) == key for i in recent):
                 return False
-            state["log"] = [*state["log"], item][-DISPLAY_LOG_KEPT:]
+            state.log = [*state.log, item][-DISPLAY_LOG_KEPT:]
             return True
 
-        self.hub.emit({"type": "log", **item}, update)
+        self.hub.emit(event, update)
 
     def _publish_verdict(self, via: Literal["log", "rejection"], permitted: bool, rationale: str | None,
                          echoed: LogEntry | Rejection) -> None:
@@ -560,7 +580,7 @@ class AvatarController:
         (an answer also as the buyer page's notice)."""
         self._publish_pending()
         if answer is not None:
-            self.hub.emit({"type": "confirm_done", "id": answer.prompt_id, "accepted": answer.accepted, "by": answer.by})
+            self.hub.emit(ConfirmDoneEvent(id=answer.prompt_id, accepted=answer.accepted, by=answer.by))
         self.books.changed()
 
     def decide(self, confirm_id: str, accepted: bool, by: str) -> bool:
@@ -610,9 +630,19 @@ class AvatarController:
 
     def _on_camera_status(self, _topic: str, message: Status) -> None:
         """Whether gaze is available: the display says "no camera" rather than "nobody"."""
-        view = {"state": message.state, "detail": message.detail}
-        self.hub.emit({"type": "camera", **view}, lambda s: s.__setitem__("camera", view))
+        event = CameraStateEvent(state=message.state, detail=message.detail)
+        view = event.payload()
+
+        def keep(state: DisplayState) -> None:
+            state.camera = view
+
+        self.hub.emit(event, keep)
 
     def _on_attention(self, _topic: str, message: Attention) -> None:
-        view = {"target": message.target, "since": message.since}
-        self.hub.emit({"type": "attention", **view}, lambda s: s.__setitem__("attention", view))
+        event = AttentionEvent(target=message.target, since=message.since)
+        view = event.payload()
+
+        def keep(state: DisplayState) -> None:
+            state.attention = view
+
+        self.hub.emit(event, keep)

@@ -19,23 +19,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
-from avatar.buyer.book import STATE_KEY, buyer_view
+from avatar.buyer.book import buyer_view
 from avatar.confirm_queue import prompt_views
 from avatar.display import DisplayHub
+from avatar.page_events import BuyerEvent, ConfirmsEvent, DealsEvent, DisplayState
 from avatar.settings import AvatarSettings
 from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
-
-DEALS_KEY: Final = "deals"
-TOTALS_KEY: Final = "totals"
-CONFIRMS_KEY: Final = "confirms"
-"""The display hub's kept state (and the pages' event types): the round's booked deals, the EO's
-totals, the confirmations waiting (the first is the one asked)."""
 
 Listener = Callable[[RoundBook | None], None]
 
@@ -115,17 +110,23 @@ class RoundBooks:
         except Exception as exc:  # a ledger that cannot be read must never cost the EO an answer
             _notes.warning(("read", type(exc).__name__), "the round's books cannot be read: %s: %s", type(exc).__name__, exc)
             return None
-        buyer = buyer_view(book)
-        self.hub.emit({"type": STATE_KEY, **buyer}, lambda s: s.__setitem__(STATE_KEY, buyer))
-        deals = {"type": DEALS_KEY, "round_id": buyer["round_id"], DEALS_KEY: deal_views(book),
-                 TOTALS_KEY: book.round.totals if book is not None else None}
+        buyer = BuyerEvent(**buyer_view(book))
+        deals = DealsEvent(round_id=buyer.round_id, deals=deal_views(book), totals=book.round.totals if book is not None else None)
+        confirms = ConfirmsEvent(queue=self.prompts(book))
+        kept_buyer = buyer.payload()
 
-        def keep_deals(state: dict[str, Any]) -> None:
-            state[DEALS_KEY], state[TOTALS_KEY] = deals[DEALS_KEY], deals[TOTALS_KEY]
+        def keep_buyer(state: DisplayState) -> None:
+            state.buyer = kept_buyer
 
+        def keep_deals(state: DisplayState) -> None:
+            state.deals, state.totals = deals.deals, deals.totals
+
+        def keep_confirms(state: DisplayState) -> None:
+            state.confirms = confirms.queue
+
+        self.hub.emit(buyer, keep_buyer)
         self.hub.emit(deals, keep_deals)
-        queue = self.prompts(book)
-        self.hub.emit({"type": CONFIRMS_KEY, "queue": queue}, lambda s: s.__setitem__(CONFIRMS_KEY, queue))
+        self.hub.emit(confirms, keep_confirms)
         for listener in self._listeners:
             try:
                 listener(book)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from avatar.app import DISPLAY_PATH, create_app
+from avatar.app import PageSources, create_app
 from avatar.controller import AvatarController
+from avatar.display.routes import DISPLAY_PATH
 from orchestrator_client.serving import AppServer, ServerError
 from workers.runtime.logs import NOTICE
 from workers.runtime.parent import started_by_run
@@ -25,12 +26,13 @@ WS_PING_INTERVAL_S = 20
 
 
 class AvatarServer(AppServer):
-    """The controller's HTTP service on ``host:port`` (port 0: any free port)."""
+    """The controller's HTTP service on ``host:port`` (port 0: any free port); ``pages``: where
+    the buyer's page and the console read from (without it, neither is served)."""
 
-    def __init__(self, controller: AvatarController, host: str, port: int) -> None:
+    def __init__(self, controller: AvatarController, host: str, port: int, pages: PageSources | None = None) -> None:
         self.controller = controller
         super().__init__(
-            create_app(controller), host, port, "Avatar Controller",
+            create_app(controller, pages), host, port, "Avatar Controller",
             hint="choose another port with --port or [avatar] port", ws_ping_interval=WS_PING_INTERVAL_S,
         )
 

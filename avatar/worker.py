@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-from avatar.app import DISPLAY_WS_PATH
-from avatar.buyer.routes import BUYER_PATH, mount_buyer_page
+from avatar.app import PageSources
+from avatar.buyer.routes import BUYER_PATH
 from avatar.controller import AvatarController
-from avatar.operator import CONSOLE_PATH, mount_console
+from avatar.operator import CONSOLE_PATH
 from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker
@@ -54,13 +54,11 @@ class AvatarWorker(Worker):
             self.controller.eo_url = None  # no EO to hold the books against (said where the room needs one)
         try:
             self.controller.check()
-            self.server = AvatarServer(self.controller, self.settings.host, self.settings.port)
+            pages = PageSources(config, self.bus, lambda: self.bus.connected)
+            self.server = AvatarServer(self.controller, self.settings.host, self.settings.port, pages)
         except BaseException:
             speaker.close()  # a worker that cannot start leaves no speech process behind
             raise
-        if self.settings.display:
-            mount_console(self.server.app, config, self.bus, lambda: self.bus.connected, self.controller)
-            mount_buyer_page(self.server.app, config, self.controller, DISPLAY_WS_PATH)
 
     def serve(self) -> None:
         """Start the HTTP service, then say ``online`` (only now can the EO reach us)."""

@@ -237,7 +237,7 @@ def stand_ins_line(config: Config) -> str:
 
 def display_url(config: Config, path: str | None = None) -> str:
     """The address of a page of the Avatar Controller (the display page unless ``path``)."""
-    from avatar.app import DISPLAY_PATH
+    from avatar.display.routes import DISPLAY_PATH
     from avatar.settings import AvatarSettings
 
     avatar = config.section(AvatarSettings)

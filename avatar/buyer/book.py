@@ -23,10 +23,6 @@ from workers.runtime.logs import RateLimitedLog
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
 
-STATE_KEY = "buyer"
-"""Where the display hub keeps the book's view, and the type of its events."""
-
-
 def number(value: Any) -> float | None:
     """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -1,24 +1,29 @@
 """``/buyer``: the buyer's page, its files, and the two things it asks of the server - check an
 allocation, save it to the EO.
 
-Mounted on the Avatar Controller's app like the operator console: the same token rules as the
-display (``?token=`` on the page, then its cookie), the display hub's WebSocket as its live
-feed (the page answers confirmations on it), and the addresses filled into the page's HTML so
-no path is spelled in its script.
+Its router is one of the Avatar Controller's app, with the same token rules as the display
+(``?token=`` on the page, then its cookie); its live feed is the display hub's WebSocket (the
+page answers confirmations on it), and the addresses are filled into the page's HTML so no path
+is spelled in its script.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Annotated, Any, Final, Protocol
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from fastapi.staticfiles import StaticFiles
 
+from avatar.auth import TOKEN_REQUIRED
+from avatar.deps import StateKey
+from avatar.display.routes import DISPLAY_FEED_PATH
+from avatar.pages import add_files, fill_page
 from orchestrator_client.allocation import AllocationServiceError, check_allocation, save_allocation
-from orchestrator_client.http_edge import BodyRefused, parse_body
+from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url, resolve_utility_generator_url
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.ledger import RoomLedger, RoundBook
@@ -37,13 +42,6 @@ PAGE_FILE: Final = "buyer.html"
 SAVE_PHASES: Final = ("post",)
 """The EO scores the allocation it has at the end of the post-round phase; before it the goods
 may still change, after it the round is gone."""
-
-
-def _page(feed_path: str) -> str:
-    html = (STATIC_DIR / PAGE_FILE).read_text(encoding="utf-8")
-    for key, value in (("static", BUYER_STATIC_PATH), ("feed", feed_path), ("check", CHECK_PATH), ("save", SAVE_PATH)):
-        html = html.replace("{{" + key + "}}", value)
-    return html
 
 
 def _refused(reason: str, status: int = 422) -> JSONResponse:
@@ -75,76 +73,106 @@ class RoomBooks(Protocol):
     def round_state(self) -> RoundState: ...
 
 
-def mount_buyer_page(app: FastAPI, config: Config, controller: RoomBooks, feed_path: str) -> None:
-    """Add ``/buyer`` and its two actions to ``app``: both read the round's book from the
-    controller's ledger (what the EO booked), and a saved allocation is written to it."""
-    eo = config.section(OrchestratorSettings)
-    try:
-        utility_generator = resolve_utility_generator_url(eo)
-    except ServiceMapError as exc:
-        log.warning("the utility generator cannot be found (%s); allocations are rated by the suite's port of its rules", exc)
-        utility_generator = None
-    page = _page(feed_path)
+@dataclass(frozen=True)
+class BuyerDesk:
+    """What the page's actions need: the room's books, where the EO is, and the utility
+    generator that rates an allocation (None: the suite's port of its rules)."""
 
-    @app.get(BUYER_PATH, include_in_schema=False)
-    async def buyer_page() -> HTMLResponse:
-        return HTMLResponse(page)
+    room: RoomBooks
+    eo: OrchestratorSettings
+    utility_generator: str | None
 
-    app.mount(BUYER_STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="buyer")
-
-    async def read(request: Request) -> dict[str, Any] | JSONResponse:
+    @classmethod
+    def of(cls, config: Config, room: RoomBooks) -> BuyerDesk:
+        eo = config.section(OrchestratorSettings)
         try:
-            data = parse_body(await request.body())
-        except BodyRefused as exc:
-            return _refused(f"not a JSON body: {exc.detail}", 400)
-        products = _products(data)
-        if products is None:
-            return _refused("the body needs 'products': {cake: {quantity, supplement}, pancake: {...}}", 400)
-        return products
+            utility_generator = resolve_utility_generator_url(eo)
+        except ServiceMapError as exc:
+            log.warning("the utility generator cannot be found (%s); allocations are rated by the suite's port of its rules", exc)
+            utility_generator = None
+        return cls(room, eo, utility_generator)
 
-    async def checked(products: dict[str, Any]) -> dict[str, Any]:
-        book = controller.books.current()
+    async def checked(self, products: dict[str, Any]) -> dict[str, Any]:
+        """``products`` checked against what the EO booked this round, and rated."""
+        book = self.room.books.current()
         bought = book.bought() if book is not None else {}
-        result = await check_allocation(utility_generator, bought, products, book.round.utility if book is not None else None)
+        result = await check_allocation(self.utility_generator, bought, products, book.round.utility if book is not None else None)
         return {"ok": result.sufficient, "sufficient": result.sufficient, "rationale": result.rationale,
                 "shortfall": result.shortfall, "value": result.value, "rated_by": result.rated_by}
 
-    @app.post(CHECK_PATH, include_in_schema=False)
-    async def check(request: Request) -> JSONResponse:
-        products = await read(request)
-        if isinstance(products, JSONResponse):
-            return products
-        try:
-            return JSONResponse(await checked(products))
-        except (AllocationServiceError, ValueError) as exc:
-            _notes.warning(("check", type(exc).__name__), "checking an allocation failed: %s", exc)
-            return _refused(str(exc), 503 if isinstance(exc, AllocationServiceError) else 422)
 
-    @app.post(SAVE_PATH, include_in_schema=False)
-    async def save(request: Request) -> JSONResponse:
-        products = await read(request)
-        if isinstance(products, JSONResponse):
-            return products
-        state = controller.round_state()
-        if state.round_id is None or state.phase not in SAVE_PHASES:
-            when = "has not ended yet" if state.phase in ("warmup", "round") else "is over: the EO has scored the round"
-            return _refused(f"not saved: the negotiation {when}" if state.phase != "idle" else "not saved: no round is running", 409)
-        try:
-            result = await checked(products)
-            if not result["sufficient"]:
-                short = ", ".join(f"{amount:g} more {good}" for good, amount in result["shortfall"].items())
-                return _refused(f"not saved: it needs {short} than was bought", 422)
-            answer = await save_allocation(resolve_eo_url(eo), state.round_id, products)
-        except (AllocationServiceError, ServiceMapError, ValueError) as exc:
-            _notes.warning(("save", type(exc).__name__), "saving the allocation failed: %s", exc)
-            return _refused(f"not saved: {exc}", 503)
-        status = str(answer.get("status", ""))
-        if status.lower() != "acknowledged":
-            reason = answer.get("Reason") or answer.get("reason") or status or "no answer"
-            return _refused(f"not saved: the EO answered {reason}", 502)
-        current = controller.ledger.round_for(state.round_id)
-        if current is not None:
-            controller.ledger.save_allocation(current.key, products, result["value"])
-            controller.books.changed()
-        log.info("the buyer saved an allocation worth %s for round %s", result["value"], state.round_id)
-        return JSONResponse({**result, "ok": True, "saved": True, "eo": answer})
+DESK: Final = StateKey[BuyerDesk]("buyer_desk")
+DeskDep = Annotated[BuyerDesk, Depends(DESK)]
+
+router = APIRouter(route_class=StrictRoute, dependencies=[TOKEN_REQUIRED])
+"""The page, its files and its two actions: both read the round's book from the controller's
+ledger (what the EO booked), and a saved allocation is written to it."""
+
+
+@functools.cache
+def _page() -> str:
+    return fill_page(STATIC_DIR / PAGE_FILE, {"static": BUYER_STATIC_PATH, "feed": DISPLAY_FEED_PATH, "check": CHECK_PATH,
+                                              "save": SAVE_PATH})
+
+
+@router.get(BUYER_PATH, include_in_schema=False, response_class=HTMLResponse)
+async def buyer_page() -> str:
+    return _page()
+
+
+add_files(router, BUYER_STATIC_PATH, STATIC_DIR, "buyer")
+
+
+async def _read(request: Request) -> dict[str, Any] | JSONResponse:
+    """The page's ``products``, or the refusal to answer with."""
+    try:
+        data = parse_body(await request.body())
+    except BodyRefused as exc:
+        return _refused(f"not a JSON body: {exc.detail}", 400)
+    products = _products(data)
+    if products is None:
+        return _refused("the body needs 'products': {cake: {quantity, supplement}, pancake: {...}}", 400)
+    return products
+
+
+@router.post(CHECK_PATH, include_in_schema=False)
+async def check(request: Request, desk: DeskDep) -> JSONResponse:
+    products = await _read(request)
+    if isinstance(products, JSONResponse):
+        return products
+    try:
+        return JSONResponse(await desk.checked(products))
+    except (AllocationServiceError, ValueError) as exc:
+        _notes.warning(("check", type(exc).__name__), "checking an allocation failed: %s", exc)
+        return _refused(str(exc), 503 if isinstance(exc, AllocationServiceError) else 422)
+
+
+@router.post(SAVE_PATH, include_in_schema=False)
+async def save(request: Request, desk: DeskDep) -> JSONResponse:
+    products = await _read(request)
+    if isinstance(products, JSONResponse):
+        return products
+    room = desk.room
+    state = room.round_state()
+    if state.round_id is None or state.phase not in SAVE_PHASES:
+        when = "has not ended yet" if state.phase in ("warmup", "round") else "is over: the EO has scored the round"
+        return _refused(f"not saved: the negotiation {when}" if state.phase != "idle" else "not saved: no round is running", 409)
+    try:
+        result = await desk.checked(products)
+        if not result["sufficient"]:
+            short = ", ".join(f"{amount:g} more {good}" for good, amount in result["shortfall"].items())
+            return _refused(f"not saved: it needs {short} than was bought", 422)
+        answer = await save_allocation(resolve_eo_url(desk.eo), state.round_id, products)
+    except (AllocationServiceError, ServiceMapError, ValueError) as exc:
+        _notes.warning(("save", type(exc).__name__), "saving the allocation failed: %s", exc)
+        return _refused(f"not saved: {exc}", 503)
+    status = str(answer.get("status", ""))
+    if status.lower() != "acknowledged":
+        reason = answer.get("Reason") or answer.get("reason") or status or "no answer"
+        return _refused(f"not saved: the EO answered {reason}", 502)
+    current = room.ledger.round_for(state.round_id)
+    if current is not None:
+        room.ledger.save_allocation(current.key, products, result["value"])
+        room.books.changed()
+    log.info("the buyer saved an allocation worth %s for round %s", result["value"], state.round_id)
+    return JSONResponse({**result, "ok": True, "saved": True, "eo": answer})

@@ -1,25 +1,25 @@
-"""The display page's live feed: a WebSocket hub fed from any thread.
+"""The pages' live feeds: WebSocket hubs fed from any thread.
 
 Events come from three threads (HTTP handlers on the event loop, the speech thread, the MQTT
-network thread) and go to every open page. The hub keeps the current picture (round, who is
-speaking, captions, attention and whether the camera is up, pending confirmations, the round's
-deals and totals) so a page opened or reloaded mid-round
-shows the right state at once; after that it receives each event as it happens.
-A page that cannot keep up (queue full) is disconnected rather than slowing the others.
-Each event is serialised once, strictly: one that is not valid JSON (a ``NaN`` from anywhere)
-is dropped with a line rather than sent as text the page's ``JSON.parse`` throws away.
+network thread) and go to every open page. The display hub keeps the current picture (round, who
+is speaking, captions, attention and whether the camera is up, pending confirmations, the round's
+deals and totals) so a page opened or reloaded mid-round shows the right state at once; after
+that it receives each event as it happens. A page that cannot keep up (queue full) is
+disconnected rather than slowing the others. Each event is a model of :mod:`avatar.page_events`,
+serialised once, strictly: one that is not valid JSON (a ``NaN`` from anywhere) is dropped with a
+line rather than sent as text the page's ``JSON.parse`` throws away.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
+from avatar.page_events import DisplayEvent, DisplaySnapshot, DisplayState, PageEvent
 from orchestrator_client.http_edge import strict_dumps
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import PHASE_NAMES
@@ -29,35 +29,22 @@ _drops = RateLimitedLog(log)
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 CLIENT_QUEUE_MAX = 256
-SNAPSHOT = "snapshot"
 AUDIO_PATH = "/display-audio"
 """Where the page fetches an utterance's speech (``speaker = "browser"``): ``AUDIO_PATH/<name>``."""
 
+E = TypeVar("E", bound=PageEvent)
+StateUpdate = Callable[[DisplayState], bool | None]
+"""Applied to the display hub's kept state with an event; False: the event changes nothing."""
 
-class DisplayHub:
-    """Fan-out of display events to WebSocket clients, with the state a new client needs."""
 
-    def __init__(self, avatars: list[str], confirm_mode: str, looks: dict[str, str] | None = None) -> None:
-        """``looks``: the figure drawn for each avatar (``female``/``male``, from its voice)."""
+class EventHub(Generic[E]):
+    """Fan-out of one feed's events (``E``) to WebSocket clients, from any thread; a new client
+    gets :meth:`snapshot` first."""
+
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: set[asyncio.Queue[str | None]] = set()
-        self._state: dict[str, Any] = {
-            "avatars": list(avatars),
-            "looks": dict(looks or {}),
-            "confirm_mode": confirm_mode,
-            "round": None,
-            "attention": None,
-            "last_human": None,
-            "speaking": None,
-            "captions": {name: None for name in avatars},
-            "confirms": [],
-            "log": [],
-            "camera": None,
-            "deals": [],
-            "totals": None,
-            "phase_names": dict(PHASE_NAMES),
-        }
         self.sent = 0
 
     # -- loop binding ------------------------------------------------------------------------
@@ -69,26 +56,24 @@ class DisplayHub:
         for queue in list(self._clients):
             queue.put_nowait(None)
 
-    # -- state + events (any thread) ---------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        with self._lock:
-            return {"type": SNAPSHOT, **copy.deepcopy(self._state)}
+    # -- events (any thread) -----------------------------------------------------------------
+    def snapshot(self) -> PageEvent:
+        """The whole picture a new client gets first."""
+        raise NotImplementedError
 
     def snapshot_text(self) -> str:
         """The snapshot as the JSON text a new page gets first."""
-        text = _serialise(self.snapshot())
-        return text if text is not None else _serialise({"type": SNAPSHOT}) or "{}"
+        snapshot = self.snapshot()
+        text = _serialise(snapshot)
+        return text if text is not None else strict_dumps({"type": snapshot.event_type()})
 
-    def emit(self, event: dict[str, Any], update: Callable[[dict[str, Any]], bool | None] | None = None) -> None:
-        """Apply ``update`` to the kept state, then send ``event`` to every page (unless
-        ``update`` returns False: the state says the event changes nothing)."""
+    def emit(self, event: E) -> None:
+        """Send ``event`` to every page."""
         text = _serialise(event)
-        if text is None:
-            return
-        if update is not None:
-            with self._lock:
-                if update(self._state) is False:
-                    return
+        if text is not None:
+            self._send(text)
+
+    def _send(self, text: str) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -122,10 +107,51 @@ class DisplayHub:
         return len(self._clients)
 
 
-def _serialise(event: dict[str, Any]) -> str | None:
+class DisplayHub(EventHub[DisplayEvent]):
+    """The display's feed (the display page and the buyer's page), with the state a new client needs."""
+
+    def __init__(self, avatars: list[str], confirm_mode: str, looks: dict[str, str] | None = None) -> None:
+        """``looks``: the figure drawn for each avatar (``female``/``male``, from its voice)."""
+        super().__init__()
+        self._state = DisplayState(
+            avatars=list(avatars),
+            looks=dict(looks or {}),
+            confirm_mode=confirm_mode,
+            round=None,
+            attention=None,
+            last_human=None,
+            speaking=None,
+            captions={name: None for name in avatars},
+            confirms=[],
+            log=[],
+            camera=None,
+            deals=[],
+            totals=None,
+            phase_names=dict(PHASE_NAMES),
+        )
+
+    def snapshot(self) -> DisplaySnapshot:
+        with self._lock:
+            kept = self._state.model_dump(exclude_unset=True)  # fresh containers: a copy, taken under the lock
+        return DisplaySnapshot.model_validate(kept)
+
+    def emit(self, event: DisplayEvent, update: StateUpdate | None = None) -> None:
+        """Apply ``update`` to the kept state, then send ``event`` to every page (unless
+        ``update`` returns False: the state says the event changes nothing)."""
+        text = _serialise(event)
+        if text is None:
+            return
+        if update is not None:
+            with self._lock:
+                if update(self._state) is False:
+                    return
+        self._send(text)
+
+
+def _serialise(event: PageEvent) -> str | None:
     """Strict JSON text of ``event``, or None (logged) when it holds something JSON has not."""
     try:
-        return strict_dumps(event)
+        return strict_dumps(event.wire())
     except (TypeError, ValueError) as exc:
-        _drops.warning(("unserialisable", event.get("type")), "display event %r dropped: %s", event.get("type"), exc)
+        _drops.warning(("unserialisable", event.type), "display event %r dropped: %s", event.type, exc)
         return None

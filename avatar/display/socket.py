@@ -1,18 +1,19 @@
-"""One WebSocket feed of a :class:`~avatar.display.DisplayHub`: the display page and the
-operator console are both fed this way (the snapshot first, then every event)."""
+"""One WebSocket feed of an :class:`~avatar.display.EventHub`: the display page, the buyer's page
+and the operator console are all fed this way (the snapshot first, then every event)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
 
-from avatar.display import DisplayHub
+from avatar.display import EventHub
 
 
-async def serve_hub(websocket: WebSocket, hub: DisplayHub, on_text: Callable[[str], None] | None = None) -> None:
+async def serve_hub(websocket: WebSocket, hub: EventHub[Any], on_text: Callable[[str], None] | None = None) -> None:
     """Send ``hub``'s snapshot, then its events, until the page goes away (reading notices a
     closed page at once) or the hub closes; text the page sends goes to ``on_text``."""
     await websocket.accept()

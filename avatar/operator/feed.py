@@ -14,17 +14,30 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
-from avatar.display import SNAPSHOT, DisplayHub
-from avatar.operator.views import (
+from pydantic import BaseModel
+
+from avatar.display import EventHub
+from avatar.page_events import (
     TIMELINE,
-    UNDELIVERED_OUTCOMES,
     Alert,
+    AlertEvent,
     AlertKind,
     AlertLevel,
+    AttentionEvent,
+    AvatarSpeakingEvent,
+    CalibrationEvent,
+    CameraGeometryEvent,
+    ConsoleEvent,
+    ConsoleSnapshot,
+    DayEvent,
+    HeadposeEvent,
+    LinkEvent,
     PoseView,
+    RoundEvent,
+    StatusEvent,
+    UtteranceEvent,
     UtteranceView,
     WorkerView,
-    view,
 )
 from orchestrator_client.models import HUMAN
 from workers.runtime.messages import (
@@ -58,6 +71,13 @@ MISSED_REFRESHES: Final = 3
 """A worker that is not offline refreshes its status every ``refresh_s`` it states: this many
 missed refreshes and it is reported silent (hung, or cut off from the broker without its last
 will). A client that states none (the supervisor, a tool) is never reported silent."""
+UNDELIVERED_OUTCOMES: Final = {"undelivered": "undelivered", "failed": "undelivered", "maybe_delivered": "maybe_delivered"}
+"""An utterance outcome that raises an alert -> the alert's kind (``blocked`` has its own)."""
+
+
+def view(model: BaseModel) -> dict[str, Any]:
+    """A kept view as the console's snapshot carries it."""
+    return model.model_dump(mode="json")
 
 
 class Subscriber(Protocol):
@@ -68,16 +88,16 @@ class Subscriber(Protocol):
     def subscribe(self, topic: Topic, model: Any, handler: Any) -> None: ...
 
 
-class FeedHub(DisplayHub):
-    """The display page's hub (thread-safe fan-out, slow pages dropped), serving a snapshot
-    that ``view`` builds instead of the display's own state."""
+class FeedHub(EventHub[ConsoleEvent]):
+    """The console's feed (thread-safe fan-out, slow pages dropped, as the display's), whose
+    snapshot ``view_of`` builds from the feed's own picture."""
 
     def __init__(self, view_of: Callable[[], dict[str, Any]]) -> None:
-        super().__init__([], "auto")
+        super().__init__()
         self._view_of = view_of
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"type": SNAPSHOT, **self._view_of(), "now": now_ms()}
+    def snapshot(self) -> ConsoleSnapshot:
+        return ConsoleSnapshot(**self._view_of(), now=now_ms())
 
 
 class OperatorFeed:
@@ -149,7 +169,7 @@ class OperatorFeed:
             self._workers[status.worker] = worker  # last heard of: last in the dict
             while len(self._workers) > WORKERS_KEPT:
                 del self._workers[next(iter(self._workers))]
-        self.hub.emit({"type": "status", **view(worker)})
+        self.hub.emit(StatusEvent(**view(worker)))
         changed = before is None or before.state != status.state or before.detail != status.detail
         if changed and status.state == "offline":
             self._alert("worker_offline", "error", f"{status.worker} is offline ({status.detail or 'no reason given'}); "
@@ -161,7 +181,7 @@ class OperatorFeed:
         round_view = state.model_dump(include={"round_id", "phase", "durations", "phase_started", "phase_deadline"})
         with self._lock:
             self._round = round_view
-        self.hub.emit({"type": "round", **round_view, "now": now_ms()})
+        self.hub.emit(RoundEvent(**round_view, now=now_ms()))
 
     def on_calibration(self, _topic: str, message: Calibration) -> None:
         """The calibration's progress; once done, the head-pose plot shows the new targets."""
@@ -172,16 +192,16 @@ class OperatorFeed:
                 self._camera = {**self._camera, "targets": message.targets,
                                 "tolerance_deg": message.tolerance_deg or self._camera["tolerance_deg"]}
             camera = dict(self._camera)
-        self.hub.emit({"type": "calibration", **state, "now": now_ms()})
+        self.hub.emit(CalibrationEvent(**state, now=now_ms()))
         if message.state == "done":
-            self.hub.emit({"type": "camera", **camera})
+            self.hub.emit(CameraGeometryEvent(**camera))
 
     def on_geometry(self, _topic: str, message: CameraGeometry) -> None:
         """The directions the camera worker uses: the head-pose plot draws them."""
         with self._lock:
             self._camera = {**self._camera, **message.model_dump(include={"targets", "tolerance_deg", "hysteresis_deg"})}
             camera = dict(self._camera)
-        self.hub.emit({"type": "camera", **camera})
+        self.hub.emit(CameraGeometryEvent(**camera))
 
     def camera_unavailable(self) -> str | None:
         """Why the camera worker cannot calibrate now (None: it is online and heard of)."""
@@ -195,16 +215,16 @@ class OperatorFeed:
         return None
 
     def on_attention(self, _topic: str, attention: Attention) -> None:
-        attention_view = {"target": attention.target, "since": attention.since}
+        event = AttentionEvent(target=attention.target, since=attention.since)
         with self._lock:
-            self._attention = attention_view
-        self.hub.emit({"type": "attention", **attention_view})
+            self._attention = event.payload()
+        self.hub.emit(event)
 
     def on_headpose(self, _topic: str, pose: HeadPose) -> None:
         pose_view = PoseView.of(pose)
         with self._lock:
             self._poses.append(pose_view)
-        self.hub.emit({"type": "headpose", **view(pose_view)})
+        self.hub.emit(HeadposeEvent(**view(pose_view)))
 
     def on_final(self, _topic: str, transcript: Transcript) -> None:
         with self._lock:
@@ -218,7 +238,7 @@ class OperatorFeed:
             engines = [self._engines[i] for i in ids if isinstance(i, str) and i in self._engines] if isinstance(ids, list) else []
             utterance = UtteranceView.of(message, engine=", ".join(dict.fromkeys(engines)))
             self._utterances.append(utterance)
-        self.hub.emit({"type": "utterance", **view(utterance)})
+        self.hub.emit(UtteranceEvent(**view(utterance)))
         said = f"“{utterance.text[:80]}”"
         if message.outcome == "blocked":
             self._alert("blocked", "warning", f"the EO blocked the buyer's {said}: {message.reason or 'no reason given'}")
@@ -239,9 +259,9 @@ class OperatorFeed:
                 if linked is not None:
                     linked.add_reply(speaking)
                     linked = linked.model_copy(deep=True)
-        self.hub.emit({"type": "speaking", "avatar": speaking.avatar, "state": speaking.state})
+        self.hub.emit(AvatarSpeakingEvent(avatar=speaking.avatar, state=speaking.state))
         if linked is not None:
-            self.hub.emit({"type": "utterance", **view(linked)})
+            self.hub.emit(UtteranceEvent(**view(linked)))
 
     def on_verdict(self, _topic: str, verdict: EOVerdict) -> None:
         """An agent's blocked message (the buyer's own come as a ``blocked`` outcome, with the
@@ -262,7 +282,7 @@ class OperatorFeed:
                 worker.silent = True
             views = [view(w) for w in gone]
         for worker_view in views:
-            self.hub.emit({"type": "status", **worker_view})
+            self.hub.emit(StatusEvent(**worker_view))
             self._alert("worker_silent", "warning", f"{worker_view['worker']} has not been heard of for "
                                                     f"{(now - worker_view['seen']) // 1000} s (last state {worker_view['state']})")
 
@@ -270,7 +290,7 @@ class OperatorFeed:
         """The day's rounds, per buyer and seller (:class:`~avatar.operator.day.DayBook`)."""
         with self._lock:
             self._day = summary
-        self.hub.emit({"type": "day", **summary})
+        self.hub.emit(DayEvent(**summary))
 
     # -- links (event loop) ----------------------------------------------------------------------
     def set_link(self, name: str, **values: Any) -> None:
@@ -281,7 +301,7 @@ class OperatorFeed:
                 return
             link.update(values)
             current = dict(link)
-        self.hub.emit({"type": "link", "name": name, **current})
+        self.hub.emit(LinkEvent(name=name, **current))
 
     def books_alert(self, kind: str, text: str) -> None:
         """What the controller says about the round's books (they differ from the EO's; a round
@@ -292,4 +312,4 @@ class OperatorFeed:
         alert = Alert(kind=kind, level=level, text=text)
         with self._lock:
             self._alerts.append(alert)
-        self.hub.emit({"type": "alert", **view(alert)})
+        self.hub.emit(AlertEvent(**view(alert)))

@@ -1,33 +1,37 @@
-"""``/operator``: the console page, its files and its live feed, added to the Avatar Controller's app.
+"""``/operator``: the console page, its files, its live feed and the operator's actions.
 
-Added to an app that already exists, so the controller's own routes stay as they are: the
-token guard in front of the whole app covers these routes too (the same rules as the display:
-``?token=`` on the page, then its cookie). The feed is a WebSocket like the display's. The
-page learns the feed's and files' addresses from the HTML this module serves, so no path is
-spelled in the page's script.
+Its router is one of the Avatar Controller's app, behind the same token rules as the display
+(``?token=`` on the page, then its cookie); what it reads is the app's :class:`Console`, and its
+lifespan runs the console's side of the room (the feed's hub, the links it watches). The feed is
+a WebSocket like the display's. The page learns the feed's and files' addresses from the HTML
+this module serves, so no path is spelled in the page's script.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Annotated, Any, Final, Protocol
 
 import httpx
-from fastapi import FastAPI, Request, WebSocket
+from fastapi import APIRouter, Depends, FastAPI, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from fastapi.staticfiles import StaticFiles
 
+from avatar.auth import TOKEN_REQUIRED
 from avatar.controller import AvatarController
+from avatar.deps import StateKey
 from avatar.display.socket import serve_hub
 from avatar.operator.day import DAY_DIR, DayBook, clean_buyer
 from avatar.operator.feed import OperatorFeed, Subscriber
+from avatar.pages import add_files, fill_page
 from orchestrator_client import endpoints as ep
-from orchestrator_client.http_edge import BodyRefused, parse_body
+from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
 from orchestrator_client.wiring import eo_probe_url
 from workers.runtime.config import Config, OrchestratorSettings
@@ -55,16 +59,6 @@ LINK_POLL_S: Final = 0.5
 EO_PROBE_INTERVAL_S: Final = 5.0
 """How often the EO is asked whether it answers, and only while a console is open."""
 EO_PROBE_TIMEOUT_S: Final = 2.0
-
-
-def _page() -> str:
-    """The console's HTML with the addresses of its files and feed filled in."""
-    html = (STATIC_DIR / PAGE_FILE).read_text(encoding="utf-8")
-    for key, value in (("static", CONSOLE_STATIC_PATH), ("feed", CONSOLE_FEED_PATH), ("next", NEXT_ROUND_PATH),
-                       ("end", END_ROUND_PATH), ("buyer", BUYER_PATH), ("day_json", DAY_JSON_PATH), ("day_csv", DAY_CSV_PATH),
-                       ("calibrate", CALIBRATE_PATH)):
-        html = html.replace("{{" + key + "}}", value)
-    return html
 
 
 async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool], eo_url: str | None) -> None:
@@ -153,123 +147,165 @@ class ConsoleBus(Subscriber, Protocol):
     def publish(self, topic: Topic, message: Envelope) -> None: ...
 
 
-def mount_console(app: FastAPI, config: Config, bus: ConsoleBus, broker_connected: Callable[[], bool],
-                  controller: AvatarController) -> OperatorFeed:
-    """Add the console to ``app`` and subscribe its feed on ``bus`` (before the bus starts,
-    so retained statuses arrive with the first connection). The day's rounds come from the
-    controller's ledger (:class:`DayBook`); the buyer named here is written there and rides on
-    the round state, for whoever files things per round."""
-    feed = OperatorFeed(bus)
-    try:
-        eo_url: str | None = resolve_eo_url(config.section(OrchestratorSettings))
-        feed.set_link("eo", url=eo_url)
-    except ServiceMapError as exc:
-        eo_url = None
-        feed.set_link("eo", reachable=False, detail=str(exc))
+@dataclass(frozen=True)
+class Console:
+    """The console's side of the room: its feed of the bus, the day book, the EO whose rounds it
+    drives (None: none configured), the bus it publishes on and the controller that keeps the
+    buyer's name."""
 
-    day = DayBook(controller.ledger, config.core.data_dir / DAY_DIR)
-    def day_changed(_book: object) -> None:
-        summary, changed = day.export()
-        if changed:
-            feed.set_day(summary)
+    feed: OperatorFeed
+    day: DayBook
+    eo_url: str | None
+    bus: ConsoleBus
+    broker_connected: Callable[[], bool]
+    controller: AvatarController
 
-    controller.books.listen(day_changed)
-    controller.alert_listeners.append(feed.books_alert)
-    feed.on_undelivered = controller.undelivered
-    feed.set_day(day.export()[0])
+    @classmethod
+    def open(cls, config: Config, bus: ConsoleBus, broker_connected: Callable[[], bool], controller: AvatarController) -> Console:
+        """Subscribe the console's feed on ``bus`` (before the bus starts, so retained statuses
+        arrive with the first connection). The day's rounds come from the controller's ledger
+        (:class:`DayBook`); the buyer named here is written there and rides on the round state,
+        for whoever files things per round."""
+        feed = OperatorFeed(bus)
+        try:
+            eo_url: str | None = resolve_eo_url(config.section(OrchestratorSettings))
+            feed.set_link("eo", url=eo_url)
+        except ServiceMapError as exc:
+            eo_url = None
+            feed.set_link("eo", reachable=False, detail=str(exc))
+        day = DayBook(controller.ledger, config.core.data_dir / DAY_DIR)
 
-    def name_buyer(name: Any, running: bool) -> str:
+        def day_changed(_book: object) -> None:
+            summary, changed = day.export()
+            if changed:
+                feed.set_day(summary)
+
+        controller.books.listen(day_changed)
+        controller.alert_listeners.append(feed.books_alert)
+        feed.on_undelivered = controller.undelivered
+        feed.set_day(day.export()[0])
+        return cls(feed, day, eo_url, bus, broker_connected, controller)
+
+    def name_buyer(self, name: Any, running: bool) -> str:
         """The buyer of the next rounds (and of the running one when ``running``), in the ledger."""
         label = clean_buyer(name)
-        controller.name_buyer(label, running)
+        self.controller.name_buyer(label, running)
         return label
 
-    inner = app.router.lifespan_context
 
-    @contextlib.asynccontextmanager
-    async def lifespan(owner: FastAPI) -> AsyncIterator[Any]:
-        async with inner(owner) as state:
-            feed.hub.attach(asyncio.get_running_loop())
-            watcher = asyncio.create_task(_watch_links(feed, broker_connected, eo_url))
-            try:
-                yield state
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-                feed.hub.detach()
+CONSOLE: Final = StateKey[Console]("console")
+ConsoleDep = Annotated[Console, Depends(CONSOLE)]
 
-    app.router.lifespan_context = lifespan
-    page = _page()
 
-    @app.get(CONSOLE_PATH, include_in_schema=False)
-    async def console_page() -> HTMLResponse:
-        return HTMLResponse(page)
+async def _feed(console: ConsoleDep) -> OperatorFeed:
+    return console.feed
 
-    app.mount(CONSOLE_STATIC_PATH, StaticFiles(directory=STATIC_DIR), name="operator")
 
-    @app.websocket(CONSOLE_FEED_PATH)
-    async def console_feed(websocket: WebSocket) -> None:
-        await serve_hub(websocket, feed.hub)  # the console sends nothing
+FeedDep = Annotated[OperatorFeed, Depends(_feed)]
 
-    @app.post(NEXT_ROUND_PATH, include_in_schema=False)
-    async def next_round(request: Request) -> JSONResponse:
-        """The operator's Next round (with the stand-in EO): the next round with these durations,
-        for the buyer named (the day book files the round under that name)."""
-        try:
-            data = parse_body(await request.body())
-        except BodyRefused as exc:
-            return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
-        if isinstance(data, dict) and "buyer" in data:
-            name_buyer(data["buyer"], running=False)
-        durations = _durations(data)
-        if durations is None:
-            return JSONResponse({"ok": False, "reason": "durations are seconds: warmUp, round (above 0), post"}, status_code=422)
-        answer = await _round_control(eo_url, ep.NEXT_ROUND, {"durations": durations} if durations else {})
-        log.info("the operator started the next round: %s", answer.body.decode()[:200])
-        return answer
 
-    @app.post(BUYER_PATH, include_in_schema=False)
-    async def set_buyer(request: Request) -> JSONResponse:
-        """The buyer of the next round, and of the running one (with the platform's EO, whose
-        rounds start there, the operator names the buyer of the round in progress)."""
-        try:
-            data = parse_body(await request.body())
-        except BodyRefused as exc:
-            return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
-        if not isinstance(data, dict) or not isinstance(data.get("buyer"), str):
-            return JSONResponse({"ok": False, "reason": 'the body is {"buyer": "name"}'}, status_code=422)
-        label = name_buyer(data["buyer"], running=True)
-        return JSONResponse({"ok": True, "buyer": label})
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """While the app serves: the feed's hub on the event loop, and the links watched."""
+    console = CONSOLE.of(app)
+    console.feed.hub.attach(asyncio.get_running_loop())
+    watcher = asyncio.create_task(_watch_links(console.feed, console.broker_connected, console.eo_url))
+    try:
+        yield
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        console.feed.hub.detach()
 
-    @app.get(DAY_JSON_PATH, include_in_schema=False)
-    async def day_json() -> JSONResponse:
-        """The day as in its exported file: per round, buyer and seller, and every round whole."""
-        return JSONResponse({**day.summary(), "detail": day.detail()})
 
-    @app.get(DAY_CSV_PATH, include_in_schema=False)
-    async def day_csv() -> Response:
-        return Response(day.csv_text(), media_type="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="humaine-day-{day.date}.csv"'})
+router = APIRouter(route_class=StrictRoute, dependencies=[TOKEN_REQUIRED], lifespan=_lifespan)
 
-    @app.post(CALIBRATE_PATH, include_in_schema=False)
-    async def calibrate() -> JSONResponse:
-        """The operator's Calibrate (a new buyer in the seat): the camera worker, which holds the
-        webcam, measures each avatar's direction; its progress reaches the consoles on the feed."""
-        why_not = feed.camera_unavailable()
-        if why_not is not None:
-            return JSONResponse({"ok": False, "reason": why_not}, status_code=409)
-        request = Calibration(source=CONSOLE_SOURCE, state="requested")
-        bus.publish(feed.topics.camera_calibration(), request)
-        feed.on_calibration("", request)
-        log.info("the operator asked the camera worker to calibrate")
-        return JSONResponse({"ok": True, "calibration": "requested", "request_id": request.id})
 
-    @app.post(END_ROUND_PATH, include_in_schema=False)
-    async def end_round() -> JSONResponse:
-        """The operator's End round (with the stand-in EO): the current phase ends now."""
-        current = feed.view()["round"] or {}
-        body = {"roundId": current["round_id"]} if current.get("round_id") is not None else {}
-        return await _round_control(eo_url, ep.END_ROUND, body)
+@functools.cache
+def _page() -> str:
+    """The console's HTML with the addresses of its files, feed and actions filled in."""
+    return fill_page(STATIC_DIR / PAGE_FILE, {
+        "static": CONSOLE_STATIC_PATH, "feed": CONSOLE_FEED_PATH, "next": NEXT_ROUND_PATH, "end": END_ROUND_PATH,
+        "buyer": BUYER_PATH, "day_json": DAY_JSON_PATH, "day_csv": DAY_CSV_PATH, "calibrate": CALIBRATE_PATH})
 
-    return feed
+
+@router.get(CONSOLE_PATH, include_in_schema=False, response_class=HTMLResponse)
+async def console_page() -> str:
+    return _page()
+
+
+add_files(router, CONSOLE_STATIC_PATH, STATIC_DIR, "operator")
+
+
+@router.websocket(CONSOLE_FEED_PATH)
+async def console_feed(websocket: WebSocket, feed: FeedDep) -> None:
+    await serve_hub(websocket, feed.hub)  # the console sends nothing
+
+
+@router.post(NEXT_ROUND_PATH, include_in_schema=False)
+async def next_round(request: Request, console: ConsoleDep) -> JSONResponse:
+    """The operator's Next round (with the stand-in EO): the next round with these durations,
+    for the buyer named (the day book files the round under that name)."""
+    try:
+        data = parse_body(await request.body())
+    except BodyRefused as exc:
+        return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
+    if isinstance(data, dict) and "buyer" in data:
+        console.name_buyer(data["buyer"], running=False)
+    durations = _durations(data)
+    if durations is None:
+        return JSONResponse({"ok": False, "reason": "durations are seconds: warmUp, round (above 0), post"}, status_code=422)
+    answer = await _round_control(console.eo_url, ep.NEXT_ROUND, {"durations": durations} if durations else {})
+    log.info("the operator started the next round: %s", answer.body.decode()[:200])
+    return answer
+
+
+@router.post(BUYER_PATH, include_in_schema=False)
+async def set_buyer(request: Request, console: ConsoleDep) -> JSONResponse:
+    """The buyer of the next round, and of the running one (with the platform's EO, whose
+    rounds start there, the operator names the buyer of the round in progress)."""
+    try:
+        data = parse_body(await request.body())
+    except BodyRefused as exc:
+        return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
+    if not isinstance(data, dict) or not isinstance(data.get("buyer"), str):
+        return JSONResponse({"ok": False, "reason": 'the body is {"buyer": "name"}'}, status_code=422)
+    label = console.name_buyer(data["buyer"], running=True)
+    return JSONResponse({"ok": True, "buyer": label})
+
+
+@router.get(DAY_JSON_PATH, include_in_schema=False)
+async def day_json(console: ConsoleDep) -> JSONResponse:
+    """The day as in its exported file: per round, buyer and seller, and every round whole."""
+    return JSONResponse({**console.day.summary(), "detail": console.day.detail()})
+
+
+@router.get(DAY_CSV_PATH, include_in_schema=False)
+async def day_csv(console: ConsoleDep) -> Response:
+    day = console.day
+    return Response(day.csv_text(), media_type="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="humaine-day-{day.date}.csv"'})
+
+
+@router.post(CALIBRATE_PATH, include_in_schema=False)
+async def calibrate(console: ConsoleDep) -> JSONResponse:
+    """The operator's Calibrate (a new buyer in the seat): the camera worker, which holds the
+    webcam, measures each avatar's direction; its progress reaches the consoles on the feed."""
+    feed = console.feed
+    why_not = feed.camera_unavailable()
+    if why_not is not None:
+        return JSONResponse({"ok": False, "reason": why_not}, status_code=409)
+    request = Calibration(source=CONSOLE_SOURCE, state="requested")
+    console.bus.publish(feed.topics.camera_calibration(), request)
+    feed.on_calibration("", request)
+    log.info("the operator asked the camera worker to calibrate")
+    return JSONResponse({"ok": True, "calibration": "requested", "request_id": request.id})
+
+
+@router.post(END_ROUND_PATH, include_in_schema=False)
+async def end_round(console: ConsoleDep) -> JSONResponse:
+    """The operator's End round (with the stand-in EO): the current phase ends now."""
+    current = console.feed.view()["round"] or {}
+    body = {"roundId": current["round_id"]} if current.get("round_id") is not None else {}
+    return await _round_control(console.eo_url, ep.END_ROUND, body)

@@ -18,6 +18,7 @@
     rest: [13, 1.5], closed: [14, 0.6], fv: [12, 3], th: [12, 4], cons: [12, 4.5], ch: [9, 6],
     aa: [14, 13], e: [15, 8.5], ee: [17, 5], o: [10, 11], u: [7, 7],
   };
+  const FEED = document.body.dataset.feed;  // the server writes the feed's address into the page
   const params = new URLSearchParams(location.search);
   const token = params.get("token");
   const stage = document.getElementById("stage");
@@ -474,7 +475,7 @@
   };
 
   function connect() {
-    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws" + (token ? "?token=" + encodeURIComponent(token) : "");
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + FEED + (token ? "?token=" + encodeURIComponent(token) : "");
     socket = new WebSocket(url);
     socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; };
     socket.onmessage = (ev) => {

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect as ws_connect
 
+from avatar.display.routes import DISPLAY_FEED_PATH
 from avatar.harness import LocalAvatar, Observer, utterance
 from avatar.settings import AvatarSettings
 from orchestrator_client import endpoints as ep
@@ -185,7 +186,7 @@ def test_the_stand_in_eo_sends_the_avatar_its_token(start_avatar: AvatarRunner, 
 
 def test_a_token_guards_every_route_but_health(start_avatar: AvatarRunner) -> None:
     local, _ = start_avatar(**{"avatar.token": "s3cret"})
-    ws_url = local.url.replace("http://", "ws://") + "/ws"
+    ws_url = local.url.replace("http://", "ws://") + DISPLAY_FEED_PATH
     guarded_gets = ("/openapi.json", "/docs", "/redoc", "/", "/display/display.js", "/display/display.css")
     with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for path in guarded_gets:
@@ -240,7 +241,7 @@ def next_asked(ws: Any) -> dict[str, Any]:
 def test_operator_confirms_or_declines_on_the_display(start_avatar: AvatarRunner) -> None:
     local, _ = start_avatar(**{"avatar.confirm_accept": "operator", "avatar.confirm_timeout_s": 1.0,
                                "avatar.confirm_timeout_answer": "acknowledged"})
-    ws_url = local.url.replace("http://", "ws://") + "/ws"
+    ws_url = local.url.replace("http://", "ws://") + DISPLAY_FEED_PATH
     with ws_connect(ws_url) as ws:
         assert json.loads(ws.recv(timeout=HTTP_TIMEOUT))["type"] == "snapshot"
         for accept, expected in ((True, {"status": "acknowledged"}), (False, {"status": "rejected"})):

@@ -24,7 +24,6 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.feed import ALERTS_KEPT, MISSED_REFRESHES, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
 from orchestrator_client import endpoints as ep
-from orchestrator_client.http_edge import strict_dumps
 from tests.support.avatar import AvatarRunner
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,
@@ -159,7 +158,7 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
     view = feed.view()
     assert len(view["utterances"]) == UTTERANCES_KEPT and view["utterances"][-1]["text"] == f"n{3 * UTTERANCES_KEPT - 1}"
     assert len(view["alerts"]) == ALERTS_KEPT and len(view["poses"]) < 3 * UTTERANCES_KEPT
-    assert json.loads(strict_dumps(feed.hub.snapshot()))["type"] == "snapshot"
+    assert json.loads(feed.hub.snapshot_text())["type"] == "snapshot"
 
 
 # -- the page, fed by the real suite ------------------------------------------------------------------

@@ -1,0 +1,36 @@
+"""What the three pages (display, buyer, operator console) share on the server: their HTML with
+the addresses filled in, and their files served behind the token.
+
+A page's script spells no path: the server writes each address into the page's HTML (a
+``data-*`` attribute on ``<body>``, ``{{feed}}`` in the source) and the script reads it there.
+The files are routes of the resource's router rather than a mount, because a router's
+dependencies (the token) do not reach into a mounted app.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from fastapi import APIRouter, Request, Response
+from fastapi.staticfiles import StaticFiles
+
+
+def fill_page(page: Path, addresses: Mapping[str, str]) -> str:
+    """``page``'s HTML with each ``{{key}}`` replaced by its address."""
+    html = page.read_text(encoding="utf-8")
+    for key, value in addresses.items():
+        html = html.replace("{{" + key + "}}", value)
+    return html
+
+
+def add_files(router: APIRouter, path: str, directory: Path, name: str) -> None:
+    """Serve ``directory``'s files at ``path/<file>`` on ``router`` (GET and HEAD; Starlette's
+    :class:`StaticFiles` answers: conditional requests, 404, nothing outside the directory)."""
+    files = StaticFiles(directory=directory)
+
+    async def page_file(file: str, request: Request) -> Response:
+        return await files.get_response(os.path.normpath(os.path.join(*file.split("/"))), request.scope)
+
+    router.add_api_route(f"{path}/{{file:path}}", page_file, methods=["GET", "HEAD"], include_in_schema=False, name=name)
