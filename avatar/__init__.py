@@ -1,1 +1,1 @@
-"""The Avatar Controller: the EO's human-side service that makes Celia and Watson speak and gesture."""
+"""The Avatar Controller: the EO's human-side service that makes the avatars speak and gesture."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +22,7 @@ from tests.support.helpers import CLI, MosquittoBroker, free_port, suite_config,
 from tests.support.paths import ROOT
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.data_dir import fallback_dir
 from workers.runtime.messages import AgentMessageSeen
 from workers.runtime.worker import EXIT_UNAVAILABLE
 
@@ -142,7 +145,7 @@ def test_hostile_replies_are_dropped_in_rate_limited_lines(
         assert printer.alive
         long_lines = [line for line in shown if len(line) > 1000]
         assert not long_lines
-        assert 'Watson → buyer: "12 eggs?"  [SellOffer: 12 eggs for 9.5 USD]' in shown
+        assert 'Watson → buyer: "12 eggs?"  [SellOffer: 12 eggs for $9.50]' in shown
         problems = [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert not any(r.exc_info for r in caplog.records)
         assert len(problems) <= 3, [r.getMessage()[:100] for r in problems]
@@ -157,9 +160,11 @@ def _run(config: Path, cwd: Path, *flags: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=cwd, env=ENV)
 
 
-def test_a_read_only_data_dir_without_a_broker_is_one_line(tmp_path: Path) -> None:
-    """No broker answers, and the one ``run`` starts cannot keep its store in ``data_dir``: one
-    line and status 3, not a traceback and status 1."""
+def test_a_read_only_data_dir_without_a_broker_is_one_line_and_the_room_runs(tmp_path: Path) -> None:
+    """No broker answers, and ``data_dir`` is a read-only disk, so neither the broker ``run``
+    starts nor the room can keep anything there: one line names the temporary folder the room
+    uses instead, the broker starts with its store there, and the room stops cleanly (it used
+    to be status 3: a room that cannot start)."""
     data = tmp_path / "data"
     data.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(data)], capture_output=True)
@@ -167,17 +172,29 @@ def test_a_read_only_data_dir_without_a_broker_is_one_line(tmp_path: Path) -> No
         data.rmdir()
         data.write_text("not a directory")
     try:
-        config = suite_config(tmp_path, free_port())
-        result = subprocess.run([*CLI, "run", "--config", str(config), "--only", "transcript", "--set",
-                                 'eo.url="http://127.0.0.1:9"'], capture_output=True, text=True, timeout=60,
-                                cwd=tmp_path, stdin=subprocess.DEVNULL, env=ENV)
+        port = free_port()
+        config = suite_config(tmp_path, port)
+        suite = subprocess.Popen([*CLI, "run", "--config", str(config), "--only", "transcript", "--set",
+                                  'eo.url="http://127.0.0.1:9"'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 cwd=tmp_path, stdin=subprocess.DEVNULL, env=ENV, start_new_session=True)
+        output: list[str] = []
+        threading.Thread(target=lambda: output.extend(iter(suite.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+        try:
+            assert wait_for(lambda: any("transcript" in ln and "online" in ln for ln in output), 60), "".join(output)
+            os.killpg(suite.pid, signal.SIGINT)
+            assert suite.wait(30) == 0, "".join(output)
+        finally:
+            if suite.poll() is None:
+                os.killpg(suite.pid, signal.SIGKILL)
+                suite.wait(10)
     finally:
         if mounted.returncode == 0:
             subprocess.run(["umount", "-l", str(data)], capture_output=True)
-    assert result.returncode == EXIT_UNAVAILABLE, result.stderr
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "store" in lines[0] and "data_dir" in lines[0], result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+        shutil.rmtree(fallback_dir(f"suite{port}"), ignore_errors=True)
+    said = [ln for ln in output if "cannot be written" in ln]
+    assert len(said) == 1 and str(fallback_dir(f"suite{port}")) in said[0], "".join(output)
+    assert f"mqtt://127.0.0.1:{port}" in "".join(output)  # the broker run started, its store in that folder
+    assert "Traceback" not in "".join(output)
 
 
 def test_a_log_file_on_a_full_disk_is_said_once(mosquitto: MosquittoBroker, tmp_path: Path) -> None:

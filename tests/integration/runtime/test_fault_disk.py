@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from formats.session_files import SESSIONS_DIR
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
 from tests.support.helpers import CHILD_ENV, CLI, MosquittoBroker, wait_for
@@ -75,11 +76,13 @@ def test_transcript_worker_relays_on_a_full_disk_with_an_error_status(
 def test_unwritable_data_dir_is_one_line_and_an_error_status_not_an_exit(
     mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
 ) -> None:
-    """The data directory cannot hold the session folder (a file stands where it should be:
-    ENOTDIR, like EROFS on a read-only mount): the worker says so once, publishes ``error`` and
-    relays; it neither exits nor crash-loops."""
+    """The data directory cannot hold the session folder (a file stands where it should be, as
+    a disk that became read-only after the start refuses it): the worker says so
+    once, publishes ``error`` and relays; it neither exits nor crash-loops. (A ``data_dir`` that
+    cannot be written at all at the start is replaced by a temporary one: test_full_loop.py.)"""
     blocker = tmp_path / "data"
-    blocker.write_text("not a directory")
+    blocker.mkdir()
+    (blocker / SESSIONS_DIR).write_text("not a directory")
     eo = RecordingServer().start()
     config = make_config(mosquitto.url, **{"eo.url": eo.url})
     env = config.core.environment_uuid
@@ -97,7 +100,7 @@ def test_unwritable_data_dir_is_one_line_and_an_error_status_not_an_exit(
         assert wait_for(lambda: any(s.state == "error" and s.pid == process.pid for s in statuses.items), 20), \
             [(s.state, s.detail) for s in statuses.items]
         (status,) = [s for s in statuses.items if s.state == "error" and s.pid == process.pid][:1]
-        assert "session log" in status.detail and "Not a directory" in status.detail
+        assert "session log" in status.detail and "File exists" in status.detail  # mkdir meets the file
         t = now_ms()
         room.say("Celia one egg", t - 900, t - 100, source="typed")
         assert wait_for(lambda: len(eo.bodies(ep.RELAY_MESSAGE)) == 1, 10)
