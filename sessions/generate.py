@@ -13,7 +13,9 @@ Outputs are cached under ``.cache/sessions`` keyed by their parameters.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,11 +101,21 @@ def mouth_track(clip: np.ndarray, at_ms: np.ndarray) -> np.ndarray:
 
 
 def generate(spec: SessionSpec, out_dir: Path | None = None, camera: Camera | None = None) -> Path:
-    """Write the session of ``spec`` (cached: an existing complete folder is reused)."""
+    """Write the session of ``spec`` (cached: an existing complete folder is reused). Processes
+    that ask for the same session at once (the test workers) take turns on a lock file: the
+    first writes it, the others find it written."""
     folder = (out_dir or CACHE) / spec.key
     if (folder / SESSION_FILE).is_file():
         return folder
-    camera = camera or Camera()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_name(folder.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / SESSION_FILE).is_file():
+            return folder
+        return _generate(spec, folder, camera or Camera())
+
+
+def _generate(spec: SessionSpec, folder: Path, camera: Camera) -> Path:
     lines: list[Line] = plan_lines(spec.seed, AVATARS)[: spec.lines]
     if spec.bystander_voice:
         lines = with_bystanders(lines, spec.seed)
@@ -149,6 +161,8 @@ def generate(spec: SessionSpec, out_dir: Path | None = None, camera: Camera | No
     renderer = FaceRenderer(face_model(spec.face), camera, room_background(camera, seed=spec.seed))
     cache: dict[tuple[float, float, float], np.ndarray] = {}
     tmp = folder.with_name(folder.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)  # what a process killed mid-way left
     with SessionWriter(tmp, info) as writer:
         writer.write_audio(audio_i16)
         for i in range(n_frames):

@@ -10,6 +10,7 @@ through the same function, which is why it lives here, below them, and not in th
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -53,7 +54,9 @@ def synthesize(text: str, voice: str, out_dir: Path = CACHE, speed_wpm: int = 16
     path = out_dir / f"{voice.replace('+', '_').replace(':', '_')}-{key}.wav"
     if not path.is_file():
         out_dir.mkdir(parents=True, exist_ok=True)
-        native = path.with_suffix(".native.wav")
+        # names of this process's own: two processes (test workers, a set-up step) that make the
+        # same utterance at once each write their own file, and the last atomic rename wins
+        native = path.with_name(f"{path.stem}.{os.getpid()}.native.wav")
         if voice.startswith(FESTIVAL_PREFIX):
             cmd, stdin = _festival_command(voice, native, text)
         else:
@@ -63,7 +66,7 @@ def synthesize(text: str, voice: str, out_dir: Path = CACHE, speed_wpm: int = 16
             raise RuntimeError(f"{voice} could not speak {text!r}: {proc.stderr.strip()[-200:]}")
         samples = load_audio(native)
         native.unlink()
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
         write_wav(tmp, samples)
         tmp.replace(path)
     return Utterance(path, text, voice)

@@ -84,5 +84,8 @@ def test_paced_replay_decides_like_the_fast_one(mosquitto: object, make_config: 
     frames = {hp["frame_ts"] for hp in paced.of_type("headpose")}
     assert frames <= set(session.frame_times()) and len(frames) > 0.9 * len(session.frame_times())
     fast_summary, paced_summary = score(fast).summary(), score(paced).summary()
-    assert paced_summary["addressee_accuracy"] == fast_summary["addressee_accuracy"], (fast_summary, paced_summary)
+    # at the session's pace the camera keeps up with what the machine gives it: on a loaded
+    # machine it skips frames (up to a tenth, above), which may move one gaze decision
+    one = 1 / max(1, fast_summary["utterances"])
+    assert paced_summary["addressee_accuracy"] >= fast_summary["addressee_accuracy"] - one - 1e-9, (fast_summary, paced_summary)
     assert paced_summary["latency_p95_ms"] is not None and paced_summary["latency_p95_ms"] < 5_000, paced_summary
