@@ -36,7 +36,8 @@ def test_serves_speaks_to_wav_and_stops_on_sigterm(mosquitto: Any, tmp_path: Pat
             except httpx.HTTPError:
                 return False
 
-        assert wait_for(up, timeout=20), process.stderr.read() if process.poll() is not None else "not up"
+        # it loads its voices before it listens: seconds alone, more on a machine another run shares
+        assert wait_for(up, timeout=60), process.stderr.read() if process.poll() is not None else "not up"
         reply = captured("/receiveMessage (from agent)")
         assert httpx.post(url + ep.RECEIVE_MESSAGE, json=reply, timeout=HTTP_TIMEOUT).status_code == 200
         assert wait_for(lambda: httpx.get(url + "/health", timeout=1).json()["spoken"] == 1, timeout=20)

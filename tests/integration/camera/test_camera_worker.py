@@ -209,7 +209,8 @@ def test_camera_lost_mid_session_reports_error_and_recovers(
     observer.stop()
     states = [s.state for s in status.snapshot()]
     assert "error" in states and states.index("error") < len(states) - 1
-    assert states[states.index("error") + 1] == "online"  # reopened
+    after = [s for s in states[states.index("error"):] if s != "error"]  # the error may be refreshed meanwhile
+    assert after[:1] == ["online"], states  # reopened
     error = next(s for s in status.snapshot() if s.state == "error")
     assert "camera lost" in error.detail and "unplugged" in error.detail
     assert len(opened) == 2
