@@ -515,7 +515,7 @@ class AvatarController:
         and a rejection) is shown once."""
         event = LogEvent(speaker=speaker, text=text, permitted=permitted, rationale=rationale, at=now_ms())
         item = event.payload()
-        key = (speaker, text, permitted)
+        key = (speaker, event.text, permitted)  # the text as the kept lines have it
 
         def update(state: DisplayState) -> bool:
             recent = state.log[-HISTORY_DUPLICATE_WINDOW:]

@@ -10,7 +10,10 @@
   const RECONNECT_MS = 1000;
   const token = new URLSearchParams(location.search).get("token");
   const el = (id) => document.getElementById(id);
-  const money = (v) => (v === null || v === undefined || isNaN(v) ? "-" : "$" + Number(v).toFixed(2));
+  // money as formats/written.py writes it: "$0.80", "-$2.50", "$1,250.00" (another currency after the amount)
+  const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
+    : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
+      Math.abs(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + (unit && unit !== "USD" ? " " + unit : "");
   const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", not "2 flours"
   const plural = (n, word) => n + " " + word + (n === 1 || /s$/.test(word) || UNCOUNTED.has(word) ? "" : "s");
   const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => plural(n, g)).join(", ") || "nothing";

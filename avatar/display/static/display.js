@@ -308,9 +308,10 @@
   const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", but "2 eggs"
   const goods = (quantity) => Object.entries(quantity || {})
     .map(([k, v]) => v + " " + k + (v === 1 || UNCOUNTED.has(k) || /s$/.test(k) ? "" : "s")).join(", ") || "-";
-  // "$0.80", as people write it (another currency keeps its name after the amount)
-  const money = (value, unit) => typeof value !== "number" ? String(value)
-    : !unit || unit === "USD" ? "$" + value.toFixed(2) : value.toFixed(2) + " " + unit;
+  // money as formats/written.py writes it: "$0.80", "-$2.50", "$1,250.00" (another currency after the amount)
+  const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
+    : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
+      Math.abs(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + (unit && unit !== "USD" ? " " + unit : "");
 
   function row(table, cells) {
     const tr = document.createElement("tr");
@@ -397,7 +398,7 @@
     box.id = "confirm-" + req.id;
     box.dataset.asks = req.asks || "operator";
     const bid = req.bid || {};
-    const price = bid.price ? " for $" + Number(bid.price.value).toFixed(2) : "";
+    const price = bid.price ? " for " + money(Number(bid.price.value), bid.price.unit) : "";
     const p = document.createElement("p");
     const buyerAnswers = req.asks === "buyer";
     p.textContent = req.speaker + " accepts: " + goods(bid.quantity) + price + "." +

@@ -142,7 +142,10 @@
       setCalibration({ state: reason.startsWith("no camera") ? "no-camera" : "failed", detail: reason });
     }
   };
-  const money = (v) => (v === null || v === undefined ? "-" : "$" + Number(v).toFixed(2));
+  // money as formats/written.py writes it: "$0.80", "-$2.50", "$1,250.00" (another currency after the amount)
+  const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
+    : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
+      Math.abs(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + (unit && unit !== "USD" ? " " + unit : "");
   function setDay(d) {
     if (!d) return;
     el("day-date").textContent = d.date || "";

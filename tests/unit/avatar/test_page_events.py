@@ -134,3 +134,15 @@ def test_the_display_hub_keeps_what_a_new_page_needs() -> None:
     later.captions["Celia"] = {"text": "changed"}  # a snapshot is a copy
     assert hub.snapshot().captions["Celia"] is None
     assert hub.snapshot_text().startswith('{"type":"snapshot",')
+
+
+def test_the_words_a_person_reads_have_their_amounts_written_as_people_write_money() -> None:
+    sent, shown = "Two eggs for 0.8 USD, or three for 1.0 USD?", "Two eggs for $0.80, or three for $1.00?"
+    events = [
+        pe.SpeakingBegin(avatar="Celia", text=sent, message_id="m1", at=1, latency_ms=0),
+        pe.MessageEvent(message_id="m1", speaker="Celia", addressee="Human", text=sent, bid=None, at=1),
+        pe.LogEvent(speaker="Celia", text=sent, permitted=True, rationale=None, at=1),
+        pe.RejectionEvent(speaker="Celia", text=sent, rationale="R4"),
+    ]
+    assert [event.wire()["text"] for event in events] == [shown] * len(events)
+    assert events[0].payload()["text"] == shown  # the caption a page opened later gets
