@@ -120,6 +120,9 @@ class DisplayState(PageModel):
     deals: list[View]
     totals: View | None
     phase_names: dict[str, str]
+    mass_nouns: list[str]
+    """Goods people do not put in the plural ("2 flour", :data:`formats.written.MASS_NOUNS`): the
+    pages' count helper writes counts as :func:`formats.written.count` does."""
     buyer: View | None = None
     """The buyer page's view of the round's books, once they were first read."""
 

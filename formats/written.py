@@ -65,10 +65,16 @@ def plural(noun: str) -> str:
     return noun + "s"
 
 
-def count(quantity: float, noun: str) -> str:
-    """``2, "egg"`` → ``2 eggs``; ``1, "egg"`` → ``1 egg`` (a whole number written without ".0")."""
+def count(quantity: float, noun: str, more: bool = False) -> str:
+    """``2, "egg"`` → ``2 eggs``; ``1, "egg"`` → ``1 egg`` (a whole number written without ".0");
+    ``more``: what is still missing, ``2 more eggs``."""
     number = int(quantity) if float(quantity).is_integer() else quantity
-    return f"{number} {noun if number == 1 else plural(noun)}"
+    return f"{number} {'more ' if more else ''}{noun if number == 1 else plural(noun)}"
+
+
+def missing(quantities: Mapping[str, float]) -> str:
+    """``{"egg": 2, "flour": 1}`` → ``2 more eggs, 1 more flour`` (what an allocation still needs)."""
+    return ", ".join(count(n, good, more=True) for good, n in quantities.items())
 
 
 def goods(quantities: Mapping[str, float]) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from avatar.page_events import DisplayEvent, DisplaySnapshot, DisplayState, PageEvent
+from formats import written
 from orchestrator_client.http_edge import strict_dumps
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import PHASE_NAMES
@@ -128,6 +129,7 @@ class DisplayHub(EventHub[DisplayEvent]):
             deals=[],
             totals=None,
             phase_names=dict(PHASE_NAMES),
+            mass_nouns=sorted(written.MASS_NOUNS),
         )
 
     def snapshot(self) -> DisplaySnapshot:

@@ -14,9 +14,12 @@
   const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
     : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
       Math.abs(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + (unit && unit !== "USD" ? " " + unit : "");
-  const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", not "2 flours"
-  const plural = (n, word) => n + " " + word + (n === 1 || /s$/.test(word) || UNCOUNTED.has(word) ? "" : "s");
-  const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => plural(n, g)).join(", ") || "nothing";
+  let MASS_NOUNS = new Set();  // goods people do not put in the plural ("2 flour"), from the first snapshot
+  // the plural of a noun and a count as formats/written.py writes them: "1 egg", "2 eggs", "3 blueberries", "2 flour"
+  const plural = (noun) => MASS_NOUNS.has(noun.toLowerCase()) || /s$/i.test(noun) ? noun
+    : /(x|ch|sh)$/i.test(noun) ? noun + "es" : /[^aeiou]y$/i.test(noun) ? noun.slice(0, -1) + "ies" : noun + "s";
+  const count = (n, noun) => n + " " + (n === 1 ? noun : plural(noun));
+  const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => count(n, g)).join(", ") || "nothing";
 
   let clockOffset = 0;
   let round = null;
@@ -103,7 +106,7 @@
       if (!block.quantity) continue;
       const extras = (block.supplement || []).map((s) => Object.entries(s)[0]).filter(Boolean)
         .map(([good, s]) => s.quantity + " " + (s.unit || "") + " " + good);
-      parts.push(plural(block.quantity, product) + (extras.length ? " (with " + extras.join(", ") + ")" : ""));
+      parts.push(count(block.quantity, product) + (extras.length ? " (with " + extras.join(", ") + ")" : ""));
     }
     return parts.join(" and ") || "nothing to bake yet";
   }
@@ -162,7 +165,7 @@
       const minus = document.createElement("button"); minus.type = "button"; minus.textContent = "−"; minus.setAttribute("aria-label", "one " + product + " fewer");
       const plus = document.createElement("button"); plus.type = "button"; plus.textContent = "+"; plus.setAttribute("aria-label", "one " + product + " more");
       const count = document.createElement("span"); count.className = "count"; count.textContent = String(units.length);
-      const name = document.createElement("span"); name.textContent = product + (units.length === 1 ? "" : "s");
+      const name = document.createElement("span"); name.textContent = units.length === 1 ? product : plural(product);
       minus.onclick = () => { if (units.length) { units.pop(); edited = true; renderEditor(); } };
       plus.onclick = () => { units.push(null); edited = true; renderEditor(); };
       row.append(minus, count, plus, name);
@@ -215,7 +218,7 @@
     status("checking…");
     const a = await post(CHECK, { products: toProducts() });
     if (a.sufficient) status("Fine: worth " + money(a.value) + ".", true);
-    else status(a.reason || ("Not enough: " + Object.entries(a.shortfall || {}).map(([g, n]) => n + " more " + g).join(", ")), false);
+    else status(a.reason || (a.missing ? "Not enough: it needs " + a.missing + "." : "Not enough of what was bought."), false);
   };
   el("save").onclick = async () => {
     el("save").disabled = true;
@@ -237,7 +240,7 @@
     el("confirm-deal").textContent = goodsText(req.goods) + " for " + money(req.price);
     el("confirm-budget").textContent = req.budget_after !== null && req.budget_after !== undefined ? "Budget after: " + money(req.budget_after) : "";
     el("confirm-said").textContent = req.text ? "“" + req.text + "”" : "";
-    el("confirm-queue").textContent = confirms.length > 1 ? (confirms.length - 1) + " more deal" + (confirms.length > 2 ? "s" : "") + " waiting after this one." : "";
+    el("confirm-queue").textContent = confirms.length > 1 ? count(confirms.length - 1, "more deal") + " waiting after this one." : "";
     const mine = req.asks === "buyer";
     el("confirm-accept").hidden = !mine;
     el("confirm-decline").hidden = !mine;
@@ -263,6 +266,7 @@
   const handlers = {
     snapshot(s) {
       PHASES = s.phase_names || PHASES;
+      MASS_NOUNS = new Set(s.mass_nouns || []);
       confirmMode = s.confirm_mode || confirmMode;
       round = s.round; buyer = s.buyer || null; confirms = s.confirms || [];
       renderBuyer(); renderConfirm(); tick();

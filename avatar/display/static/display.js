@@ -305,9 +305,12 @@
   }
   setInterval(tick, 250);
 
-  const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", but "2 eggs"
-  const goods = (quantity) => Object.entries(quantity || {})
-    .map(([k, v]) => v + " " + k + (v === 1 || UNCOUNTED.has(k) || /s$/.test(k) ? "" : "s")).join(", ") || "-";
+  let MASS_NOUNS = new Set();  // goods people do not put in the plural ("2 flour"), from the first snapshot
+  // the plural of a noun and a count as formats/written.py writes them: "1 egg", "2 eggs", "3 blueberries", "2 flour"
+  const plural = (noun) => MASS_NOUNS.has(noun.toLowerCase()) || /s$/i.test(noun) ? noun
+    : /(x|ch|sh)$/i.test(noun) ? noun + "es" : /[^aeiou]y$/i.test(noun) ? noun.slice(0, -1) + "ies" : noun + "s";
+  const count = (n, noun) => n + " " + (n === 1 ? noun : plural(noun));
+  const goods = (quantity) => Object.entries(quantity || {}).map(([k, v]) => count(v, k)).join(", ") || "-";
   // money as formats/written.py writes it: "$0.80", "-$2.50", "$1,250.00" (another currency after the amount)
   const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
     : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
@@ -424,6 +427,7 @@
   const handlers = {
     snapshot(s) {
       PHASES = s.phase_names || PHASES;
+      MASS_NOUNS = new Set(s.mass_nouns || []);
       looks = s.looks || looks;
       for (const name of s.avatars) avatar(name);
       // every caption from the snapshot, an empty one too: a page that outlived a restart of the

@@ -40,3 +40,8 @@ def test_money_and_counts() -> None:
     assert [written.count(n, good) for n, good in ((1, "egg"), (2, "egg"), (2, "flour"), (3, "blueberry"), (2.0, "cake"))] == \
         ["1 egg", "2 eggs", "2 flour", "3 blueberries", "2 cakes"]
     assert written.goods({"egg": 2, "milk": 1}) == "2 eggs, 1 milk"
+
+
+def test_what_an_allocation_still_needs_agrees_in_number() -> None:
+    assert written.missing({"egg": 2, "flour": 1, "milk": 2.0}) == "2 more eggs, 1 more flour, 2 more milk"
+    assert written.count(1, "egg", more=True) == "1 more egg"
