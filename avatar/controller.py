@@ -453,12 +453,7 @@ class AvatarController:
         every view of the round's books."""
         state = self.round_state()
         self.bus.publish(self.topics.round_state(), state)
-        view = state.model_dump(include=ROUND_VIEW)
-
-        def keep(kept: DisplayState) -> None:
-            kept.round = view
-
-        self.hub.emit(RoundEvent(**view, now=now_ms()), keep)
+        self.hub.set_round(RoundEvent(**state.model_dump(include=ROUND_VIEW), now=now_ms()))
         self.books.changed()
 
     def round_metadata(self, body: RoundMetadata) -> None:

@@ -128,7 +128,8 @@ class DisplayState(PageModel):
 
 
 class DisplaySnapshot(DisplayState, PageEvent):
-    """The whole picture, first thing on a new connection."""
+    """The whole picture: first thing on a new connection, and to every page when a new round
+    begins (the previous buyer's conversation gone, :meth:`avatar.display.DisplayHub.set_round`)."""
 
     type: Literal["snapshot"] = "snapshot"
     pages = frozenset({"display", "buyer"})
