@@ -303,6 +303,8 @@ class BuyerEvent(PageEvent):
     saved: View | None
     human_totals: View | None
     round_totals: View | None
+    result: str | None
+    """The EO's score of the round in words (:func:`avatar.buyer.book.round_result`)."""
     utility: View | None
     utility_problem: str | None
     plan: View | None

@@ -28,6 +28,7 @@
   let confirms = [];  // the sellers' accepts waiting for the buyer: the first is the one asked
   let editing = null;   // the allocation being edited: {cake: [{good, quantity}|null, ...], pancake: [...]}
   let edited = false;
+  let savedAt = null;  // when the allocation the pages show as saved was saved
   let socket = null;
 
   function send(obj) { if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(obj)); }
@@ -90,14 +91,25 @@
       const more = b.plan.needed_for_one_more || {};
       el("needed").textContent = Object.entries(more).map(([product, goods]) =>
         "One more " + product + " needs " + goodsText(goods) + ".").join(" ");
-      if (!edited) editing = fromProducts(b.plan.products);
     } else {
       el("plan").textContent = utility ? "-" : "Your values are not known yet.";
       el("needed").textContent = "";
     }
+    showSaved(b.saved);
+    // the editor shows the allocation saved (on whichever page), or the best plan, until the buyer edits it here
+    if (!edited && (b.saved || b.plan)) editing = fromProducts((b.saved || b.plan).products);
     renderEditor();
     renderSummary();
     renderRound();
+  }
+  // every page shows the last Save, whichever page made it (the allocation comes back in the buyer view)
+  const savedText = (value) => "Saved: worth " + money(value) + ". You may change it and save again until the post-round ends.";
+  function showSaved(saved) {
+    if (!saved) { if (savedAt !== null) { savedAt = null; status(""); } return; }
+    if (saved.at === savedAt) return;
+    savedAt = saved.at;
+    edited = false;
+    status(savedText(saved.value), true);
   }
 
   function planText(products) {
@@ -117,11 +129,7 @@
     el("summary-panel").hidden = !(human || b.saved);
     const lines = [];
     if (b.saved) lines.push("Saved: " + planText(b.saved.products) + (b.saved.value !== null ? ", worth " + money(b.saved.value) : "") + ".");
-    if (human) {
-      const utility = human.utility && typeof human.utility === "object" ? human.utility.value : human.utility;
-      lines.push("The round scored you " + (utility === null || utility === undefined ? "nothing yet" : money(utility)) +
-        (human.cost !== undefined && human.cost !== null ? " (you paid " + money(human.cost) + ")" : "") + ".");
-    }
+    if (b.result) lines.push(b.result);  // the EO's score in words, from the server
     el("summary").textContent = lines.join(" ");
   }
 
@@ -198,13 +206,17 @@
   }
   let noticeTimer = null;
   let noticeAbout = null;  // the confirmation the notice speaks of (its booking is added to it)
+  let noticePhase = null;  // the round and phase the notice belongs to: it ends with them
+  const phaseOf = () => round ? round.round_id + " " + round.phase : "";
   function notice(text, about) {
     const box = el("notice");
     box.textContent = text; box.hidden = !text;
     noticeAbout = about || null;
+    noticePhase = phaseOf();
     clearTimeout(noticeTimer);
-    noticeTimer = setTimeout(() => { box.hidden = true; noticeAbout = null; }, 8000);
+    noticeTimer = setTimeout(endNotice, 8000);
   }
+  function endNotice() { el("notice").hidden = true; noticeAbout = null; noticePhase = null; }
   function status(text, ok) { const s = el("allocation-status"); s.textContent = text; s.dataset.ok = ok === undefined ? "" : String(ok); }
   async function post(path, payload) {
     const response = await fetch(path + (token ? "?token=" + encodeURIComponent(token) : ""), {
@@ -213,7 +225,7 @@
     try { answer = await response.json(); } catch (e) { answer = { ok: false, reason: "HTTP " + response.status }; }
     return answer;
   }
-  el("use-best").onclick = () => { edited = false; if (buyer && buyer.plan) editing = fromProducts(buyer.plan.products); renderEditor(); status(""); };
+  el("use-best").onclick = () => { edited = true; if (buyer && buyer.plan) editing = fromProducts(buyer.plan.products); renderEditor(); status(""); };
   el("check").onclick = async () => {
     status("checking…");
     const a = await post(CHECK, { products: toProducts() });
@@ -225,7 +237,7 @@
     status("saving…");
     try {
       const a = await post(SAVE, { products: toProducts() });
-      status(a.saved ? "Saved: worth " + money(a.value) + ". You may change it and save again until the post-round ends." : (a.reason || "not saved"), !!a.saved);
+      status(a.saved ? savedText(a.value) : (a.reason || "not saved"), !!a.saved);
     } finally { el("save").disabled = false; }
   };
 
@@ -275,7 +287,8 @@
       if (v.now) clockOffset = v.now - Date.now();
       const newRound = !round || round.round_id !== v.round_id;
       round = v;
-      if (newRound) { edited = false; editing = null; status(""); }
+      if (newRound) { edited = false; editing = null; savedAt = null; status(""); }
+      if (noticePhase !== null && noticePhase !== phaseOf()) endNotice();
       renderRound(); tick();
     },
     buyer(v) { buyer = v; renderBuyer(); },
