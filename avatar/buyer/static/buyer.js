@@ -42,7 +42,7 @@
     el("allocation-panel").hidden = !(phase === "post" && buyer && buyer.plan);
   }
   function tick() {
-    if (!round || !round.phase_deadline) { el("timer").textContent = ""; return; }
+    if (!round || !round.phase_deadline || stoppedAt !== null) { el("timer").textContent = ""; return; }
     const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
     el("timer").textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
   }
@@ -274,6 +274,21 @@
   el("confirm-accept").onclick = () => answer(true);
   el("confirm-decline").onclick = () => answer(false);
 
+  // -- a room that stopped says so: the feed is gone, and with it the truth of every timer ----------
+  let stoppedAt = null;  // when the feed was lost (a reconnection that fails again keeps the first time)
+  function roomStopped() {
+    if (stoppedAt === null) stoppedAt = new Date();
+    const time = stoppedAt.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+    el("stopped").textContent = document.body.dataset.stopped.replace("{time}", time);
+    el("stopped").hidden = false;
+    document.body.dataset.room = "stopped";
+  }
+  function roomBack() {
+    stoppedAt = null;
+    el("stopped").hidden = true;
+    document.body.dataset.room = "live";
+  }
+
   // -- the feed --------------------------------------------------------------------------------
   const handlers = {
     snapshot(s) {
@@ -309,7 +324,7 @@
   function connect() {
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + FEED + (token ? "?token=" + encodeURIComponent(token) : "");
     socket = new WebSocket(url);
-    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; };
+    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; roomBack(); };
     socket.onmessage = (ev) => {
       const event = JSON.parse(ev.data);
       const handler = handlers[event.type];
@@ -319,6 +334,10 @@
     socket.onclose = () => {
       el("connection").dataset.state = "closed";
       el("connection").textContent = "reconnecting…";
+      roomStopped();
+      confirms = [];  // the controller answered them as it stopped; what waits comes back with the feed
+      renderConfirm();
+      tick();
       setTimeout(connect, RECONNECT_MS);
     };
   }

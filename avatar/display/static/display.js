@@ -298,7 +298,7 @@
 
   function tick() {
     const timer = el("round-timer");
-    if (!round || !round.phase_deadline) { timer.textContent = "--:--"; return; }
+    if (!round || !round.phase_deadline || stoppedAt !== null) { timer.textContent = "--:--"; return; }
     const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
     timer.textContent = String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0");
     timer.dataset.seconds = String(left);
@@ -421,6 +421,21 @@
     el("confirms").appendChild(box);
   }
 
+  // -- a room that stopped says so: the feed is gone, and with it the truth of every timer ----------
+  let stoppedAt = null;  // when the feed was lost (a reconnection that fails again keeps the first time)
+  function roomStopped() {
+    if (stoppedAt === null) stoppedAt = new Date();
+    const time = stoppedAt.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+    el("stopped").textContent = document.body.dataset.stopped.replace("{time}", time);
+    el("stopped").hidden = false;
+    document.body.dataset.room = "stopped";
+  }
+  function roomBack() {
+    stoppedAt = null;
+    el("stopped").hidden = true;
+    document.body.dataset.room = "live";
+  }
+
   let socket = null;
   function send(obj) { if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(obj)); }
 
@@ -482,7 +497,7 @@
   function connect() {
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + FEED + (token ? "?token=" + encodeURIComponent(token) : "");
     socket = new WebSocket(url);
-    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; };
+    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; roomBack(); };
     socket.onmessage = (ev) => {
       const event = JSON.parse(ev.data);
       const handler = handlers[event.type];
@@ -492,6 +507,9 @@
     socket.onclose = () => {
       el("connection").dataset.state = "closed";
       el("connection").textContent = "reconnecting…";
+      roomStopped();
+      showConfirms([]);  // the controller answered them as it stopped; what waits comes back with the feed
+      tick();
       setTimeout(connect, RECONNECT_MS);
     };
   }
