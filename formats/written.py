@@ -42,14 +42,21 @@ def dollars_and_cents(match: re.Match[str]) -> tuple[int, int]:
     return int(whole.replace(",", "")), int(fraction.ljust(2, "0")) if fraction else 0
 
 
+PEOPLES_AMOUNT = re.compile(r"\$(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d\d)?")
+"""An amount already written as people write one: "$3", "$0.80", "$1,250.00"."""
+
+
 def _written_amount(match: re.Match[str]) -> str:
+    if PEOPLES_AMOUNT.fullmatch(match.group(0)):
+        return match.group(0)
     dollars, cents = dollars_and_cents(match)
     return f"{CURRENCY_SIGNS['USD']}{dollars:,}.{cents:02d}"
 
 
 def amounts(text: str) -> str:
     """``text`` with every dollar amount written as people write money: "0.8 USD" → "$0.80",
-    "USD 3" → "$3.00"; the rest of the text as it came (what a page shows of an agent's words)."""
+    "USD 3" → "$3.00", "$4.5" → "$4.50"; one written so already ("$3", "$0.80") and the rest of
+    the text as they came (what a page shows of an agent's or the buyer's words)."""
     return AMOUNT.sub(_written_amount, text)
 
 

@@ -15,7 +15,8 @@ from formats.spoken_amounts import spoken
     ("USD 12 for the lot", "$12.00 for the lot"),
     ("$4.5 each", "$4.50 each"),
     ("US$ 1,250.5 in all", "$1,250.50 in all"),
-    ("It is $4. Then we talk.", "It is $4.00. Then we talk."),
+    ("It is $4. Then we talk.", "It is $4. Then we talk."),
+    ("$ 4 or US$4", "$4.00 or $4.00"),
     ("2 eggs for 1.5 USD, or 3 for USD 2.", "2 eggs for $1.50, or 3 for $2.00."),
     ("$0.80 already written", "$0.80 already written"),
 ])
@@ -23,7 +24,7 @@ def test_amounts_are_written_as_people_write_money(sent: str, shown: str) -> Non
     assert written.amounts(sent) == shown
 
 
-@pytest.mark.parametrize("text", ["0.125 USD", "$0.125", "egg 2, milk 1", "room 12 at 3.5", "USD"])
+@pytest.mark.parametrize("text", ["0.125 USD", "$0.125", "egg 2, milk 1", "room 12 at 3.5", "USD", "$3 or $1,250.00"])
 def test_what_is_no_price_is_left_as_it_came(text: str) -> None:
     assert written.amounts(text) == text
 
