@@ -177,21 +177,23 @@ class OperatorFeed:
     def _said_by_its_worker(self, message: Envelope) -> bool:
         """Whether ``message`` comes from the process whose status its ``source`` worker keeps
         (:func:`workers.runtime.origins.vouched`): the console shows only what the room's own
-        workers said, and says once a while what it left out."""
+        workers said, and the log says once a while what it left out. An info line, not a
+        warning: a worker's retained message from its previous run, or one that overtook its
+        status at start, is left out as well, and is no one's fault."""
         with self._lock:
             status = self._workers.get(message.source)
         if vouched(message, status):
             return True
-        _notes.warning(("unvouched", message.type, message.source), "a %s claiming %r as its source was not shown: it "
-                       "does not come from the process that worker's status names (%s)", message.type, message.source[:40],
-                       "its origin is unknown" if message.origin is None else f"host {message.origin.host[:40]}, pid "
-                       f"{message.origin.pid}")
+        _notes.log(logging.INFO, ("unvouched", message.type, message.source), "a %s claiming %r as its source was not "
+                   "shown: it does not come from the process that worker's status names (%s)", message.type,
+                   message.source[:40], "no origin" if message.origin is None else f"host {message.origin.host[:40]}, pid "
+                   f"{message.origin.pid}")
         return False
 
     def on_status(self, topic: str, status: Status) -> None:
         if not own_status(self.topics, topic, status):
-            _notes.warning(("foreign status", status.worker), "a status of %r published on %s was ignored: a worker's "
-                           "status is its own topic's", status.worker[:40], topic[-80:])
+            _notes.log(logging.INFO, ("foreign status", status.worker), "a status of %r published on %s was ignored: a "
+                       "worker's status is its own topic's", status.worker[:40], topic[-80:])
             return
         worker = WorkerView.of(status)
         with self._lock:
