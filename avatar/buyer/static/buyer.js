@@ -172,11 +172,11 @@
       row.dataset.product = product;
       const minus = document.createElement("button"); minus.type = "button"; minus.textContent = "−"; minus.setAttribute("aria-label", "one " + product + " fewer");
       const plus = document.createElement("button"); plus.type = "button"; plus.textContent = "+"; plus.setAttribute("aria-label", "one " + product + " more");
-      const count = document.createElement("span"); count.className = "count"; count.textContent = String(units.length);
+      const number = document.createElement("span"); number.className = "count"; number.textContent = String(units.length);
       const name = document.createElement("span"); name.textContent = units.length === 1 ? product : plural(product);
       minus.onclick = () => { if (units.length) { units.pop(); edited = true; renderEditor(); } };
       plus.onclick = () => { units.push(null); edited = true; renderEditor(); };
-      row.append(minus, count, plus, name);
+      row.append(minus, number, plus, name);
       group.appendChild(row);
       const supplements = supplementsOf(product);
       units.forEach((u, i) => {
