@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from formats import written
 from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.messages import now_ms
 
@@ -125,8 +126,9 @@ class ConfirmQueue:
 
 
 def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_answer: str) -> list[dict[str, Any]]:
-    """The waiting prompts as the pages show them, the one asked first. "Budget after" counts
-    the yeses the EO has not booked yet and every prompt before this one as accepted."""
+    """The waiting prompts as the pages show them, the one asked first (the seller's words with
+    their amounts written as people write money). "Budget after" counts the yeses the EO has not
+    booked yet and every prompt before this one as accepted."""
     if book is None:
         return []
     waiting = book.waiting()
@@ -137,7 +139,7 @@ def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_an
     for position, prompt in enumerate(waiting):
         after = None if running is None or prompt.price is None else round(running - prompt.price, 2)
         views.append({
-            "id": prompt.id, "speaker": prompt.seller, "text": prompt.text, "bid": prompt.bid, "goods": prompt.goods,
+            "id": prompt.id, "speaker": prompt.seller, "text": written.amounts(prompt.text), "bid": prompt.bid, "goods": prompt.goods,
             "price": prompt.price, "budget_after": after, "asks": asks, "timeout_s": timeout_s,
             "deadline": prompt.deadline_ms if position == 0 else None, "timeout_answer": timeout_answer,
             "position": position, "queued": len(waiting),

@@ -453,12 +453,7 @@ class AvatarController:
         every view of the round's books."""
         state = self.round_state()
         self.bus.publish(self.topics.round_state(), state)
-        view = state.model_dump(include=ROUND_VIEW)
-
-        def keep(kept: DisplayState) -> None:
-            kept.round = view
-
-        self.hub.emit(RoundEvent(**view, now=now_ms()), keep)
+        self.hub.set_round(RoundEvent(**state.model_dump(include=ROUND_VIEW), now=now_ms()))
         self.books.changed()
 
     def round_metadata(self, body: RoundMetadata) -> None:
@@ -515,7 +510,7 @@ class AvatarController:
         and a rejection) is shown once."""
         event = LogEvent(speaker=speaker, text=text, permitted=permitted, rationale=rationale, at=now_ms())
         item = event.payload()
-        key = (speaker, text, permitted)
+        key = (speaker, event.text, permitted)  # the text as the kept lines have it
 
         def update(state: DisplayState) -> bool:
             recent = state.log[-HISTORY_DUPLICATE_WINDOW:]

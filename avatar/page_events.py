@@ -16,10 +16,11 @@ the wire carries ``3`` where the platform sent 3, not ``3.0``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Literal, get_args
+from typing import Annotated, Any, ClassVar, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from formats import written
 from workers.runtime.messages import NOBODY, HeadPose, OutgoingMessage, Speaking, Stage, Stages, Status, new_id, now_ms
 
 Page = Literal["display", "buyer", "console"]
@@ -28,6 +29,10 @@ Number = int | float
 RoundId = int | str | None
 View = dict[str, Any]
 """A JSON object a page reads as it is (a view the hub keeps, the EO's totals)."""
+Written = Annotated[str, AfterValidator(written.amounts)]
+"""Words a person reads on a page (a caption, a line of the history): the dollar amounts in them
+written as people write money, "0.8 USD" as "$0.80" (:func:`formats.written.amounts`), whatever
+the agent sent. The records (the ledger, the bus, the session files) keep the text as it came."""
 
 
 class PageModel(BaseModel):
@@ -115,12 +120,16 @@ class DisplayState(PageModel):
     deals: list[View]
     totals: View | None
     phase_names: dict[str, str]
+    mass_nouns: list[str]
+    """Goods people do not put in the plural ("2 flour", :data:`formats.written.MASS_NOUNS`): the
+    pages' count helper writes counts as :func:`formats.written.count` does."""
     buyer: View | None = None
     """The buyer page's view of the round's books, once they were first read."""
 
 
 class DisplaySnapshot(DisplayState, PageEvent):
-    """The whole picture, first thing on a new connection."""
+    """The whole picture: first thing on a new connection, and to every page when a new round
+    begins (the previous buyer's conversation gone, :meth:`avatar.display.DisplayHub.set_round`)."""
 
     type: Literal["snapshot"] = "snapshot"
     pages = frozenset({"display", "buyer"})
@@ -135,7 +144,7 @@ class MessageEvent(PageEvent):
     message_id: str
     speaker: str
     addressee: str
-    text: str
+    text: Written
     bid: View | None
     at: int
     verdict: str | None = None
@@ -163,7 +172,7 @@ class SpeakingBegin(PageEvent):
     optional = frozenset({"audio"})
     state: Literal["begin"] = "begin"
     avatar: str
-    text: str
+    text: Written
     message_id: str
     at: int
     latency_ms: int
@@ -242,7 +251,7 @@ class RejectionEvent(PageEvent):
 
     type: Literal["rejection"] = "rejection"
     speaker: str
-    text: str
+    text: Written
     rationale: str
 
 
@@ -252,7 +261,7 @@ class LogEvent(PageEvent):
     type: Literal["log"] = "log"
     pages = frozenset({"display"})
     speaker: str
-    text: str
+    text: Written
     permitted: bool
     rationale: str | None
     at: int
@@ -294,6 +303,8 @@ class BuyerEvent(PageEvent):
     saved: View | None
     human_totals: View | None
     round_totals: View | None
+    result: str | None
+    """The EO's score of the round in words (:func:`avatar.buyer.book.round_result`)."""
     utility: View | None
     utility_problem: str | None
     plan: View | None

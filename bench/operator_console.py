@@ -155,10 +155,11 @@ def main() -> int:
                 offline_ms.append(_await_state(console, name, "offline") - killed)
             console.close()
 
-            # fill every kept list, then open a console
+            # fill every kept list, then open a console (the messages are this bus client's own: the
+            # console shows only what a client whose status names the publishing process said)
             for i in range(200):
                 bus.publish(bus.topics.outgoing_message(), OutgoingMessage(
-                    source="bench", message={"text": "x" * 200, "utteranceIds": [str(i)]}, outcome="undelivered", reason="no round"))
+                    source=bus.worker_id, message={"text": "x" * 200, "utteranceIds": [str(i)]}, outcome="undelivered", reason="no round"))
             time.sleep(1.0)
             full = Console(feed_url)
             snapshot_bytes = full.snapshot_bytes

@@ -16,12 +16,8 @@ import re
 
 from num2words import num2words
 
-_AMOUNT = re.compile(
-    r"(?:\b(?:US|USD)\s?)?\$\s?(?P<a>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<ac>\d{1,2}))?(?!\d)"
-    r"|\bUSD\s?(?P<b>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<bc>\d{1,2}))?(?!\d)"
-    r"|\b(?P<c>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<cc>\d{1,2}))?\s?USD\b",
-    re.IGNORECASE,
-)
+from formats.written import AMOUNT, dollars_and_cents
+
 _BARE_USD = re.compile(r"\bUSD\b", re.IGNORECASE)
 MAX_DOLLARS = 10**9
 """Larger amounts are left to the engine (no seller asks for them; num2words has limits)."""
@@ -45,15 +41,12 @@ def say_amount(dollars: int, cents: int) -> str:
 
 
 def _replace(match: re.Match[str]) -> str:
-    whole = match.group("a") or match.group("b") or match.group("c")
-    fraction = match.group("ac") or match.group("bc") or match.group("cc") or ""
-    dollars = int(whole.replace(",", ""))
+    dollars, cents = dollars_and_cents(match)
     if dollars >= MAX_DOLLARS:
         return match.group(0)
-    cents = int(fraction.ljust(2, "0")) if fraction else 0
     return say_amount(dollars, cents)
 
 
 def spoken(text: str) -> str:
     """``text`` with every dollar amount in words and "USD" said "dollars"."""
-    return _BARE_USD.sub("dollars", _AMOUNT.sub(_replace, text))
+    return _BARE_USD.sub("dollars", AMOUNT.sub(_replace, text))

@@ -43,7 +43,16 @@ from workers.runtime.config import (
     section_model,
 )
 from workers.runtime.logs import console_level, level_number, line_level, relay_line, setup_logging
-from workers.runtime.messages import PHASE_NAMES, AgentMessageSeen, ConfirmPending, OutgoingMessage, RoundState, Status
+from workers.runtime.messages import (
+    PHASE_NAMES,
+    AgentMessageSeen,
+    ConfirmPending,
+    Envelope,
+    OutgoingMessage,
+    RoundState,
+    Status,
+)
+from workers.runtime.origins import own_status, vouched
 from workers.runtime.parent import PARENT_ENV
 from workers.runtime.ports import taken_port
 from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
@@ -332,31 +341,10 @@ def _run_suite(
                       stdin=keyboard[1] if keyboard and n == console_taker else None)
                 for n in names]
 
-    statuses: dict[str, Status] = {}
     bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)
-    bus.subscribe(bus.topics.all_status(), Status, lambda _t, s: statuses.__setitem__(s.worker, s))
-    console = ConsoleLines()
-    room = {status_name(name) for name in names}
-
-    def show_utterance(_topic: str, message: OutgoingMessage) -> None:
-        if message.source in room:  # a line on this console comes from this room's own workers
-            console.say(describe_utterance(message))
-
-    def show_reply(_topic: str, message: ShownReply) -> None:
-        line = describe_reply(message)
-        if line and message.source in room:
-            console.say(line)
-
-    bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, show_utterance)
-    bus.subscribe(bus.topics.agent_message(), ShownReply, show_reply)
+    lines = RoomLines(bus, {status_name(name) for name in names}, ConsoleLines(), typed=keyboard is not None)
+    statuses = lines.statuses
     bus.subscribe(bus.topics.round_state(), RoundState, RoundPrinter())
-
-    def show_confirmation(_topic: str, pending: ConfirmPending) -> None:
-        line = describe_confirmation(pending, typed=keyboard is not None)
-        if line and pending.source in room:
-            console.say(line)
-
-    bus.subscribe(bus.topics.confirm_pending(), ConfirmPending, show_confirmation)
     bus.start()
 
     print(f"humaine-env: MQTT broker {broker_url}{f' ({started.description})' if started else ''}", flush=True)
@@ -492,6 +480,46 @@ class ConsoleLines:
         if dropped:
             print(f"humaine-env: {dropped} conversation line(s) not shown (more than {self.rate:g} a second)", flush=True)
         print(line, flush=True)
+
+
+class RoomLines:
+    """The conversation on ``run``'s terminal: the buyer's utterances, the agents' replies and the
+    deals the buyer is asked about, each only when one of this room's workers said it - a worker
+    of ``room`` whose retained status (kept here from its own topic) names the very process that
+    published the message (:func:`workers.runtime.origins.vouched`). A message that merely claims
+    a room worker's ``source`` prints no forged "buyer → Celia … [delivered]" line."""
+
+    def __init__(self, bus: Bus, room: set[str], console: ConsoleLines, typed: bool = True) -> None:
+        """``typed``: the buyer answers a confirmation at this terminal (else by voice)."""
+        self.topics, self.room, self.console, self.typed = bus.topics, room, console, typed
+        self.statuses: dict[str, Status] = {}
+        """Each worker's retained status, as published on its own topic (the start-up table reads them)."""
+        bus.subscribe(bus.topics.all_status(), Status, self.on_status)
+        bus.subscribe(bus.topics.outgoing_message(), OutgoingMessage, self.on_utterance)
+        bus.subscribe(bus.topics.agent_message(), ShownReply, self.on_reply)
+        bus.subscribe(bus.topics.confirm_pending(), ConfirmPending, self.on_confirmation)
+
+    def on_status(self, topic: str, status: Status) -> None:
+        if own_status(self.topics, topic, status):
+            self.statuses[status.worker] = status
+
+    def said_here(self, message: Envelope) -> bool:
+        """Whether a worker of this room said ``message`` (from the process its status names)."""
+        return message.source in self.room and vouched(message, self.statuses.get(message.source))
+
+    def on_utterance(self, _topic: str, message: OutgoingMessage) -> None:
+        if self.said_here(message):
+            self.console.say(describe_utterance(message))
+
+    def on_reply(self, _topic: str, message: ShownReply) -> None:
+        line = describe_reply(message)
+        if line and self.said_here(message):
+            self.console.say(line)
+
+    def on_confirmation(self, _topic: str, pending: ConfirmPending) -> None:
+        line = describe_confirmation(pending, typed=self.typed)
+        if line and self.said_here(pending):
+            self.console.say(line)
 
 
 ROUND_PHASES = PHASE_NAMES

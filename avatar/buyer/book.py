@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from formats import written
 from orchestrator_client import buyer_utility as bu
 from orchestrator_client.models import HUMAN
 from workers.runtime.ledger import RoundBook
@@ -83,15 +84,41 @@ def human_totals(totals: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(human) if isinstance(human, Mapping) else None
 
 
+def round_result(human: Mapping[str, Any] | None) -> str | None:
+    """The EO's totals of the buyer in plain words (None: no totals yet).
+
+    The EO's ``utility`` of the buyer is what the utility generator's ``/calculateUtility/buyer``
+    answers for the allocation saved: the worth of its cakes and pancakes, with the ``cost`` the
+    EO also sends it left out (``calculateUtilityBuyer`` adds up the products and their
+    supplements only; no allocation saved: worth nothing). What the buyer paid is the totals'
+    ``cost``, so what the round gained them is the one minus the other, and the page says all three."""
+    if human is None:
+        return None
+    utility = human.get("utility")
+    unit = "USD"
+    if isinstance(utility, Mapping):
+        unit = str(utility.get("currencyUnit") or unit)
+        utility = utility.get("value")
+    worth, paid = number(utility), number(human.get("cost"))
+    if worth is None:
+        return "The EO gave no score for your allocation" + (f"; you paid {written.money(paid, unit)}." if paid is not None else ".")
+    said = f"Your allocation is worth {written.money(worth, unit)} to you"
+    if paid is None:
+        return said + "."
+    gain = round(worth - paid, 2)
+    return f"{said}; you paid {written.money(paid, unit)}, so you {'gained' if gain >= 0 else 'lost'} {written.money(abs(gain), unit)}."
+
+
 def buyer_view(book: RoundBook | None) -> dict[str, Any]:
     """Everything the buyer page shows of the round ``book`` (None: no round yet)."""
     utility, problem = parsed_utility(book)
     if book is None:
         view: dict[str, Any] = {"round_id": None, "phase": None, "budget": None, "spent": 0.0, "left": None, "offers": [],
                                 "deals": [], "waiting_eo": [], "have": {}, "saved": None, "human_totals": None,
-                                "round_totals": None}
+                                "round_totals": None, "result": None}
     else:
         rnd = book.round
+        human = human_totals(rnd.totals)
         view = {
             "round_id": rnd.round_id,
             "phase": rnd.phase,
@@ -106,8 +133,9 @@ def buyer_view(book: RoundBook | None) -> dict[str, Any]:
             "have": book.bought(),
             "saved": None if book.allocation is None else {"products": book.allocation.products, "value": book.allocation.value,
                                                            "at": book.allocation.saved_ms},
-            "human_totals": human_totals(rnd.totals),
+            "human_totals": human,
             "round_totals": rnd.totals,
+            "result": round_result(human),
         }
     view.update(utility=None, utility_problem=problem, plan=None, recipe=bu.RECIPE)
     if utility is not None:

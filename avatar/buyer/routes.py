@@ -22,6 +22,7 @@ from avatar.auth import TOKEN_REQUIRED
 from avatar.deps import StateKey
 from avatar.display.routes import DISPLAY_FEED_PATH
 from avatar.pages import add_files, fill_page
+from formats import written
 from orchestrator_client.allocation import AllocationServiceError, check_allocation, save_allocation
 from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url, resolve_utility_generator_url
@@ -93,12 +94,14 @@ class BuyerDesk:
         return cls(room, eo, utility_generator)
 
     async def checked(self, products: dict[str, Any]) -> dict[str, Any]:
-        """``products`` checked against what the EO booked this round, and rated."""
+        """``products`` checked against what the EO booked this round, and rated; ``missing`` says
+        what it still needs as the page shows it ("2 more eggs")."""
         book = self.room.books.current()
         bought = book.bought() if book is not None else {}
         result = await check_allocation(self.utility_generator, bought, products, book.round.utility if book is not None else None)
         return {"ok": result.sufficient, "sufficient": result.sufficient, "rationale": result.rationale,
-                "shortfall": result.shortfall, "value": result.value, "rated_by": result.rated_by}
+                "shortfall": result.shortfall, "missing": written.missing(result.shortfall), "value": result.value,
+                "rated_by": result.rated_by}
 
 
 DESK: Final = StateKey[BuyerDesk]("buyer_desk")
@@ -160,8 +163,7 @@ async def save(request: Request, desk: DeskDep) -> JSONResponse:
     try:
         result = await desk.checked(products)
         if not result["sufficient"]:
-            short = ", ".join(f"{amount:g} more {good}" for good, amount in result["shortfall"].items())
-            return _refused(f"not saved: it needs {short} than was bought", 422)
+            return _refused(f"not saved: it needs {result['missing']} than were bought", 422)
         answer = await save_allocation(resolve_eo_url(desk.eo), state.round_id, products)
     except (AllocationServiceError, ServiceMapError, ValueError) as exc:
         _notes.warning(("save", type(exc).__name__), "saving the allocation failed: %s", exc)

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from avatar.page_events import DisplayEvent, DisplaySnapshot, DisplayState, PageEvent
+from avatar.page_events import DisplayEvent, DisplaySnapshot, DisplayState, PageEvent, RoundEvent
+from formats import written
 from orchestrator_client.http_edge import strict_dumps
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import PHASE_NAMES
@@ -128,12 +129,40 @@ class DisplayHub(EventHub[DisplayEvent]):
             deals=[],
             totals=None,
             phase_names=dict(PHASE_NAMES),
+            mass_nouns=sorted(written.MASS_NOUNS),
         )
 
     def snapshot(self) -> DisplaySnapshot:
         with self._lock:
             kept = self._state.model_dump(exclude_unset=True)  # fresh containers: a copy, taken under the lock
         return DisplaySnapshot.model_validate(kept)
+
+    def set_round(self, event: RoundEvent) -> None:
+        """The round's phase and deadlines changed. A round with another id is the next buyer's:
+        the previous buyer's conversation (the captions, the history, what the buyer said) leaves
+        the kept picture with the previous round's books (its deals, totals, prompts and the
+        buyer page's view: the new round's follow from the ledger at once, :mod:`avatar.round_books`),
+        and every open page gets the whole picture again after the round event, so no screen shows
+        the last buyer's words into the next round's warm-up. The caption of an avatar still
+        speaking stays while it is heard."""
+        text = _serialise(event)
+        if text is None:
+            return
+        view = event.payload()
+        del view["now"]  # the server's clock when it was sent, not the round's
+        with self._lock:
+            before = self._state.round
+            self._state.round = view
+            fresh = view["round_id"] is not None and (before is None or before.get("round_id") != view["round_id"])
+            if fresh:
+                state = self._state
+                speaking = state.speaking["avatar"] if state.speaking else None
+                state.captions = {name: caption if name == speaking else None for name, caption in state.captions.items()}
+                state.log, state.last_human = [], None
+                state.deals, state.totals, state.confirms, state.buyer = [], None, [], None
+        self._send(text)
+        if fresh:
+            self._send(self.snapshot_text())
 
     def emit(self, event: DisplayEvent, update: StateUpdate | None = None) -> None:
         """Apply ``update`` to the kept state, then send ``event`` to every page (unless

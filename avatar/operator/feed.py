@@ -5,11 +5,17 @@ under a lock and hands one event to the hub (:class:`FeedHub`), which serialises
 for the event loop. Nothing grows without bound: the last :data:`UTTERANCES_KEPT` utterances,
 :data:`ALERTS_KEPT` alerts, :data:`POSES_KEPT` head poses, :data:`ENGINES_KEPT` transcript engines,
 :data:`WORKERS_KEPT` statuses, :data:`AVATARS_KEPT` speaking states.
+
+It shows only what the room's own workers said: an utterance, an avatar's speech or the EO's
+verdict counts when it comes from the process whose retained status its ``source`` worker keeps
+(:mod:`workers.runtime.origins`), and a worker's status only from its own status topic. A
+message that claims a worker's name from elsewhere prints no forged "buyer → Celia" line.
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Final, Protocol
@@ -40,11 +46,13 @@ from avatar.page_events import (
     WorkerView,
 )
 from orchestrator_client.models import HUMAN
+from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (
     PHASE_NAMES,
     Attention,
     Calibration,
     CameraGeometry,
+    Envelope,
     EOVerdict,
     HeadPose,
     OutgoingMessage,
@@ -54,8 +62,12 @@ from workers.runtime.messages import (
     Transcript,
     now_ms,
 )
+from workers.runtime.origins import own_status, vouched
 from workers.runtime.topics import Topic, Topics
 from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
+
+log = logging.getLogger(__name__)
+_notes = RateLimitedLog(log)
 
 UTTERANCES_KEPT: Final = 20
 ALERTS_KEPT: Final = 50
@@ -162,7 +174,27 @@ class OperatorFeed:
             return list(self._alerts)
 
     # -- bus handlers (MQTT network thread) ------------------------------------------------------
-    def on_status(self, _topic: str, status: Status) -> None:
+    def _said_by_its_worker(self, message: Envelope) -> bool:
+        """Whether ``message`` comes from the process whose status its ``source`` worker keeps
+        (:func:`workers.runtime.origins.vouched`): the console shows only what the room's own
+        workers said, and the log says once a while what it left out. An info line, not a
+        warning: a worker's retained message from its previous run, or one that overtook its
+        status at start, is left out as well, and is no one's fault."""
+        with self._lock:
+            status = self._workers.get(message.source)
+        if vouched(message, status):
+            return True
+        _notes.log(logging.INFO, ("unvouched", message.type, message.source), "a %s claiming %r as its source was not "
+                   "shown: it does not come from the process that worker's status names (%s)", message.type,
+                   message.source[:40], "no origin" if message.origin is None else f"host {message.origin.host[:40]}, pid "
+                   f"{message.origin.pid}")
+        return False
+
+    def on_status(self, topic: str, status: Status) -> None:
+        if not own_status(self.topics, topic, status):
+            _notes.log(logging.INFO, ("foreign status", status.worker), "a status of %r published on %s was ignored: a "
+                       "worker's status is its own topic's", status.worker[:40], topic[-80:])
+            return
         worker = WorkerView.of(status)
         with self._lock:
             before = self._workers.pop(status.worker, None)
@@ -233,6 +265,8 @@ class OperatorFeed:
                 self._engines.popitem(last=False)
 
     def on_outgoing(self, _topic: str, message: OutgoingMessage) -> None:
+        if not self._said_by_its_worker(message):
+            return
         ids = message.message.get("utteranceIds")
         with self._lock:
             engines = [self._engines[i] for i in ids if isinstance(i, str) and i in self._engines] if isinstance(ids, list) else []
@@ -250,6 +284,8 @@ class OperatorFeed:
             self._alert(kind, level, f"the buyer's {said} was {message.outcome.replace('_', ' ')}: {message.reason}")
 
     def on_speaking(self, topic: str, speaking: Speaking) -> None:
+        if not self._said_by_its_worker(speaking):
+            return
         with self._lock:
             if speaking.avatar in self._speaking or len(self._speaking) < AVATARS_KEPT:
                 self._speaking[speaking.avatar] = speaking.state == "begin"
@@ -267,7 +303,7 @@ class OperatorFeed:
         """An agent's blocked message (the buyer's own come as a ``blocked`` outcome, with the
         utterance they belong to)."""
         speaker = str(verdict.message.get("speaker", ""))
-        if verdict.via != "log" or verdict.permitted or speaker == HUMAN:
+        if verdict.via != "log" or verdict.permitted or speaker == HUMAN or not self._said_by_its_worker(verdict):
             return
         text = str(verdict.message.get("text", ""))[:80]
         self._alert("blocked", "warning", f"the EO blocked {speaker or 'an agent'}'s “{text}”: {verdict.rationale or 'no reason given'}")

@@ -11,6 +11,9 @@ Why it is more than a thin wrapper:
   envelope ``id`` so handlers see each event once.
 * Everyone must know who is alive: a retained ``status`` (online, version, host, started-at)
   is published on connect and a retained ``offline`` is registered as the last will.
+* Everyone must be able to tell who said a thing: every envelope published carries the same
+  host, pid and start as the status (its ``origin``), so a reader can hold a message that claims
+  a worker's ``source`` to that worker's status (:mod:`workers.runtime.origins`).
 * A bad payload must never kill a subscriber: oversized, non-JSON (strictly: no NaN, bounded
   nesting and numbers), invalid payloads and handler failures of any kind drop that one
   message with one rate-limited log line. The message is still acknowledged, so a persistent
@@ -59,7 +62,7 @@ from workers.runtime import __version__
 from workers.runtime.broker import BrokerAddress, parse_broker_url
 from workers.runtime.config import Config
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.messages import Envelope, Status, now_ms
+from workers.runtime.messages import Envelope, Origin, Status, now_ms
 from workers.runtime.strict_json import StrictJSONError
 from workers.runtime.strict_json import loads as strict_loads
 from workers.runtime.topics import Topic, Topics
@@ -338,6 +341,11 @@ class Bus:
                             len(held), gate.reader, self.worker_id)
 
     # -- status ------------------------------------------------------------------------------
+    @property
+    def origin(self) -> Origin:
+        """This process as its retained status names it: every envelope it publishes carries it."""
+        return Origin(host=socket.gethostname(), pid=os.getpid(), started_at=self._started_at)
+
     def _status(self, state: str, detail: str = "") -> Status:
         health = {}
         if self._health is not None and state != "offline":
@@ -345,14 +353,15 @@ class Bus:
                 health = self._health()
             except Exception as exc:  # health must never break status publishing
                 health = {"error": f"health check failed: {exc}"}
+        origin = self.origin
         return Status(
             source=self.worker_id,
             state=state,  # type: ignore[arg-type]
             worker=self.worker_id,
             version=__version__,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            started_at=self._started_at,
+            host=origin.host,
+            pid=origin.pid,
+            started_at=origin.started_at,
             detail=detail,
             health=health,
             reads=list(self.reads),
@@ -375,6 +384,8 @@ class Bus:
         broker is unreachable are kept by paho and sent after reconnecting. A message that cannot
         be written as JSON (a lone surrogate in a string: not UTF-8) is not published, with one
         rate-limited line, instead of raising in the publisher's loop."""
+        if message.origin is None:  # said by this process: who may, readers check by its status
+            message = message.model_copy(update={"origin": self.origin})
         try:
             payload = message.model_dump_json().encode()
         except ValueError as exc:  # pydantic's serialization error is one

@@ -59,6 +59,17 @@ Stages = dict[str, int]
 """Stage name (:class:`Stage`) -> ms since the epoch; unknown names are kept."""
 
 
+class Origin(BaseModel):
+    """The process that published a message, as its bus names itself in its retained status:
+    the host, the pid and when the bus started (a restarted worker is another origin)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    pid: int
+    started_at: int
+
+
 class Envelope(BaseModel):
     """Fields every payload carries. ``id`` lets a subscriber drop QoS 1 redeliveries."""
 
@@ -69,6 +80,10 @@ class Envelope(BaseModel):
     source: str
     ts: int = Field(default_factory=now_ms)
     id: str = Field(default_factory=new_id)
+    origin: Origin | None = None
+    """Who published it: set by the publishing bus (:meth:`workers.runtime.bus.Bus.publish`).
+    ``source`` is a claim any client can write; a reader that shows a message as a room worker's
+    holds its origin to that worker's retained status (:func:`workers.runtime.origins.vouched`)."""
 
 
 # -- lifecycle ---------------------------------------------------------------------------------

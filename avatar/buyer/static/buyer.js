@@ -10,10 +10,16 @@
   const RECONNECT_MS = 1000;
   const token = new URLSearchParams(location.search).get("token");
   const el = (id) => document.getElementById(id);
-  const money = (v) => (v === null || v === undefined || isNaN(v) ? "-" : "$" + Number(v).toFixed(2));
-  const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", not "2 flours"
-  const plural = (n, word) => n + " " + word + (n === 1 || /s$/.test(word) || UNCOUNTED.has(word) ? "" : "s");
-  const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => plural(n, g)).join(", ") || "nothing";
+  // money as formats/written.py writes it: "$0.80", "-$2.50", "$1,250.00" (another currency after the amount)
+  const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
+    : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
+      Math.abs(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + (unit && unit !== "USD" ? " " + unit : "");
+  let MASS_NOUNS = new Set();  // goods people do not put in the plural ("2 flour"), from the first snapshot
+  // the plural of a noun and a count as formats/written.py writes them: "1 egg", "2 eggs", "3 blueberries", "2 flour"
+  const plural = (noun) => MASS_NOUNS.has(noun.toLowerCase()) || /s$/i.test(noun) ? noun
+    : /(x|ch|sh)$/i.test(noun) ? noun + "es" : /[^aeiou]y$/i.test(noun) ? noun.slice(0, -1) + "ies" : noun + "s";
+  const count = (n, noun) => n + " " + (n === 1 ? noun : plural(noun));
+  const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => count(n, g)).join(", ") || "nothing";
 
   let clockOffset = 0;
   let round = null;
@@ -22,6 +28,7 @@
   let confirms = [];  // the sellers' accepts waiting for the buyer: the first is the one asked
   let editing = null;   // the allocation being edited: {cake: [{good, quantity}|null, ...], pancake: [...]}
   let edited = false;
+  let savedAt = null;  // when the allocation the pages show as saved was saved
   let socket = null;
 
   function send(obj) { if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(obj)); }
@@ -35,7 +42,7 @@
     el("allocation-panel").hidden = !(phase === "post" && buyer && buyer.plan);
   }
   function tick() {
-    if (!round || !round.phase_deadline) { el("timer").textContent = ""; return; }
+    if (!round || !round.phase_deadline || stoppedAt !== null) { el("timer").textContent = ""; return; }
     const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
     el("timer").textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
   }
@@ -84,14 +91,25 @@
       const more = b.plan.needed_for_one_more || {};
       el("needed").textContent = Object.entries(more).map(([product, goods]) =>
         "One more " + product + " needs " + goodsText(goods) + ".").join(" ");
-      if (!edited) editing = fromProducts(b.plan.products);
     } else {
       el("plan").textContent = utility ? "-" : "Your values are not known yet.";
       el("needed").textContent = "";
     }
+    showSaved(b.saved);
+    // the editor shows the allocation saved (on whichever page), or the best plan, until the buyer edits it here
+    if (!edited && (b.saved || b.plan)) editing = fromProducts((b.saved || b.plan).products);
     renderEditor();
     renderSummary();
     renderRound();
+  }
+  // every page shows the last Save, whichever page made it (the allocation comes back in the buyer view)
+  const savedText = (value) => "Saved: worth " + money(value) + ". You may change it and save again until the post-round ends.";
+  function showSaved(saved) {
+    if (!saved) { if (savedAt !== null) { savedAt = null; status(""); } return; }
+    if (saved.at === savedAt) return;
+    savedAt = saved.at;
+    edited = false;
+    status(savedText(saved.value), true);
   }
 
   function planText(products) {
@@ -100,7 +118,7 @@
       if (!block.quantity) continue;
       const extras = (block.supplement || []).map((s) => Object.entries(s)[0]).filter(Boolean)
         .map(([good, s]) => s.quantity + " " + (s.unit || "") + " " + good);
-      parts.push(plural(block.quantity, product) + (extras.length ? " (with " + extras.join(", ") + ")" : ""));
+      parts.push(count(block.quantity, product) + (extras.length ? " (with " + extras.join(", ") + ")" : ""));
     }
     return parts.join(" and ") || "nothing to bake yet";
   }
@@ -111,11 +129,7 @@
     el("summary-panel").hidden = !(human || b.saved);
     const lines = [];
     if (b.saved) lines.push("Saved: " + planText(b.saved.products) + (b.saved.value !== null ? ", worth " + money(b.saved.value) : "") + ".");
-    if (human) {
-      const utility = human.utility && typeof human.utility === "object" ? human.utility.value : human.utility;
-      lines.push("The round scored you " + (utility === null || utility === undefined ? "nothing yet" : money(utility)) +
-        (human.cost !== undefined && human.cost !== null ? " (you paid " + money(human.cost) + ")" : "") + ".");
-    }
+    if (b.result) lines.push(b.result);  // the EO's score in words, from the server
     el("summary").textContent = lines.join(" ");
   }
 
@@ -158,11 +172,11 @@
       row.dataset.product = product;
       const minus = document.createElement("button"); minus.type = "button"; minus.textContent = "−"; minus.setAttribute("aria-label", "one " + product + " fewer");
       const plus = document.createElement("button"); plus.type = "button"; plus.textContent = "+"; plus.setAttribute("aria-label", "one " + product + " more");
-      const count = document.createElement("span"); count.className = "count"; count.textContent = String(units.length);
-      const name = document.createElement("span"); name.textContent = product + (units.length === 1 ? "" : "s");
+      const number = document.createElement("span"); number.className = "count"; number.textContent = String(units.length);
+      const name = document.createElement("span"); name.textContent = units.length === 1 ? product : plural(product);
       minus.onclick = () => { if (units.length) { units.pop(); edited = true; renderEditor(); } };
       plus.onclick = () => { units.push(null); edited = true; renderEditor(); };
-      row.append(minus, count, plus, name);
+      row.append(minus, number, plus, name);
       group.appendChild(row);
       const supplements = supplementsOf(product);
       units.forEach((u, i) => {
@@ -192,13 +206,17 @@
   }
   let noticeTimer = null;
   let noticeAbout = null;  // the confirmation the notice speaks of (its booking is added to it)
+  let noticePhase = null;  // the round and phase the notice belongs to: it ends with them
+  const phaseOf = () => round ? round.round_id + " " + round.phase : "";
   function notice(text, about) {
     const box = el("notice");
     box.textContent = text; box.hidden = !text;
     noticeAbout = about || null;
+    noticePhase = phaseOf();
     clearTimeout(noticeTimer);
-    noticeTimer = setTimeout(() => { box.hidden = true; noticeAbout = null; }, 8000);
+    noticeTimer = setTimeout(endNotice, 8000);
   }
+  function endNotice() { el("notice").hidden = true; noticeAbout = null; noticePhase = null; }
   function status(text, ok) { const s = el("allocation-status"); s.textContent = text; s.dataset.ok = ok === undefined ? "" : String(ok); }
   async function post(path, payload) {
     const response = await fetch(path + (token ? "?token=" + encodeURIComponent(token) : ""), {
@@ -207,19 +225,19 @@
     try { answer = await response.json(); } catch (e) { answer = { ok: false, reason: "HTTP " + response.status }; }
     return answer;
   }
-  el("use-best").onclick = () => { edited = false; if (buyer && buyer.plan) editing = fromProducts(buyer.plan.products); renderEditor(); status(""); };
+  el("use-best").onclick = () => { edited = true; if (buyer && buyer.plan) editing = fromProducts(buyer.plan.products); renderEditor(); status(""); };
   el("check").onclick = async () => {
     status("checking…");
     const a = await post(CHECK, { products: toProducts() });
     if (a.sufficient) status("Fine: worth " + money(a.value) + ".", true);
-    else status(a.reason || ("Not enough: " + Object.entries(a.shortfall || {}).map(([g, n]) => n + " more " + g).join(", ")), false);
+    else status(a.reason || (a.missing ? "Not enough: it needs " + a.missing + "." : "Not enough of what was bought."), false);
   };
   el("save").onclick = async () => {
     el("save").disabled = true;
     status("saving…");
     try {
       const a = await post(SAVE, { products: toProducts() });
-      status(a.saved ? "Saved: worth " + money(a.value) + ". You may change it and save again until the post-round ends." : (a.reason || "not saved"), !!a.saved);
+      status(a.saved ? savedText(a.value) : (a.reason || "not saved"), !!a.saved);
     } finally { el("save").disabled = false; }
   };
 
@@ -234,7 +252,7 @@
     el("confirm-deal").textContent = goodsText(req.goods) + " for " + money(req.price);
     el("confirm-budget").textContent = req.budget_after !== null && req.budget_after !== undefined ? "Budget after: " + money(req.budget_after) : "";
     el("confirm-said").textContent = req.text ? "“" + req.text + "”" : "";
-    el("confirm-queue").textContent = confirms.length > 1 ? (confirms.length - 1) + " more deal" + (confirms.length > 2 ? "s" : "") + " waiting after this one." : "";
+    el("confirm-queue").textContent = confirms.length > 1 ? count(confirms.length - 1, "more deal") + " waiting after this one." : "";
     const mine = req.asks === "buyer";
     el("confirm-accept").hidden = !mine;
     el("confirm-decline").hidden = !mine;
@@ -256,10 +274,26 @@
   el("confirm-accept").onclick = () => answer(true);
   el("confirm-decline").onclick = () => answer(false);
 
+  // -- a room that stopped says so: the feed is gone, and with it the truth of every timer ----------
+  let stoppedAt = null;  // when the feed was lost (a reconnection that fails again keeps the first time)
+  function roomStopped() {
+    if (stoppedAt === null) stoppedAt = new Date();
+    const time = stoppedAt.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+    el("stopped").textContent = document.body.dataset.stopped.replace("{time}", time);
+    el("stopped").hidden = false;
+    document.body.dataset.room = "stopped";
+  }
+  function roomBack() {
+    stoppedAt = null;
+    el("stopped").hidden = true;
+    document.body.dataset.room = "live";
+  }
+
   // -- the feed --------------------------------------------------------------------------------
   const handlers = {
     snapshot(s) {
       PHASES = s.phase_names || PHASES;
+      MASS_NOUNS = new Set(s.mass_nouns || []);
       confirmMode = s.confirm_mode || confirmMode;
       round = s.round; buyer = s.buyer || null; confirms = s.confirms || [];
       renderBuyer(); renderConfirm(); tick();
@@ -268,7 +302,8 @@
       if (v.now) clockOffset = v.now - Date.now();
       const newRound = !round || round.round_id !== v.round_id;
       round = v;
-      if (newRound) { edited = false; editing = null; status(""); }
+      if (newRound) { edited = false; editing = null; savedAt = null; status(""); }
+      if (noticePhase !== null && noticePhase !== phaseOf()) endNotice();
       renderRound(); tick();
     },
     buyer(v) { buyer = v; renderBuyer(); },
@@ -289,7 +324,7 @@
   function connect() {
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + FEED + (token ? "?token=" + encodeURIComponent(token) : "");
     socket = new WebSocket(url);
-    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; };
+    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; roomBack(); };
     socket.onmessage = (ev) => {
       const event = JSON.parse(ev.data);
       const handler = handlers[event.type];
@@ -299,6 +334,10 @@
     socket.onclose = () => {
       el("connection").dataset.state = "closed";
       el("connection").textContent = "reconnecting…";
+      roomStopped();
+      confirms = [];  // the controller answered them as it stopped; what waits comes back with the feed
+      renderConfirm();
+      tick();
       setTimeout(connect, RECONNECT_MS);
     };
   }

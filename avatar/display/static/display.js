@@ -298,19 +298,23 @@
 
   function tick() {
     const timer = el("round-timer");
-    if (!round || !round.phase_deadline) { timer.textContent = "--:--"; return; }
+    if (!round || !round.phase_deadline || stoppedAt !== null) { timer.textContent = "--:--"; return; }
     const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
     timer.textContent = String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0");
     timer.dataset.seconds = String(left);
   }
   setInterval(tick, 250);
 
-  const UNCOUNTED = new Set(["milk", "flour", "sugar", "chocolate", "vanilla"]);  // "2 flour", but "2 eggs"
-  const goods = (quantity) => Object.entries(quantity || {})
-    .map(([k, v]) => v + " " + k + (v === 1 || UNCOUNTED.has(k) || /s$/.test(k) ? "" : "s")).join(", ") || "-";
-  // "$0.80", as people write it (another currency keeps its name after the amount)
-  const money = (value, unit) => typeof value !== "number" ? String(value)
-    : !unit || unit === "USD" ? "$" + value.toFixed(2) : value.toFixed(2) + " " + unit;
+  let MASS_NOUNS = new Set();  // goods people do not put in the plural ("2 flour"), from the first snapshot
+  // the plural of a noun and a count as formats/written.py writes them: "1 egg", "2 eggs", "3 blueberries", "2 flour"
+  const plural = (noun) => MASS_NOUNS.has(noun.toLowerCase()) || /s$/i.test(noun) ? noun
+    : /(x|ch|sh)$/i.test(noun) ? noun + "es" : /[^aeiou]y$/i.test(noun) ? noun.slice(0, -1) + "ies" : noun + "s";
+  const count = (n, noun) => n + " " + (n === 1 ? noun : plural(noun));
+  const goods = (quantity) => Object.entries(quantity || {}).map(([k, v]) => count(v, k)).join(", ") || "-";
+  // money as formats/written.py writes it: "$0.80", "-$2.50", "$1,250.00" (another currency after the amount)
+  const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
+    : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
+      Math.abs(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + (unit && unit !== "USD" ? " " + unit : "");
 
   function row(table, cells) {
     const tr = document.createElement("tr");
@@ -397,7 +401,7 @@
     box.id = "confirm-" + req.id;
     box.dataset.asks = req.asks || "operator";
     const bid = req.bid || {};
-    const price = bid.price ? " for $" + Number(bid.price.value).toFixed(2) : "";
+    const price = bid.price ? " for " + money(Number(bid.price.value), bid.price.unit) : "";
     const p = document.createElement("p");
     const buyerAnswers = req.asks === "buyer";
     p.textContent = req.speaker + " accepts: " + goods(bid.quantity) + price + "." +
@@ -417,12 +421,28 @@
     el("confirms").appendChild(box);
   }
 
+  // -- a room that stopped says so: the feed is gone, and with it the truth of every timer ----------
+  let stoppedAt = null;  // when the feed was lost (a reconnection that fails again keeps the first time)
+  function roomStopped() {
+    if (stoppedAt === null) stoppedAt = new Date();
+    const time = stoppedAt.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+    el("stopped").textContent = document.body.dataset.stopped.replace("{time}", time);
+    el("stopped").hidden = false;
+    document.body.dataset.room = "stopped";
+  }
+  function roomBack() {
+    stoppedAt = null;
+    el("stopped").hidden = true;
+    document.body.dataset.room = "live";
+  }
+
   let socket = null;
   function send(obj) { if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(obj)); }
 
   const handlers = {
     snapshot(s) {
       PHASES = s.phase_names || PHASES;
+      MASS_NOUNS = new Set(s.mass_nouns || []);
       looks = s.looks || looks;
       for (const name of s.avatars) avatar(name);
       // every caption from the snapshot, an empty one too: a page that outlived a restart of the
@@ -477,7 +497,7 @@
   function connect() {
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + FEED + (token ? "?token=" + encodeURIComponent(token) : "");
     socket = new WebSocket(url);
-    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; };
+    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "connected"; roomBack(); };
     socket.onmessage = (ev) => {
       const event = JSON.parse(ev.data);
       const handler = handlers[event.type];
@@ -487,6 +507,9 @@
     socket.onclose = () => {
       el("connection").dataset.state = "closed";
       el("connection").textContent = "reconnecting…";
+      roomStopped();
+      showConfirms([]);  // the controller answered them as it stopped; what waits comes back with the feed
+      tick();
       setTimeout(connect, RECONNECT_MS);
     };
   }

@@ -142,7 +142,10 @@
       setCalibration({ state: reason.startsWith("no camera") ? "no-camera" : "failed", detail: reason });
     }
   };
-  const money = (v) => (v === null || v === undefined ? "-" : "$" + Number(v).toFixed(2));
+  // money as formats/written.py writes it: "$0.80", "-$2.50", "$1,250.00" (another currency after the amount)
+  const money = (v, unit) => typeof v !== "number" || !isFinite(v) ? "-"
+    : (v < 0 ? "-" : "") + (!unit || unit === "USD" ? "$" : "") +
+      Math.abs(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + (unit && unit !== "USD" ? " " + unit : "");
   function setDay(d) {
     if (!d) return;
     el("day-date").textContent = d.date || "";
@@ -181,7 +184,7 @@
   }
   function tick() {
     const timer = el("round-timer");
-    if (!round || !round.phase_deadline) timer.textContent = "--:--";
+    if (!round || !round.phase_deadline || stoppedAt !== null) timer.textContent = "--:--";
     else {
       const left = Math.max(0, Math.round((round.phase_deadline - serverNow()) / 1000));
       timer.textContent = String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0");
@@ -308,6 +311,21 @@
     el("alert-count").textContent = String(el("alerts").children.length);
   }
 
+  // -- a room that stopped says so: the feed is gone, and with it the truth of every timer ----------
+  let stoppedAt = null;  // when the feed was lost (a reconnection that fails again keeps the first time)
+  function roomStopped() {
+    if (stoppedAt === null) stoppedAt = new Date();
+    const time = stoppedAt.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+    el("stopped").textContent = document.body.dataset.stopped.replace("{time}", time);
+    el("stopped").hidden = false;
+    document.body.dataset.room = "stopped";
+  }
+  function roomBack() {
+    stoppedAt = null;
+    el("stopped").hidden = true;
+    document.body.dataset.room = "live";
+  }
+
   const handlers = {
     snapshot(s) {
       PHASES = s.phase_names || PHASES;
@@ -348,7 +366,7 @@
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + document.body.dataset.feed +
       (token ? "?token=" + encodeURIComponent(token) : "");
     const socket = new WebSocket(url);
-    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "live"; };
+    socket.onopen = () => { el("connection").dataset.state = "connected"; el("connection").textContent = "live"; roomBack(); };
     socket.onmessage = (ev) => {
       let event;
       try { event = JSON.parse(ev.data); } catch (e) { return; }
@@ -358,6 +376,9 @@
     socket.onclose = () => {
       el("connection").dataset.state = "closed";
       el("connection").textContent = "reconnecting…";
+      roomStopped();
+      for (const name of ["broker", "eo"]) setLink({ name: name });  // unknown until the feed is back
+      tick();
       setTimeout(connect, RECONNECT_MS);
     };
   }

@@ -219,7 +219,7 @@ def test_a_round_of_slow_early_simultaneous_answers_and_restarts_agrees_with_the
 
     final_paid, final_goods = platform.human()
     observer.wait(RoundState, phase="ended", timeout=DURATIONS[2] + 30)
-    expect(buyer.locator("#summary")).to_contain_text("The round scored you $", timeout=UI_TIMEOUT_MS)
+    expect(buyer.locator("#summary")).to_contain_text("Your allocation is worth $", timeout=UI_TIMEOUT_MS)
     row, detail = views.day_row()
     assert (row["paid"], sum_goods(detail["deals"])) == (final_paid, final_goods)
     assert row["buyer_utility"] is not None and row["buyer_utility"] > 0 and row["allocation_saved"]

@@ -156,7 +156,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         views.agree(platform, "saved")
         console.get_by_role("button", name="End round").click()
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), 15)
-        expect(buyer.locator("#summary")).to_contain_text("The round scored you", timeout=UI_TIMEOUT_MS)
+        expect(buyer.locator("#summary")).to_contain_text("Your allocation is worth", timeout=UI_TIMEOUT_MS)
         row, detail = views.day_row()
         assert (row["buyer"], row["deals"], row["paid"], row["allocation_saved"]) == (BUYER, 2, 2.5, True)
         scored = detail["totals"]["Human"]["utility"]["value"]  # the stand-in's score of the pancake saved

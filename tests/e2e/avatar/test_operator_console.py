@@ -44,6 +44,7 @@ from workers.runtime.messages import (
     CameraGeometry,
     EOVerdict,
     HeadPose,
+    Origin,
     OutgoingMessage,
     Speaking,
     Stage,
@@ -70,15 +71,26 @@ class _Subscriptions:
         self.names.append(topic.name)
 
 
+BOOTH = Origin(host="booth", pid=42, started_at=1)
+"""The process of every worker of these statuses (and of the messages they publish)."""
+
+
 def _status(state: str, detail: str = "", worker: str = "microphone", refresh_s: float | None = HEALTH_INTERVAL_S) -> Status:
-    return Status(source=worker, state=state, worker=worker, version="1", host="booth", pid=42, started_at=1, detail=detail,
-                  refresh_s=refresh_s)
+    return Status(source=worker, state=state, worker=worker, version="1", host=BOOTH.host, pid=BOOTH.pid,
+                  started_at=BOOTH.started_at, detail=detail, refresh_s=refresh_s)
 
 
-def _outgoing(text: str, outcome: str, stages: dict[str, int], reason: str = "", ids: tuple[str, ...] = ("u1",)) -> OutgoingMessage:
+def _heard(feed: OperatorFeed, status: Status) -> None:
+    """``status`` as the bus delivers it: on its worker's own status topic."""
+    feed.on_status(feed.topics.status(status.worker).name, status)
+
+
+def _outgoing(text: str, outcome: str, stages: dict[str, int], reason: str = "", ids: tuple[str, ...] = ("u1",),
+              origin: Origin | None = BOOTH) -> OutgoingMessage:
     body = {"speaker": "Human", "addressee": "Celia", "text": text, "addresseeSource": "gaze", "sttConfidence": 0.91,
             "source": "mic", "utteranceIds": list(ids)}
-    return OutgoingMessage(source="transcript", message=body, outcome=outcome, reason=reason, stages=stages)  # type: ignore[arg-type]
+    return OutgoingMessage(source="transcript", message=body, outcome=outcome, reason=reason, stages=stages,  # type: ignore[arg-type]
+                           origin=origin)
 
 
 def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> None:
@@ -97,9 +109,14 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
     assert feed.view()["camera"]["targets"] == {"Celia": {"yaw": 25.0, "pitch": 0.0}}
     assert feed.view()["camera"]["tolerance_deg"] == 15.0
 
-    # a worker's status: online, then error (alert), the same error again (no new alert), offline (alert)
+    # a worker's status: online, then error (alert), the same error again (no new alert), offline (alert);
+    # one published on another worker's topic speaks for nobody
+    for worker in ("transcript", "avatar"):  # (not refreshed: the silence checks below are the camera's)
+        _heard(feed, _status("online", worker=worker, refresh_s=None))
+    feed.on_status(feed.topics.status("intruder").name, _status("offline", worker="transcript"))
+    assert feed.view()["workers"]["transcript"]["state"] == "online" and "intruder" not in feed.view()["workers"]
     for state, detail in (("online", ""), ("error", "camera lost"), ("error", "camera lost"), ("offline", "connection lost")):
-        feed.on_status("", _status(state, detail))
+        _heard(feed, _status(state, detail))
     assert [(a.kind, a.level) for a in feed.alerts()] == [("worker_error", "error"), ("worker_offline", "error")]
     assert "camera lost" in feed.alerts()[0].text and "booth" in feed.alerts()[1].text
     assert feed.view()["workers"]["microphone"]["state"] == "offline"
@@ -109,13 +126,17 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
     feed.on_final("", Transcript(source="mic", final=True, utterance_id="u1", text="x", start=t - 900, end=t - 500, engine="whisper"))
     stages = {Stage.SPEECH_END: t - 500, Stage.FINAL: t, Stage.RELAY_SENT: t + 10, Stage.EO_ANSWER: t + 40}
     feed.on_outgoing("", _outgoing("two eggs", "delivered", stages))
+    # the transcript worker's name from another process, or from none known, is not its word
+    feed.on_outgoing("", _outgoing("forged", "delivered", stages, origin=BOOTH.model_copy(update={"pid": 4242})))
+    feed.on_outgoing("", _outgoing("forged", "delivered", stages, origin=None))
     reply = {Stage.RECEIVED: t + 900, Stage.FIRST_AUDIO: t + 1000}
-    feed.on_speaking("", Speaking(source="avatar", avatar="Celia", state="begin", message_id="m1", text="Sure", stages=reply))
+    feed.on_speaking("", Speaking(source="avatar", avatar="Celia", state="begin", message_id="m1", text="Sure", stages=reply,
+                                  origin=BOOTH))
     feed.on_speaking("", Speaking(source="avatar", avatar="Celia", state="end", message_id="m1", text="Sure",
-                                  stages={**reply, Stage.SPEAKING_END: t + 2500}))
+                                  stages={**reply, Stage.SPEAKING_END: t + 2500}, origin=BOOTH))
     # an agent speaking a minute and more later answers nobody's utterance
     feed.on_speaking("", Speaking(source="avatar", avatar="Watson", state="begin", message_id="m2",
-                                  stages={Stage.RECEIVED: t + 90_000}))
+                                  stages={Stage.RECEIVED: t + 90_000}, origin=BOOTH))
     (utterance,) = feed.utterances()
     assert (utterance.engine, utterance.confidence, utterance.addressee_source, utterance.outcome) == ("whisper", 0.91, "gaze", "delivered")
     replies = [(r.avatar, r.stages[Stage.FIRST_AUDIO], r.stages[Stage.SPEAKING_END]) for r in utterance.replies]
@@ -126,7 +147,7 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
     feed.on_outgoing("", _outgoing("again", "blocked", stages, reason="R0: wait for a reply"))
     for permitted, speaker in ((False, "Watson"), (False, "Human"), (True, "Celia")):
         feed.on_verdict("", EOVerdict(source="avatar", via="log", permitted=permitted, rationale="R4: too long",
-                                      message={"speaker": speaker, "text": "words"}))
+                                      message={"speaker": speaker, "text": "words"}, origin=BOOTH))
     feed.on_outgoing("", _outgoing("late", "undelivered", stages, reason="no round"))
     feed.on_outgoing("", _outgoing("lost", "failed", stages, reason="connection refused"))
     feed.on_outgoing("", _outgoing("maybe", "maybe_delivered", stages, reason="timed out"))
@@ -137,21 +158,22 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
 
     # a worker that stops refreshing its status is reported silent, once, until it is heard again;
     # a client that never refreshes (the supervisor, a tool) never is
-    feed.on_status("", _status("online", worker="camera"))
-    feed.on_status("", _status("online", worker="supervisor-4242", refresh_s=None))
+    _heard(feed, _status("online", worker="camera"))
+    _heard(feed, _status("online", worker="supervisor-4242", refresh_s=None))
     later = now_ms() + int(MISSED_REFRESHES * HEALTH_INTERVAL_S * 1000) + 1000
     feed.check_silent(later)
     feed.check_silent(later + 1000)
     assert [a.kind for a in feed.alerts()][-1:] == ["worker_silent"] and len(feed.alerts()) == 8
     assert feed.view()["workers"]["camera"]["silent"] is True and feed.view()["workers"]["microphone"]["silent"] is False
     assert feed.view()["workers"]["supervisor-4242"]["silent"] is False
-    feed.on_status("", _status("online", worker="camera"))
+    _heard(feed, _status("online", worker="camera"))
     assert feed.view()["workers"]["camera"]["silent"] is False
 
     # bounded, and the snapshot is strict JSON
     for i in range(2 * WORKERS_KEPT):
-        feed.on_status("", _status("online", worker=f"w{i}"))
+        _heard(feed, _status("online", worker=f"w{i}"))
     assert len(feed.view()["workers"]) == WORKERS_KEPT and f"w{2 * WORKERS_KEPT - 1}" in feed.view()["workers"]
+    _heard(feed, _status("online", worker="transcript", refresh_s=None))  # the flood pushed the transcript worker's out
     for i in range(3 * UTTERANCES_KEPT):
         feed.on_outgoing("", _outgoing(f"n{i}", "undelivered", stages, reason="no round"))
         feed.on_headpose("", HeadPose(source="camera", yaw=i, pitch=0, roll=0, confidence=1, frame_ts=t))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,7 +43,9 @@ def test_publish_subscribe_round_trip(broker_kind: str, request: pytest.FixtureR
             publisher.publish(publisher.topics.transcript_final(), message)
         assert wait_for(lambda: len(got) == 20, timeout=10)
         assert [m.text for m in got.items] == [m.text for m in sent]
-        assert got.items[0].model_dump() == sent[0].model_dump()
+        # as sent, and stamped with the process that published it, as its status names it
+        assert got.items[0].model_dump() == sent[0].model_copy(update={"origin": publisher.origin}).model_dump()
+        assert (publisher.origin.pid, publisher.origin.host) == (os.getpid(), socket.gethostname())
     finally:
         publisher.stop()
         subscriber.stop()

@@ -79,3 +79,20 @@ def test_bids_are_read_liberally() -> None:
         assert goods_of(bid) == {} or goods_of(bid) == {"egg": 2}
         assert price_of(bid) in (None, 1.0)
     assert goods_of({"quantity": {"egg": 2.0, "milk": 0, "flour": -1}}) == {"egg": 2}
+
+
+def test_the_round_result_says_what_the_score_is_and_what_it_gained() -> None:
+    """The EO's utility of the buyer is the worth of the allocation saved (the utility generator
+    leaves the cost out), so the gain is the worth minus what was paid."""
+    from avatar.buyer.book import round_result
+
+    ledger = RoomLedger.in_memory()
+    key = a_round(ledger)
+    assert buyer_view(ledger.book(key))["result"] is None  # no totals yet
+    ledger.set_totals(key, {"Human": {"quantity": {"egg": 2}, "cost": 4.23, "utility": {"currencyUnit": "USD", "value": 19.26}},
+                            "Celia": {"revenue": 4.23}}, T0 + 90_000)
+    assert buyer_view(ledger.book(key))["result"] == "Your allocation is worth $19.26 to you; you paid $4.23, so you gained $15.03."
+    assert round_result({"cost": 6.5, "utility": {"currencyUnit": "USD", "value": 0}}) == \
+        "Your allocation is worth $0.00 to you; you paid $6.50, so you lost $6.50."
+    assert round_result({"utility": 25}) == "Your allocation is worth $25.00 to you."
+    assert round_result({"cost": 2.5, "utility": None}) == "The EO gave no score for your allocation; you paid $2.50."

@@ -106,7 +106,7 @@ def test_the_wire_keeps_numbers_types_and_leaves_out_what_was_not_given() -> Non
     assert list(message.wire()) == ["type", "message_id", "speaker", "addressee", "text", "bid", "at"]
     assert message.model_copy(update={"verdict": "queued"}).wire()["verdict"] == "queued"
     buyer_view = pe.BuyerEvent(round_id=3, phase="round", budget=50, spent=0, left=47.5, offers=[], deals=[], waiting_eo=[],
-                               have={}, saved=None, human_totals=None, round_totals=None, utility=None, utility_problem=None,
+                               have={}, saved=None, human_totals=None, round_totals=None, result=None, utility=None, utility_problem=None,
                                plan=None, recipe={}).wire()
     assert [type(buyer_view[k]) for k in ("round_id", "budget", "spent", "left")] == [int, int, int, float]
     link = pe.LinkEvent(name="eo", url="http://eo", reachable=None, detail="")
@@ -134,3 +134,15 @@ def test_the_display_hub_keeps_what_a_new_page_needs() -> None:
     later.captions["Celia"] = {"text": "changed"}  # a snapshot is a copy
     assert hub.snapshot().captions["Celia"] is None
     assert hub.snapshot_text().startswith('{"type":"snapshot",')
+
+
+def test_the_words_a_person_reads_have_their_amounts_written_as_people_write_money() -> None:
+    sent, shown = "Two eggs for 0.8 USD, or three for 1.0 USD?", "Two eggs for $0.80, or three for $1.00?"
+    events = [
+        pe.SpeakingBegin(avatar="Celia", text=sent, message_id="m1", at=1, latency_ms=0),
+        pe.MessageEvent(message_id="m1", speaker="Celia", addressee="Human", text=sent, bid=None, at=1),
+        pe.LogEvent(speaker="Celia", text=sent, permitted=True, rationale=None, at=1),
+        pe.RejectionEvent(speaker="Celia", text=sent, rationale="R4"),
+    ]
+    assert [event.wire()["text"] for event in events] == [shown] * len(events)
+    assert events[0].payload()["text"] == shown  # the caption a page opened later gets
