@@ -165,6 +165,15 @@ def start_run(config_path: Path, cwd: Path, *flags: str, without: str = "mic,cam
     return suite, output
 
 
+def typed_microphone(config_path: Path, broker_port: int, cwd: Path) -> subprocess.Popen[str]:
+    """A real microphone worker that reads typed lines from its standard input (the test writes
+    the buyer's lines there), on the broker of a suite started by :func:`start_run`."""
+    return subprocess.Popen(
+        [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{broker_port}"'],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=cwd,
+    )
+
+
 def wait_for_line(output: list[str], text: str, timeout: float = 60.0) -> None:
     """Until a process whose lines are collected in ``output`` (:func:`start_run`) has printed one
     containing ``text``; fails with everything it printed so far."""

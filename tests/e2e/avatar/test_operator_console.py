@@ -27,12 +27,12 @@ from orchestrator_client import endpoints as ep
 from tests.support.avatar import AvatarRunner
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,
-    CLI,
     UI_TIMEOUT_MS,
     free_port,
     round_observer,
     start_run,
     suite_config,
+    typed_microphone,
     wait_for,
     wait_for_line,
 )
@@ -243,10 +243,7 @@ def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path:
         expect(page.locator("#round-phase")).to_have_attribute("data-phase", "round")
 
         # a real microphone worker (typed input) comes online; one utterance goes all the way
-        mic = subprocess.Popen(
-            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
-        )
+        mic = typed_microphone(config_path, port, tmp_path)
         expect(page.locator("#worker-microphone")).to_have_attribute("data-state", "online", timeout=60_000)
         assert mic.stdin is not None
         mic.stdin.write("@Celia I would like to buy 2 eggs for 10 cents\n")

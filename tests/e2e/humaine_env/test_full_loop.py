@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.support.helpers import AUTO_FIRST_ROUND, CLI, free_port, start_run, suite_config, wait_for, wait_for_line
+from tests.support.helpers import AUTO_FIRST_ROUND, free_port, start_run, suite_config, typed_microphone, wait_for, wait_for_line
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.data_dir import fallback_dir
@@ -51,10 +51,7 @@ def test_typed_utterance_comes_back_as_speech_and_gesture(tmp_path: Path) -> Non
         bus, seen = round_observer(config)
         assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
 
-        mic = subprocess.Popen(
-            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
-        )
+        mic = typed_microphone(config_path, port, tmp_path)
         assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
         assert mic.stdin is not None
         typed_at = time.monotonic()
@@ -120,10 +117,7 @@ def test_a_room_with_other_names_hears_addresses_and_answers_by_them(tmp_path: P
         bus, seen = round_observer(config)
         assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
 
-        mic = subprocess.Popen(
-            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
-        )
+        mic = typed_microphone(config_path, port, tmp_path)
         assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
         assert mic.stdin is not None
         mic.stdin.write("Max, I would like to buy 2 eggs for 10 cents\n")  # named as spoken, no @
@@ -175,10 +169,7 @@ def test_a_room_whose_data_dir_cannot_be_written_still_speaks_and_says_where_it_
         wait_for_line(output, f"mqtt://127.0.0.1:{port}")
         bus, seen = round_observer(config)
         assert wait_for(lambda: any(m.phase == "round" for _, m in seen["round"]), timeout=90), "".join(output)
-        mic = subprocess.Popen(
-            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
-        )
+        mic = typed_microphone(config_path, port, tmp_path)
         assert wait_for(lambda: any(m.worker == "microphone" and m.state == "online" for _, m in seen["status"]), timeout=60)
         assert mic.stdin is not None
         mic.stdin.write("@Celia I would like to buy 2 eggs for 10 cents\n")

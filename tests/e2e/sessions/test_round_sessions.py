@@ -31,6 +31,7 @@ from tests.support.helpers import (
     round_observer,
     start_run,
     suite_config,
+    typed_microphone,
     wait_for,
     wait_for_line,
 )
@@ -71,10 +72,7 @@ def test_run_records_each_round_as_a_session_for_label_and_eval(tmp_path: Path) 
         wait_for_line(output, f"mqtt://127.0.0.1:{port}")
         bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), timeout=90), "".join(output)
-        mic = subprocess.Popen(
-            [*CLI, "mic", "--typed", "--config", str(config_path), "--set", f'broker.url="mqtt://127.0.0.1:{port}"'],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path,
-        )
+        mic = typed_microphone(config_path, port, tmp_path)
         assert httpx.post(avatar_url + BUYER_PATH, json={"buyer": BUYER}, timeout=10).json()["ok"]
         answer = httpx.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 0.5}}, timeout=15)
         assert answer.status_code == 200, answer.text
