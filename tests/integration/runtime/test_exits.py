@@ -108,15 +108,18 @@ def test_no_broker_says_it_waits_then_gives_up(tmp_path: Path) -> None:
         first = process.stderr.readline()
         said_after = time.monotonic() - started
         assert f"waiting for the MQTT broker at {url}" in first and "giving up after 8 s" in first, first
-        assert said_after < 8
         rest = process.stderr.read()
         code = process.wait(30)
+        ended_after = time.monotonic() - started
     finally:
         if process.poll() is None:
             process.kill()
     assert code == EXIT_NO_BROKER
     assert problem_lines(rest) == [f"{rest.splitlines()[0]}"] and "no MQTT broker answered" in rest, rest
-    assert time.monotonic() - started < 20
+    # said when the wait begins, not at its end (measured from the events, not from a start-up
+    # whose length is the machine's load), and the wait is bounded
+    assert ended_after - said_after >= 6, (said_after, ended_after)
+    assert ended_after < 40
 
 
 def test_replay_without_the_vosk_model_stops_with_one_line(mosquitto: MosquittoBroker, tmp_path: Path) -> None:
