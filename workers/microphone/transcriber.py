@@ -114,6 +114,7 @@ def segmenter_for(settings: MicrophoneSettings, hangover_ms: int | None = None) 
         energy_floor_dbfs=s.energy_floor_dbfs,
         classifier=frame_classifier(s),
         noise_margin_db=s.vad_noise_margin_db,
+        release_margin_db=s.vad_release_margin_db,
     )
 
 

@@ -7,6 +7,13 @@ before that point, because the detector fires only after the first syllable has 
 recognizer needs that onset. It ends after ``hangover_ms`` of mostly unvoiced frames, so short
 pauses between words do not split a sentence; the reported end is the last voiced frame, which
 is when the speaker actually stopped (the reference point for end-of-speech latency).
+
+A word's soft ending (the /s/ of "eggs", "dollars", "Americans") is quieter than its vowel: in a
+room with a background it can fall under the margin a frame needs to *open* speech while still
+standing clear over the background. So speech is released with hysteresis: after the last frame
+over the margin, the frames that still stand ``release_margin_db`` over the background (up to
+``release_max_ms``) are the word's release tail and belong to the utterance; it ends where the
+tail does, not at the last loud frame.
 """
 
 from __future__ import annotations
@@ -38,6 +45,13 @@ BACKGROUND_PERCENTILE = 10.0
 keep it at the room's level while the buyer talks."""
 BACKGROUND_WARMUP_MS = 500
 """Audio heard before the background is trusted; until then only the absolute floor applies."""
+DEFAULT_RELEASE_MARGIN_DB = 3.0
+"""How far over the background a frame after the last loud one must stand to be the word's
+release tail (a soft final /s/, a breathy vowel's end); see the module's docstring and
+docs/microphone.md#word-endings for the figures it was chosen from."""
+RELEASE_MAX_MS = 200
+"""The longest release tail: a fricative's end is under this, and a background that hovers just
+over the release margin (babble) cannot hold an utterance open with it."""
 
 
 @dataclass
@@ -129,6 +143,7 @@ class _Frame:
     samples: np.ndarray
     t_ms: int
     voiced: bool
+    level_dbfs: float = -120.0
 
 
 @dataclass
@@ -146,11 +161,19 @@ class Segmenter:
     """What tells speech from the rest; ``None``: webrtcvad at ``aggressiveness``."""
     noise_margin_db: float = DEFAULT_NOISE_MARGIN_DB
     """A frame is speech only this far over the room's :class:`BackgroundLevel` (0: off)."""
+    release_margin_db: float = DEFAULT_RELEASE_MARGIN_DB
+    """After speech, a frame this far over the background is still the word's release tail
+    (only with the noise margin on: without a background there is nothing to measure it by)."""
+    release_max_ms: int = RELEASE_MAX_MS
+    """The release tail ends this long after the last loud frame at the latest."""
     _background: BackgroundLevel = field(default_factory=BackgroundLevel, init=False, repr=False)
     _ring: collections.deque[_Frame] = field(init=False, repr=False)
     _window: collections.deque[bool] = field(init=False, repr=False)
     _current: str | None = field(default=None, init=False)
     _last_voiced_end: int = field(default=0, init=False)
+    _last_loud_end: int = field(default=0, init=False)
+    _releasing: bool = field(default=False, init=False)
+    _release_dbfs: float | None = field(default=None, init=False)
     _started_at: int = field(default=0, init=False)
     _frame_ms: int | None = field(default=None, init=False)
 
@@ -176,7 +199,7 @@ class Segmenter:
         loud = level > self._threshold_dbfs(level, frame_ms)
         speech = self.classifier.is_speech(block.samples) if loud or self.classifier.continuous else False
         voiced = loud and speech
-        frame = _Frame(block.samples, block.t_ms, voiced)
+        frame = _Frame(block.samples, block.t_ms, voiced, level)
         if self._current is None:
             yield from self._idle(frame, frame_ms)
         else:
@@ -189,8 +212,20 @@ class Segmenter:
             return self.energy_floor_dbfs
         background = self._background.observe(level, frame_ms)
         if background is None:
+            self._release_dbfs = None
             return self.energy_floor_dbfs
+        self._release_dbfs = max(self.energy_floor_dbfs, background + self.release_margin_db)
         return max(self.energy_floor_dbfs, background + self.noise_margin_db)
+
+    def _in_release(self, frame: _Frame, frame_ms: int) -> bool:
+        """Whether ``frame``, not loud enough to be speech, is the release tail of the speech
+        before it (see the module's docstring)."""
+        if not self._releasing or self._release_dbfs is None:
+            return False
+        self._releasing = (
+            frame.level_dbfs > self._release_dbfs and frame.t_ms + frame_ms - self._last_loud_end <= self.release_max_ms
+        )
+        return self._releasing
 
     def _idle(self, frame: _Frame, frame_ms: int) -> Iterator[SegmentEvent]:
         self._ring.append(frame)
@@ -206,16 +241,21 @@ class Segmenter:
         self._ring.clear()
         self._current = new_id()
         self._started_at = frames[0].t_ms
-        self._last_voiced_end = frame.t_ms + frame_ms
+        self._last_voiced_end = self._last_loud_end = frame.t_ms + frame_ms
+        self._releasing = True
         self._window.clear()
         yield SpeechStart(self._current, frames[0].t_ms, onset, np.concatenate([f.samples for f in frames]))
 
     def _speaking(self, frame: _Frame, frame_ms: int) -> Iterator[SegmentEvent]:
         assert self._current is not None
         uid = self._current
-        yield SpeechAudio(uid, frame.samples, frame.voiced)
         if frame.voiced:
+            self._last_voiced_end = self._last_loud_end = frame.t_ms + frame_ms
+            self._releasing = True
+        elif self._in_release(frame, frame_ms):
+            frame.voiced = True  # the word's release tail: speech still, for the end and the pause
             self._last_voiced_end = frame.t_ms + frame_ms
+        yield SpeechAudio(uid, frame.samples, frame.voiced)
         self._window.append(frame.voiced)
         hang_n = max(1, self.hangover_ms // frame_ms)
         while len(self._window) > hang_n:

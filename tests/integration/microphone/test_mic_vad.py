@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 from hardware.audio import SAMPLE_RATE, AudioBlock
+from hardware.audio_files import load_audio
 from workers.microphone.evaluation import POCKETSPHINX_DATA, asterisk_corpus
-from workers.microphone.vad import FrameClassifier, Segmenter, SpeechAudio, SpeechEnd, SpeechStart, WebrtcFrames
+from workers.microphone.vad import (
+    RELEASE_MAX_MS,
+    FrameClassifier,
+    Segmenter,
+    SpeechAudio,
+    SpeechEnd,
+    SpeechStart,
+    WebrtcFrames,
+)
 from workers.microphone.vad_silero import WINDOW, SileroFrames
 
 GAP_S = 1.5
@@ -136,3 +145,50 @@ def test_bad_parameters_are_rejected() -> None:
     seg = Segmenter()
     with pytest.raises(ValueError):
         list(seg.process(AudioBlock(np.zeros(400, dtype=np.int16), 0)))
+
+
+def _jfk() -> np.ndarray:
+    from scripts.fetch_assets import jfk_sample
+
+    return load_audio(jfk_sample())
+
+
+def test_a_soft_word_ending_is_the_utterances_release_tail() -> None:
+    """JFK's "...my fellow Americans,": the /s/ stands 4-6 dB over the room's background, under
+    the 10 dB a frame needs to open speech. With the release tail the utterance ends after it
+    (measured: 60 ms later, 3 frames); without it, at the last loud frame."""
+    audio = _jfk()
+    with_tail = _segment(audio, Segmenter(hangover_ms=400))
+    without = _segment(audio, Segmenter(hangover_ms=400, release_margin_db=99.0))
+    assert len(with_tail) == len(without) >= 3
+    first_end, first_end_without = with_tail[0][1].t_ms, without[0][1].t_ms
+    assert 40 <= first_end - first_end_without <= RELEASE_MAX_MS, (first_end, first_end_without)
+    for (_, end, _), (_, end_without, _) in zip(with_tail, without, strict=True):
+        assert 0 <= end.t_ms - end_without.t_ms <= RELEASE_MAX_MS
+
+
+def test_the_release_tail_is_bounded_and_needs_a_background() -> None:
+    """A steady hum just over the release margin after speech cannot hold the utterance open:
+    the tail stops at ``release_max_ms``. Without the noise margin (no background measured) there
+    is no tail at all."""
+    rng = np.random.default_rng(4)
+    room = rng.normal(0, 200, 2 * SAMPLE_RATE)  # -44 dBFS
+    word = rng.normal(0, 3000, SAMPLE_RATE // 2)
+    hum = rng.normal(0, 320, SAMPLE_RATE)  # 4 dB over the room: over the release margin, under the noise margin
+    audio = np.concatenate([room, word, hum, room]).astype(np.int16)
+    speech_end_ms = (len(room) + len(word)) * 1000 // SAMPLE_RATE
+    (_, end, _), = _segment(audio, Segmenter(hangover_ms=400, classifier=_LoudIsVoice()))
+    assert speech_end_ms < end.t_ms <= speech_end_ms + RELEASE_MAX_MS
+    jfk = _jfk()
+    ends = [e.t_ms for _, e, _ in _segment(jfk, Segmenter(hangover_ms=400, noise_margin_db=0))]
+    assert ends == [e.t_ms for _, e, _ in _segment(jfk, Segmenter(hangover_ms=400, noise_margin_db=0, release_margin_db=99.0))]
+
+
+class _LoudIsVoice:
+    """A classifier that calls every frame over -30 dBFS speech (the room and the hum are not
+    voices, the word is): the test is about the levels after the word."""
+
+    continuous = False
+
+    def is_speech(self, samples: np.ndarray) -> bool:
+        return bool(np.sqrt(np.mean(samples.astype(float) ** 2)) > 1000)

@@ -260,3 +260,22 @@ def test_a_disfluent_prompt_writes_broken_off_human_speech_as_broken_off(tmp_pat
     assert len(finished_cuts) <= (1 - CUTS_UNFINISHED_FLOOR) * len(firsts), finished_cuts
     assert len(unfinished_wholes) <= (1 - WHOLES_FINISHED_FLOOR) * len(wholes), unfinished_wholes
     assert wer([t for t, _ in wholes], [normalize(h) for _, h in wholes]) <= PROMPTED_WHOLE_WER_BOUND, wholes
+
+
+def test_jfk_keeps_the_soft_ending_of_americans(whisper: WhisperRecognizer) -> None:
+    """The default pipeline (``humaine-env transcribe``'s: segmenter, speculative final, review)
+    on whisper.cpp's JFK sample: "And so my fellow Americans," keeps its soft final /s/, which
+    the segmenter's release tail holds in the utterance (it read "American" when the utterance
+    ended at the last frame over the noise margin)."""
+    from scripts.fetch_assets import jfk_sample
+    from workers.microphone.transcribe_cli import transcribe_file
+    from workers.microphone.transcriber import Transcriber
+
+    settings = MicrophoneSettings()
+    lines = transcribe_file(
+        jfk_sample(), lambda kind, finals: Transcriber.from_settings(settings, whisper, kind, lambda _e: None, finals.append)
+    )
+    said = " ".join(str(line["text"]) for line in lines)
+    assert "Americans" in said, said
+    assert wer(["and so my fellow americans ask not what your country can do for you ask what you can do for your country"],
+               [said]) <= 0.1, said
