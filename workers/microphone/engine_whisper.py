@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
-from workers.microphone.rescore import NBestRescorer
+from workers.microphone.rescore import NBestRescorer, Pick, resplit
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -242,6 +242,10 @@ class _NBest:
         self.no_speech_prob = no_speech_prob
 
 
+EOT_TOKEN = "<|endoftext|>"
+"""Whisper's first special token: the ids from it on are specials and timestamps, the rest text."""
+
+
 class RescoringDecoder:
     """Stands in for the CTranslate2 Whisper model inside faster-whisper: a beam-search
     generation returns the beam's ``num_hypotheses = beam_size`` hypotheses, and the
@@ -265,10 +269,31 @@ class RescoringDecoder:
         try:
             texts = [self._tokenizer.decode(ids).strip() for ids in result.sequences_ids]
             pick = self.rescorer.choose(texts, list(result.scores))
+            ids = self._resplit(result.sequences_ids[pick.index]) if pick.resplit else result.sequences_ids[pick.index]
         except Exception as exc:  # the rescoring is a refinement: the decoder's best stands without it
             _rescore_failed.warning(type(exc), "n-best rescoring failed (%s); the decoder's best hypothesis is kept", exc)
-            pick = 0
-        return [_NBest(result.sequences_ids[pick], result.scores[pick], result.no_speech_prob)]
+            pick, ids = Pick(0, ""), result.sequences_ids[0]
+        return [_NBest(ids, result.scores[pick.index], result.no_speech_prob)]
+
+    def _resplit(self, ids: list[int]) -> list[int]:
+        """The hypothesis's tokens with its text re-split (:func:`~workers.microphone.rescore.resplit`)
+        and its timestamp tokens where they were: faster-whisper reads a segment's end from them,
+        and times the new words on the audio as it does the beam's own."""
+        special = self._tokenizer.token_to_id(EOT_TOKEN)
+        out: list[int] = []
+        run: list[int] = []
+        for token in [*ids, None]:
+            if token is not None and token < special:
+                run.append(token)
+                continue
+            if run:
+                text = self._tokenizer.decode(run)
+                split = resplit(text.strip())
+                out += self._tokenizer.encode(" " + split, add_special_tokens=False).ids if split else run
+                run = []
+            if token is not None:
+                out.append(token)
+        return out
 
 
 class WhisperStream:

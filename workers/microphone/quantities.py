@@ -76,23 +76,46 @@ def _letters(word: str) -> str:
     return _LETTERS.sub("", word.lower())
 
 
-def _sounds_like_end_of(word: str) -> str | None:
-    """The domain unit whose sound ends with ``word``'s ("spoons" -> "teaspoon"), if any."""
+def unit_heard_as(word: str) -> tuple[str, str] | None:
+    """The domain unit whose sound ends with ``word``'s, and the sound missing from its start
+    ("spoons" → ("teaspoon", "T")), if any: the least sound missing, "teaspoon" (T) before
+    "tablespoon" (TBL)."""
     heard = jellyfish.metaphone(singular(word))
     if len(heard) < 2:
         return None
     found = [
-        (len(whole) - len(heard), unit)
+        (len(whole) - len(heard), unit, whole[: len(whole) - len(heard)])
         for unit in sorted(DOMAIN_UNITS)
         if (whole := jellyfish.metaphone(unit)) != heard and whole.endswith(heard) and unit.endswith(singular(word)[-2:])
     ]
-    return min(found)[1] if found else None  # the least sound missing: "teaspoon" (T) before "tablespoon" (TBL)
+    if not found:
+        return None
+    _, unit, missing = min(found)
+    return unit, missing
 
 
 def _plural(unit: str, count: float) -> str:
     if count == 1:
         return unit
     return unit[:-1] + "ies" if unit.endswith("y") and unit[-2:-1] not in "aeiou" else unit + "s"
+
+
+TENS_SOUND = "T"
+"""Metaphone of a tens number's "-ty" ("sixty"): the first sound of "teaspoons", which the
+decoder can give to the number before it ("six teaspoons" → "60 spoons")."""
+
+
+def tens_resplit(value: float, word: str) -> str | None:
+    """What a tens number and the unit fragment after it were said as, when the fragment is a
+    domain unit missing just the sound of the number's "-ty": (60, "spoons") → "6 teaspoons"
+    (the same sounds, split as the domain says); ``None`` otherwise."""
+    if not (value % 10 == 0 and 20 <= value <= 90):
+        return None
+    heard = unit_heard_as(_letters(word))
+    if heard is None or heard[1] != TENS_SOUND:
+        return None
+    count = value / 10
+    return f"{count:g} {_plural(heard[0], count)}"
 
 
 def doubtful_quantities(words: Sequence[WordTiming], min_conf: float = MIN_CONF) -> list[Doubt]:
@@ -115,11 +138,10 @@ def doubtful_quantities(words: Sequence[WordTiming], min_conf: float = MIN_CONF)
             if value > LIMITS.get(unit, DEFAULT_LIMIT):
                 reasons.append("implausible")
         else:
-            whole = _sounds_like_end_of(unit)
-            if whole is not None:
+            heard = unit_heard_as(unit)
+            if heard is not None:
                 reasons.append("not_a_unit")
-                count = value / 10 if value % 10 == 0 and 20 <= value <= 90 else value
-                maybe = f"{count:g} {_plural(whole, count)}"
+                maybe = tens_resplit(value, unit) or f"{value:g} {_plural(heard[0], value)}"
         if reasons:
             text = f"{digits} {unit_word.word.strip().rstrip(',.!?')}"
             conf = round(min(number.conf, unit_word.conf), 3)

@@ -19,6 +19,15 @@ question, with a doubt, :mod:`workers.microphone.names`).
 
 Amounts and numbers are read as said (``$7.50`` → "seven dollars fifty", ``3`` → "three", by
 :mod:`formats.spoken_amounts`), the words both models know.
+
+Deal terms come first. A hypothesis whose deal terms are broken — a count before a word that is
+no unit of the domain but the end of one ("60 spoons": the "-ty" of "sixty" is the "tea" of
+"teaspoons") — loses to one within the margin whose deal terms are whole, whatever the language
+model says (:func:`deal_faults`). And the beam is read for the split the domain says: tiny.en
+hears "six teaspoons" and "sixty spoons" as the same sounds and may keep only the second in all
+five hypotheses, so each hypothesis with a tens number before such a fragment also competes
+re-split ("6 teaspoons", :func:`workers.microphone.quantities.tens_resplit`), at its acoustic
+score: the same sounds, written as the domain's words.
 """
 
 from __future__ import annotations
@@ -29,9 +38,13 @@ import os
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from formats.spoken_amounts import MAX_DOLLARS, number_words, spoken
+from workers.microphone.normalize import normalize_words
+from workers.microphone.quantities import doubtful_quantities, tens_resplit
+from workers.microphone.recognizer import WordTiming
 from workers.runtime.config import DEFAULT_AVATARS
 
 log = logging.getLogger(__name__)
@@ -67,6 +80,50 @@ def lm_words(text: str) -> list[str]:
         return f" {number_words(value)} " if value < MAX_DOLLARS else " "
 
     return _WORD.findall(_DIGITS.sub(number, said))
+
+
+_TENS_WORDS = {number_words(n): n for n in range(20, 100, 10)}
+_EDGE_PUNCTUATION = ".,!?;:"
+BROKEN_QUANTITY = "not_a_unit"
+"""The quantity doubt (:mod:`workers.microphone.quantities`) that marks a broken deal term."""
+
+
+def deal_faults(text: str) -> int:
+    """How many deal terms of a decoder's ``text`` are broken: counts before a word that is no
+    unit of the domain but the end of one ("60 spoons")."""
+    words = normalize_words([WordTiming(w, 0, 0) for w in text.split()])
+    return sum(BROKEN_QUANTITY in d.reasons for d in doubtful_quantities(words, min_conf=0.0))
+
+
+def resplit(text: str) -> str | None:
+    """``text`` with every tens number before a unit fragment re-split as the domain says ("I
+    need 60 spoons of sugar." → "I need 6 teaspoons of sugar."; "sixty spoons" → "six
+    teaspoons"), or ``None`` when there is none."""
+    tokens = text.split()
+    changed = False
+    for i in range(len(tokens) - 1):
+        number = tokens[i].lower()
+        if number != number.rstrip(_EDGE_PUNCTUATION):
+            continue  # "sixty, spoons": not one quantity
+        value = int(number) if number.isdigit() else _TENS_WORDS.get(number)
+        fragment = tokens[i + 1].rstrip(_EDGE_PUNCTUATION)
+        said = tens_resplit(float(value), fragment) if value is not None else None
+        if said is None:
+            continue
+        count, unit = said.split(" ", 1)
+        tokens[i] = count if number.isdigit() else number_words(int(count))
+        tokens[i + 1] = unit + tokens[i + 1][len(fragment):]
+        changed = True
+    return " ".join(tokens) if changed else None
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What the rescorer keeps: the beam's hypothesis ``index``, as it was or re-split (``text``)."""
+
+    index: int
+    text: str
+    resplit: bool = False
 
 
 class InterpolatedLM:
@@ -119,23 +176,39 @@ class NBestRescorer:
     def _names(self, words: Sequence[str]) -> list[str]:
         return [w for w in words if w in self.names]
 
-    def choose(self, texts: Sequence[str], scores: Sequence[float]) -> int:
-        """The index of the hypothesis to keep (``scores``: the decoder's, best first)."""
+    def choose(self, texts: Sequence[str], scores: Sequence[float]) -> Pick:
+        """What to keep of the beam (``texts``, ``scores``: the decoder's, best first): among the
+        hypotheses within :attr:`margin` of the best that name the same avatars as the first,
+        and their re-splits, those with the fewest broken deal terms, then the best acoustic
+        score + ``weight`` · language-model score."""
         self.rescored += 1
-        if len(texts) < 2:
-            return 0
+        if not texts:
+            return Pick(0, "")
         best = max(scores)
         said = [lm_words(text) for text in texts]
         named = self._names(said[0])
+        candidates: list[tuple[int, str, float, list[str], bool]] = []
+        for i, (text, words, score) in enumerate(zip(texts, said, scores, strict=True)):
+            if best - score > self.margin or self._names(words) != named:
+                continue
+            candidates.append((i, text, score, words, False))
+            split = resplit(text)
+            if split is not None:
+                candidates.append((i, split, score, lm_words(split), True))
+        if len(candidates) < 2:
+            return Pick(0, texts[0])
+        faults = [deal_faults(text) for _, text, *_ in candidates]
+        fewest = min(faults)
         combined = [
-            (score + self.weight * self.lm.mean_log10(words), -i)
-            for i, (words, score) in enumerate(zip(said, scores, strict=True))
-            if best - score <= self.margin and self._names(words) == named
+            (score + self.weight * self.lm.mean_log10(words), -n, n)
+            for n, ((_, _, score, words, _), fault) in enumerate(zip(candidates, faults, strict=True))
+            if fault == fewest
         ]
-        pick = -max(combined)[1]
-        if pick != 0:
+        index, text, _, _, split = candidates[max(combined)[2]]
+        pick = Pick(index, text, split)
+        if index != 0 or split:
             self.changed += 1
-            log.debug("rescored: %r over %r", texts[pick], texts[0])
+            log.debug("rescored: %r over %r", text, texts[0])
         return pick
 
 

@@ -18,7 +18,7 @@ from scripts import synth_speech
 from workers.microphone.engine_whisper import RescoringDecoder, WhisperRecognizer, is_spoken
 from workers.microphone.engines import describe, load_recognizer, whisper_rescorer
 from workers.microphone.evaluation import load_audio, transcribe
-from workers.microphone.rescore import MARGIN, NBestRescorer, domain_rescorer, lm_words
+from workers.microphone.rescore import MARGIN, NBestRescorer, deal_faults, domain_rescorer, lm_words, resplit
 from workers.microphone.settings import MicrophoneSettings
 
 
@@ -59,11 +59,11 @@ def test_the_language_model_prefers_what_is_said(rescorer: NBestRescorer, better
 
 def test_near_ties_go_to_the_language_model_and_the_audio_keeps_the_rest(rescorer: NBestRescorer) -> None:
     texts = ["I need 3 eggs and 1 cup of milk, $47.", "I need 3 eggs and 1 cup of milk, for $7."]
-    assert rescorer.choose(texts, [-0.533, -0.557]) == 1
-    assert rescorer.choose(texts, [-0.533, -0.533 - MARGIN - 0.01]) == 0  # beyond the margin: the audio's choice
-    assert rescorer.choose(texts[:1], [-0.5]) == 0
+    assert rescorer.choose(texts, [-0.533, -0.557]).index == 1
+    assert rescorer.choose(texts, [-0.533, -0.533 - MARGIN - 0.01]).index == 0  # beyond the margin: the audio's choice
+    assert rescorer.choose(texts[:1], [-0.5]).index == 0
     silent = NBestRescorer(rescorer.lm, weight=0.0)
-    assert silent.choose(texts, [-0.533, -0.557]) == 0
+    assert silent.choose(texts, [-0.533, -0.557]).index == 0
 
 
 def test_the_language_model_never_chooses_who_is_addressed(rescorer: NBestRescorer) -> None:
@@ -71,11 +71,11 @@ def test_the_language_model_never_chooses_who_is_addressed(rescorer: NBestRescor
     lm = rescorer.lm
     named, plain = "Watson, what is your price for the flour?", "What is your price for the flour?"
     assert lm.mean_log10(lm_words(named)) > lm.mean_log10(lm_words(plain))  # the model would take it
-    assert rescorer.choose([plain, named], [-0.50, -0.51]) == 0
-    assert rescorer.choose([named, plain], [-0.50, -0.51]) == 0
+    assert rescorer.choose([plain, named], [-0.50, -0.51]).index == 0
+    assert rescorer.choose([named, plain], [-0.50, -0.51]).index == 0
     # among those naming the same avatar, the model still decides
     assert rescorer.choose(["Celia, for ounces please", "Watson, four ounces please", "Celia, four ounces please"],
-                           [-0.49, -0.50, -0.50]) == 2
+                           [-0.49, -0.50, -0.50]).index == 2
 
 
 def test_the_setting_turns_it_off_and_an_unwritable_cache_costs_only_the_rescoring(
@@ -149,9 +149,40 @@ class _BrokenLM:
 
 def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFixture) -> None:
     audio = load_audio(synth_speech.synthesize("four ounces of chocolate please", "en-us").path)
-    broken = WhisperRecognizer(interims=False, rescorer=NBestRescorer(_BrokenLM()))  # type: ignore[arg-type]
+    # every hypothesis competes (a wide margin), so the model is asked on every final
+    broken = WhisperRecognizer(interims=False, rescorer=NBestRescorer(_BrokenLM(), margin=10.0))  # type: ignore[arg-type]
     with caplog.at_level(logging.WARNING):
         first, second = transcribe(broken, audio), transcribe(broken, audio)
     assert first.text and first.text == second.text == transcribe(WhisperRecognizer(interims=False), audio).text
     warnings = [r.getMessage() for r in caplog.records if "rescoring failed" in r.getMessage()]
     assert len(warnings) == 1, warnings  # rate-limited: one line, not one per final
+
+
+@pytest.mark.parametrize(
+    ("heard", "split"),
+    [
+        ("I need 60 spoons of sugar.", "I need 6 teaspoons of sugar."),
+        ("I need sixty spoon and sugar", "I need six teaspoons and sugar"),
+        ("Can I have 70 spoons of vanilla?", "Can I have 7 teaspoons of vanilla?"),
+        ("I would like 90 spoons of baking powder.", "I would like 9 teaspoons of baking powder."),
+        ("I need 60 eggs.", None),  # a unit of the domain: nothing to re-split
+        ("I need 65 spoons", None),  # no "-ty" at the end of the number
+        ("I need 6 spoons", None),
+        ("I need sixty, spoons", None),  # two phrases, not one quantity
+    ],
+)
+def test_a_tens_number_before_a_unit_fragment_is_read_as_the_domain_splits_it(heard: str, split: str | None) -> None:
+    assert resplit(heard) == split
+
+
+def test_broken_deal_terms_lose_and_the_beam_competes_re_split(rescorer: NBestRescorer) -> None:
+    """tiny.en on "I need six teaspoons of sugar." by Festival's slt (measured): all five
+    hypotheses within the margin say "60 spoons"; the re-split of the best wins at its score."""
+    beam = ["I need 60 spoons of sugar.", "I need 60 spoons of sugar", "I need 60 spoons on sugar."]
+    pick = rescorer.choose(beam, [-0.492, -0.591, -0.602])
+    assert (pick.index, pick.text, pick.resplit) == (0, "I need 6 teaspoons of sugar.", True)
+    assert deal_faults("I need 60 spoons of sugar.") == 1 and deal_faults(pick.text) == 0
+    # a whole hypothesis within the margin beats a broken better-scored one, whatever the model says
+    whole = rescorer.choose(["I need 40 spoons and sugar.", "I need four cups of sugar."], [-0.50, -0.55])
+    assert (whole.index, whole.resplit) in ((0, True), (1, False))  # "4 teaspoons" re-split or "four cups": never "40 spoons"
+    assert deal_faults(whole.text) == 0
