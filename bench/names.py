@@ -102,10 +102,26 @@ class Heard:
     decode_ms: float
 
 
+DECODING_CODE = ("workers/microphone", "formats")
+"""Where the code that turns audio into a final's words lives: a change there is a new decode."""
+
+
+def _code_version() -> str:
+    """A digest of :data:`DECODING_CODE`'s sources, so that cached decodes are of this code."""
+    digest = hashlib.sha1()
+    for folder in DECODING_CODE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def _engine_key(settings: object) -> str:
+    """Cached decodes are keyed by the settings that shape them and by the decoding code's version."""
     fields = ("engine", "whisper_model", "whisper_beam_size", "whisper_context", "whisper_context_pad_s", "whisper_prompt",
-              "biasing", "vocabulary", "numbers", "hangover_ms", "speculate_ms", "whisper_rescore", "whisper_rescore_weight")
-    return json.dumps({f: getattr(settings, f, None) for f in fields}, sort_keys=True, default=str)
+              "biasing", "vocabulary", "numbers", "hangover_ms", "speculate_ms", "whisper_rescore", "whisper_rescore_weight",
+              "vad_noise_margin_db", "vad_release_margin_db", "enhance")
+    key = {f: getattr(settings, f, None) for f in fields}
+    return json.dumps({**key, "code": _code_version()}, sort_keys=True, default=str)
 
 
 def decode_all(voices: tuple[str, ...], prompt: str | None, hotwords: str | None,

@@ -8,7 +8,12 @@ word) is *right* when the reference has the same number before the same word (si
 *wrong*; prints one JSON line: quantities heard, right and wrong, how many of each were flagged,
 by reason, and every wrong one with its flags.
 
-``.venv/bin/python bench/quantities.py [--voices all] [--min-conf 0.5]``
+``--grid``: instead, every unit of the domain after every count from one to twelve ("I need
+six teaspoons of sugar."), by the benchmark's mixed voices unless ``--voices`` says otherwise; the
+line adds ``tens_invented``: quantities heard as a tens number where a count of two to nine was
+said ("60 spoons" for "six teaspoons").
+
+``.venv/bin/python bench/quantities.py [--voices all] [--min-conf 0.5] [--grid]``
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ if str(ROOT) not in sys.path:  # run as `python bench/quantities.py`: import the
     sys.path.insert(0, str(ROOT))
 
 from bench.names import decode_all  # noqa: E402
-from scripts.synth_speech import FESTIVAL_VOICES, SENTENCES, VOICES  # noqa: E402
+from scripts.synth_speech import FESTIVAL_VOICES, MIXED_VOICES, SENTENCES, VOICES  # noqa: E402
 from workers.microphone.normalize import normalize_text, normalize_words  # noqa: E402
 from workers.microphone.quantities import doubtful_quantities, singular  # noqa: E402
 
@@ -38,6 +43,22 @@ EXTRA: tuple[str, ...] = (
     "I would like nine teaspoons of baking powder.",
 )
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
+GRID_UNITS: tuple[tuple[str, str], ...] = (
+    ("cup", "of sugar"), ("ounce", "of chocolate"), ("teaspoon", "of vanilla"), ("tablespoon", "of butter"),
+    ("packet", "of sugar"), ("pound", "of flour"), ("bag", "of flour"), ("egg", ""),
+)
+"""Every unit of the domain (and the countable goods) with what follows it in the grid."""
+GRID_COUNTS = range(1, 13)
+
+
+def grid() -> tuple[str, ...]:
+    """ "I need {count} {unit} {of goods}." for every count of :data:`GRID_COUNTS` and unit."""
+    from formats.spoken_amounts import number_words
+
+    return tuple(
+        f"I need {number_words(n)} {unit if n == 1 else unit + 's'}{' ' + after if after else ''}."
+        for unit, after in GRID_UNITS for n in GRID_COUNTS
+    )
 
 
 def quantities(text: str) -> list[tuple[str, str]]:
@@ -50,9 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--voices", default="all")
     parser.add_argument("--min-conf", type=float, default=0.5)
+    parser.add_argument("--grid", action="store_true", help="every unit after every count from one to twelve")
     args = parser.parse_args(argv)
+    if args.grid and args.voices == "all":
+        args.voices = ",".join(MIXED_VOICES)
     voices = VOICES + FESTIVAL_VOICES if args.voices == "all" else tuple(v for v in args.voices.split(",") if v)
-    items = [(s, "") for s in (*SENTENCES, *EXTRA)]
+    items = [(s, "") for s in (grid() if args.grid else (*SENTENCES, *EXTRA))]
     heard = decode_all(voices, None, None, items)
     counts: Counter[str] = Counter()
     wrong_list: list[dict[str, object]] = []
@@ -66,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             ok = reference[(number, unit)] > 0
             kind = "right" if ok else "wrong"
             counts[kind] += 1
+            said_counts = {float(n) for n, _ in reference}
+            if not ok and float(number) % 10 == 0 and float(number) / 10 in said_counts and float(number) >= 20:
+                counts["tens_invented"] += 1
             if doubt is not None:
                 counts[f"{kind}_flagged"] += 1
                 for r in doubt.reasons:
