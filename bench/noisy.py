@@ -130,17 +130,19 @@ def at_speech_level(samples: np.ndarray) -> np.ndarray:
     return to_int16(set_active_level(samples, SPEECH_LEVEL_DBFS))
 
 
-def enhanced(name: str, recording: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-    """``recording`` through enhancer ``name`` block by block; its CPU cost as a real-time factor
-    (process CPU seconds per second of audio, one thread)."""
+def enhanced(name: str, recording: np.ndarray, blend: float = 0.0) -> tuple[np.ndarray, dict[str, Any]]:
+    """``recording`` through enhancer ``name`` block by block, with ``blend`` of the original mixed
+    back (``[microphone] enhance_blend``); its CPU cost as a real-time factor (process CPU seconds
+    per second of audio, one thread)."""
     if name == "none":
         return recording, {"enhance": "none"}
-    enhancer = enhance.load(name)
+    enhancer = enhance.load(name, blend)
     assert enhancer is not None
     started = time.process_time()
     out = enhance.run(enhancer, recording)
     cpu = time.process_time() - started
-    return out, {"enhance": name, "package": enhance.PACKAGES[name], "enhance_rtf_cpu": round(cpu / (len(recording) / SAMPLE_RATE), 4),
+    return out, {"enhance": name, "package": enhance.PACKAGES[name], "enhance_blend": blend,
+                 "enhance_rtf_cpu": round(cpu / (len(recording) / SAMPLE_RATE), 4),
                  "enhance_delay_ms": enhancer.delay_samples * 1000 // SAMPLE_RATE}
 
 

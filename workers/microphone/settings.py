@@ -7,6 +7,7 @@ from typing import ClassVar, Literal, get_args
 from pydantic import Field, field_validator
 
 from workers.microphone.engine_whisper import CONTEXT_PAD_S
+from workers.microphone.enhance import DEFAULT_BLEND as ENHANCE_BLEND
 from workers.microphone.lips import MIN_MOTION as LIPS_MIN_MOTION
 from workers.microphone.noise_floor import CHECK_S as NOISE_CHECK_S
 from workers.microphone.noise_floor import WARN_OVER_DBFS as NOISE_WARN_DBFS
@@ -20,7 +21,7 @@ ENGINE_CHOICES: tuple[str, ...] = get_args(EngineChoice)
 """What ``[microphone] engine`` and every ``--engine`` flag accept."""
 
 
-EnhanceChoice = Literal["none", "webrtc", "rnnoise", "speex", "noisereduce"]
+EnhanceChoice = Literal["none", "webrtc", "rnnoise", "speex", "noisereduce", "gtcrn"]
 """``[microphone] enhance``: the enhancers of ``workers/microphone/enhance.py`` (``ENHANCERS``)."""
 
 SPECULATE_MS = 100
@@ -209,11 +210,20 @@ class MicrophoneSettings(Section):
     enhance: EnhanceChoice = "none"
     """Speech enhancement in front of the VAD and the recogniser
     (``workers/microphone/enhance.py``): ``none`` or ``webrtc``, ``rnnoise``, ``speex``,
-    ``noisereduce`` when that package is installed. Off by default: in babble no enhancer helps at
+    ``noisereduce`` when that package is installed, or ``gtcrn`` (a small neural enhancer whose
+    package the set-up step installs). Off by default: in babble no enhancer helps at
     every level and ``rnnoise`` hurts, and their effect on quiet speech is not understood yet
     (measured by ``bench/stt.py --engines whisper --snr quiet,10,5 --enhance
-    none,webrtc,speex,rnnoise``; see docs/measurements.md). A package not installed: the worker
-    exits unavailable with the pip line."""
+    none,webrtc,speex,rnnoise``; ``gtcrn`` is not measured yet; see docs/measurements.md). A
+    package not installed: the worker exits unavailable with the pip line."""
+    enhance_blend: float = Field(default=ENHANCE_BLEND, ge=0.0, le=1.0)
+    """Share of the original signal in what the enhancer hands on, with every enhancer: output
+    = (1 - share) x enhanced + share x original, the original delayed to line up with it. A
+    suppressor's artefacts (words clipped with the noise) cost a recogniser more than the noise it
+    leaves, and some of the original masks them; 0: the enhancer alone, 1: the original alone.
+    Measured by ``bench/stt.py --snr ... --enhance ...`` with
+    ``HUMAINE_ENV_MICROPHONE_ENHANCE_BLEND`` set (its lines record the share); see
+    docs/microphone.md#enhancement-in-front-of-the-recogniser."""
 
     @field_validator("preroll_ms")
     @classmethod

@@ -178,7 +178,7 @@ class MicrophoneWorker(Worker):
             raise WorkerUnavailable(str(exc)) from None  # no model: waiting cannot bring one
         self._recognizer = recognizer
         try:  # [microphone] enhance: a noise suppressor in front of the VAD and the recogniser
-            enhancer = load_enhancer(self.settings.enhance)
+            enhancer = load_enhancer(self.settings.enhance, self.settings.enhance_blend)
         except EnhancerUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None
         pending = [first] if first is not None else []
