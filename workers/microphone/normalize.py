@@ -63,6 +63,9 @@ SIGN = CURRENCY_SIGNS["USD"]
 NO_AMOUNT = "dollars"
 """A currency sign with nothing readable after it, written as the word it stands for: the text
 keeps that a price was said without inventing its amount."""
+_SIGNS = frozenset({SIGN})
+_DOLLAR_UNITS = DOLLAR_WORDS | _SIGNS
+"""After a number, that many dollars: the words, or the sign the decoder wrote after it ("5 $")."""
 CENTS_PER_DOLLAR = 100
 CENT_DIGITS = 2
 _NOT_A_COUNT = {"the", "that", "this", "which", "no", "every", "each", "any", "some", "another", "other", "little", "big"}
@@ -327,6 +330,8 @@ def _cents_of(parts: tuple[str, ...], stray: bool) -> tuple[int, bool]:
 
 @dataclass(frozen=True)
 class _Cents:
+    """Cents said after whole dollars, read from the tokens up to ``end``."""
+
     cents: int
     end: int
     garbled: bool
@@ -334,8 +339,8 @@ class _Cents:
 
 def _cents_after(tokens: Sequence[_Token], k: int) -> _Cents | None:
     """The cents said after whole dollars, from ``tokens[k]``: "and $0.50", "(and) 50 cents",
-    "(and) fifty cents", a bare "fifty" ("three dollars fifty", "$3 fifty"; not "$5 2 eggs"),
-    or the decoder's "and .50 cents"."""
+    "(and) fifty cents", the decoder's "and .50 cents", or a bare "fifty" ("three dollars fifty",
+    "$3 fifty"; not "$5 2 eggs", nor "$5 20 dollars")."""
     n = len(tokens)
     said_and = k < n and tokens[k].core == "and" and not tokens[k].trail
     if said_and and k + 1 < n:
@@ -355,7 +360,7 @@ def _cents_after(tokens: Sequence[_Token], k: int) -> _Cents | None:
     after = start + parsed[1]
     if _unit_at(tokens, after, CENT_WORDS):
         return _Cents(int(parsed[0]), after + 1, False)
-    if not said_and and parsed[0] > 0 and (after >= n or tokens[after].core not in _COUNTED_AFTER):
+    if not said_and and parsed[0] > 0 and (after >= n or tokens[after].core not in _COUNTED_AFTER | _DOLLAR_UNITS):
         return _Cents(int(parsed[0]), after, False)
     return None
 
@@ -370,16 +375,13 @@ def _cut_off_number(tokens: Sequence[_Token], k: int) -> int | None:
 
 
 def _dollars_then_cents(tokens: Sequence[_Token], amount: Amount, end: int, garbled: bool, signed: bool) -> _Price:
-    """A price from its whole dollars on, ``tokens[:end]`` read: the cents said after them, then
-    (after a sign) the unit said again ("$3.50 dollars")."""
+    """A price from its whole dollars on, ``tokens[:end]`` read: the cents said after them."""
     if amount.cents == 0 and not tokens[end - 1].trail:
         more = _cents_after(tokens, end)
         if more is not None:
             amount, end, garbled = amount.plus(more.cents), more.end, garbled or more.garbled
     elif signed and amount.cents == 0 and tokens[end - 1].trail == "." and (cut := _cut_off_number(tokens, end)):
         end, garbled = cut, True
-    if signed and _unit_at(tokens, end, MONEY_WORDS):
-        end += 1
     return _Price(amount, end, garbled)
 
 
@@ -389,30 +391,53 @@ def _signed_price(tokens: Sequence[_Token], i: int, written: _Written) -> _Price
     if written.whole is None and not parts:
         spoken = _spoken_value(tokens, end) if end < len(tokens) and not tokens[end - 1].trail else None
         if spoken is None:  # "$", "$ $ $": nothing to read
-            while end < len(tokens) and tokens[end].core == SIGN:
-                end += 1
             return _Price(None, end, True)
         return _dollars_then_cents(tokens, Amount.of(spoken[0]), spoken[1], False, signed=True)
     cents, garbled = _cents_of(parts, stray)
     if written.whole is None and cents == 0:  # "$.0": no dollars and no cents read
         return _Price(None, end, True)
     amount = Amount(written.whole or 0, cents)
-    if parts:  # the decimals said the cents: nothing after them does
-        return _Price(amount, end + 1 if _unit_at(tokens, end, MONEY_WORDS) else end, garbled)
+    if cents or garbled:  # the decimals said the cents, or they are garbled: nothing after them is read
+        return _Price(amount, end, garbled)
     return _dollars_then_cents(tokens, amount, end, garbled, signed=True)
 
 
 def _read_price(tokens: Sequence[_Token], i: int) -> _Price | None:
-    """The price starting at ``tokens[i]``, if one does: a currency sign, or a number followed by
-    a money word ("4.10 dollars", "four dollars ten", "ten cents")."""
+    """The price starting at ``tokens[i]``, if one does, with what the decoder wrote after it
+    that can only belong to it: the unit said again ("$3.50 dollars", "$5 $") and decimal parts
+    ("one dollar" ".10", "$4.10" ".0"), read with its own cents by the rule for more than one
+    part (the module's docstring)."""
+    price = _price_at(tokens, i)
+    if price is None:
+        return None
+    end, parts, garbled = price.end, (), price.garbled
+    while True:  # "$4 .0 cents .0": pieces and units in any order
+        after, parts, _ = _fragments(tokens, end, parts)
+        if _unit_at(tokens, after, MONEY_WORDS):
+            after += 1
+        elif _unit_at(tokens, after, _SIGNS):  # a second sign says nothing more
+            after, garbled = after + 1, True
+        if after == end:
+            break
+        end = after
+    amount = price.amount
+    if parts and amount is not None:
+        own = (f"{amount.cents:0{CENT_DIGITS}d}",) if amount.cents else ()
+        amount = Amount(amount.dollars, _cents_of((*own, *parts), stray=True)[0])
+    return _Price(amount, end, garbled or bool(parts))
+
+
+def _price_at(tokens: Sequence[_Token], i: int) -> _Price | None:
+    """The price starting at ``tokens[i]``: a currency sign, or a number followed by a money
+    word ("4.10 dollars", "four dollars ten", "ten cents")."""
     written = _written(tokens[i].core)
     if written is not None and written.sign:
         return _signed_price(tokens, i, written)
     if written is not None and written.whole is not None:
         end, parts, stray = _fragments(tokens, i + 1, written.parts)
-        if _unit_at(tokens, end, DOLLAR_WORDS):
+        if _unit_at(tokens, end, _DOLLAR_UNITS):
             cents, garbled = _cents_of(parts, stray)
-            if parts:
+            if cents or garbled:
                 return _Price(Amount(written.whole, cents), end + 1, garbled)
             return _dollars_then_cents(tokens, Amount(written.whole), end + 1, garbled, signed=False)
         if _unit_at(tokens, end, CENT_WORDS) and not parts and written.whole < CENTS_PER_DOLLAR:
@@ -422,7 +447,7 @@ def _read_price(tokens: Sequence[_Token], i: int) -> _Price | None:
     if spoken is None:
         return None
     value, end = spoken
-    if _unit_at(tokens, end, DOLLAR_WORDS):
+    if _unit_at(tokens, end, _DOLLAR_UNITS):
         return _dollars_then_cents(tokens, Amount.of(value), end + 1, False, signed=False)
     if _unit_at(tokens, end, CENT_WORDS) and value == int(value) and value < CENTS_PER_DOLLAR:
         return _Price(Amount(0, int(value)), end + 1, False)

@@ -61,6 +61,10 @@ from workers.microphone.recognizer import Hypothesis, WordTiming
         ("$4 ten", "$4.10"),  # the sign makes "four ten" a price
         ("four ten", "4 10"),
         ("$5 2 eggs", "$5 2 eggs"),
+        ("$4 twenty dollars", "$4 $20"),  # two prices, not the cents of one
+        ("$4.00 and 50 cents", "$4.50"),  # "$4.00" is "$4"
+        ("one dollar .10", "$1.10"),  # a decimal part after a price is a piece of it
+        ("$5 $ for it", "$5 for it"),  # a second sign says nothing more
     ],
 )
 def test_digits(spoken: str, written: str) -> None:
