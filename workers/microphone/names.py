@@ -22,7 +22,7 @@ same word said for itself ("See you tomorrow", "Sadly, that is too expensive") m
   context (Whisper's prompt, :func:`names_prompt`), an unsure, set-apart opening of a real word,
   or one less alike (:data:`SECOND_PASS_THRESHOLD`), is taken for the name only if that second
   decode opens with it. A prompt on every final found more names but also made names of real
-  sound-alike openings (``bench/names.py``; docs/microphone.md#names-and-quantities-checked-never-invented);
+  sound-alike openings (``bench/names.py``; docs/microphone.md#names-quantities-and-prices-checked-never-invented);
   asked only about an unsure opening that already sounds like a name, it is the tie-breaker.
 
 A recovered name replaces the words it was heard as (first start, last end, their confidence

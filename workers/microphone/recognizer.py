@@ -24,6 +24,11 @@ class WordTiming:
     start_ms: int
     end_ms: int
     conf: float = 1.0
+    heard: str = ""
+    """What the decoder wrote where normalisation wrote this one word, kept only when the
+    pieces did not make one well-formed amount ("$4 .0 .0." written ``$4``): the words the
+    text no longer shows, for the final's doubt (:mod:`workers.microphone.prices`). Empty for
+    every word an engine gives."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from workers.microphone.names import Confirm, NameRecovery
+from workers.microphone.prices import doubtful_prices
 from workers.microphone.quantities import doubtful_quantities
 from workers.microphone.recognizer import Hypothesis
 from workers.runtime.messages import Doubt
@@ -17,7 +18,9 @@ def review(hyp: Hypothesis, base_ms: int, names: NameRecovery | None, quantity_m
     ``base_ms``: the utterance's start on the audio clock (word times are relative to it);
     ``quantity_min_conf``: a number or unit below this probability is unsure (None: quantities
     are not checked); ``confirm``: a second decode with the names as context, asked only when
-    the opening is a real word that sounds like a name (:mod:`workers.microphone.names`)."""
+    the opening is a real word that sounds like a name (:mod:`workers.microphone.names`). Prices
+    are always checked: a garbled or missing amount is never a matter of a threshold
+    (:mod:`workers.microphone.prices`)."""
     doubts: list[Doubt] = []
     if names is not None and hyp.words:
         words, found = names.recover(hyp.words, confirm)
@@ -32,4 +35,9 @@ def review(hyp: Hypothesis, base_ms: int, names: NameRecovery | None, quantity_m
                   reasons=list(d.reasons), maybe=d.maybe)
             for d in doubtful_quantities(hyp.words, quantity_min_conf)
         ]
+    doubts += [
+        Doubt(kind="price", text=p.text, heard=p.heard, start=base_ms + p.start_ms, end=base_ms + p.end_ms, conf=p.conf,
+              reasons=list(p.reasons))
+        for p in doubtful_prices(hyp.words)
+    ]
     return hyp, doubts

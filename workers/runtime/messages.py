@@ -159,22 +159,27 @@ class Word(BaseModel):
 
 class Doubt(BaseModel):
     """A part of a final transcript not to be trusted as written: a ``quantity`` the recogniser
-    was unsure of or that is implausible for the goods ("60 spoons"), or a ``name`` it wrote as an
-    avatar's name from words it heard unsurely ("Sally," as "Celia,")."""
+    was unsure of or that is implausible for the goods ("60 spoons"), a ``name`` it wrote as an
+    avatar's name from words it heard unsurely ("Sally," as "Celia,"), or a ``price`` it wrote
+    garbled or without its amount ("I'll pay dollars for the eggs")."""
 
     model_config = ConfigDict(extra="allow")
 
-    kind: Literal["quantity", "name"]
+    kind: Literal["quantity", "name", "price"]
     text: str
     """The words as they stand in the transcript's text."""
     heard: str = ""
-    """``name``: the words the recogniser wrote before they were read as the name."""
+    """``name``: the words the recogniser wrote before they were read as the name; ``price``
+    (``garbled``): the pieces the decoder wrote ("$4 .0 .0."), of which the text keeps only what
+    they say unambiguously ("$4")."""
     start: int
     """ms since the epoch, from the audio clock."""
     end: int
     conf: float = 1.0
     reasons: list[str] = Field(default_factory=list)
-    """``quantity``: ``unsure``, ``implausible``, ``not_a_unit``; ``name``: ``sounds_like``."""
+    """``quantity``: ``unsure``, ``implausible``, ``not_a_unit``; ``name``: ``sounds_like``,
+    ``second_pass``; ``price``: ``garbled`` (pieces that make no one amount), ``no_amount`` (a
+    money word with no amount before it)."""
     maybe: str = ""
     """What a quantity may have been when its sound says ("6 teaspoons"); never in the text."""
 
@@ -209,7 +214,8 @@ class Transcript(Envelope):
     (negative: it fell, as a finished statement does; see ``workers/microphone/prosody.py``);
     ``None`` with too little voiced speech, or from a source that does not measure it."""
     doubts: list[Doubt] = Field(default_factory=list)
-    """Finals: what not to trust as written (``workers/microphone/quantities.py``, ``names.py``);
+    """Finals: what not to trust as written (``workers/microphone/quantities.py``, ``names.py``,
+    ``prices.py``);
     empty from sources that do not check."""
     turn_complete: float | None = Field(None, ge=0, le=1)
     """Finals: the end-of-turn model's probability that the speaker's turn ends with this

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from workers.microphone.engine_whisper import bundled_model_path, words_of
 from workers.microphone.normalize import normalize_words
+from workers.microphone.prices import doubtful_prices
 
 CAPTURED: list[tuple[str, str, list[tuple[str, float, float, float]], list[str]]] = [
     # (voice, what the voice said, faster-whisper's words: (word, start s, end s, probability), the amounts the decoder wrote)
@@ -231,11 +232,13 @@ def test_captured_decodes_keep_the_amount_the_decoder_wrote(
 
 def test_a_corrupt_decode_is_not_repaired_into_a_price() -> None:
     """What the trimmed window's decoder wrote for "my final offer is fifteen dollars": the
-    normaliser cannot know the amount and invents none (the fix is in the decode)."""
+    normaliser cannot know the amount and invents none (the fix is in the decode); the final
+    says its price is garbled and has no amount."""
     words = [(" My", 0.0, 0.5, 0.7), (" final", 0.5, 0.82, 0.99), (" offer", 0.82, 1.12, 0.99), (" is", 1.12, 1.42, 0.99),
              (" $", 1.42, 1.64, 0.95), (" $", 1.64, 1.9, 0.37), (" $", 1.9, 1.98, 0.66)]
     out = normalize_words(words_of([segment(words)]))
     assert not any(ch.isdigit() for w in out for ch in w.word), out
+    assert [(d.heard, d.reasons) for d in doubtful_prices(out)] == [("$ $ $", ("garbled", "no_amount"))]
 
 
 def test_words_of_keeps_pieces_and_times_and_drops_only_non_speech() -> None:

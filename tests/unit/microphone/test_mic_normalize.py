@@ -48,9 +48,23 @@ from workers.microphone.recognizer import Hypothesis, WordTiming
         ("for a dollar.", "for $1."),
         ("a dollar and five cents", "$1.05"),
         ("4 .10 each", "4.10 each"),  # decimals as written, not "4.1"
-        # Two decimal parts are two numbers: nothing is joined into one the decoder did not write.
-        ("$4.0 .0 cents", "$4 .0 cents"),
-        ("$3.42 .50", "$3.42 .50"),
+        # Pieces that make no one number never reach the text: the amount keeps what they say
+        # unambiguously (the word keeps what was heard, for the final's doubt).
+        ("$4.0 .0 cents", "$4"),
+        ("$3.42 .50", "$3"),
+        ("$4.00.10 and 2 cups", "$4.10 and 2 cups"),
+        ("I'll pay $4. 10. for 3 eggs", "I'll pay $4. for 3 eggs"),
+        ("4 dollars and .10 cents", "$4.10"),
+        ("I'll pay $4. 10 eggs", "I'll pay $4. 10 eggs"),  # a count of its own
+        ("I'll pay $ for it", "I'll pay dollars for it"),
+        ("$ four fifty", "$4.50"),
+        ("$4 ten", "$4.10"),  # the sign makes "four ten" a price
+        ("four ten", "4 10"),
+        ("$5 2 eggs", "$5 2 eggs"),
+        ("$4 twenty dollars", "$4 $20"),  # two prices, not the cents of one
+        ("$4.00 and 50 cents", "$4.50"),  # "$4.00" is "$4"
+        ("one dollar .10", "$1.10"),  # a decimal part after a price is a piece of it
+        ("$5 $ for it", "$5 for it"),  # a second sign says nothing more
     ],
 )
 def test_digits(spoken: str, written: str) -> None:
