@@ -23,11 +23,13 @@ Amounts and numbers are read as said (``$7.50`` → "seven dollars fifty", ``3``
 Deal terms come first. A hypothesis whose deal terms are broken — a count before a word that is
 no unit of the domain but the end of one ("60 spoons": the "-ty" of "sixty" is the "tea" of
 "teaspoons") — loses to one within the margin whose deal terms are whole, whatever the language
-model says (:func:`deal_faults`). And the beam is read for the split the domain says: tiny.en
-hears "six teaspoons" and "sixty spoons" as the same sounds and may keep only the second in all
-five hypotheses, so each hypothesis with a tens number before such a fragment also competes
-re-split ("6 teaspoons", :func:`workers.microphone.quantities.tens_resplit`), at its acoustic
-score: the same sounds, written as the domain's words.
+model says (:func:`deal_faults`); so does one whose price came out in pieces ("$4 .0 .0.")
+or without its amount ("I'll pay dollars for") when another within the margin has it whole.
+And the beam is read for the split the domain says: tiny.en hears "six teaspoons" and "sixty
+spoons" as the same sounds and may keep only the second in all five hypotheses, so each
+hypothesis with a tens number before such a fragment also competes re-split ("6 teaspoons",
+:func:`workers.microphone.quantities.tens_resplit`), at its acoustic score: the same sounds,
+written as the domain's words.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pathlib import Path
 
 from formats.spoken_amounts import MAX_DOLLARS, number_words, spoken
 from workers.microphone.normalize import normalize_words
+from workers.microphone.prices import doubtful_prices
 from workers.microphone.quantities import doubtful_quantities, tens_resplit
 from workers.microphone.recognizer import WordTiming
 from workers.runtime.config import DEFAULT_AVATARS
@@ -90,9 +93,11 @@ BROKEN_QUANTITY = "not_a_unit"
 
 def deal_faults(text: str) -> int:
     """How many deal terms of a decoder's ``text`` are broken: counts before a word that is no
-    unit of the domain but the end of one ("60 spoons")."""
+    unit of the domain but the end of one ("60 spoons"), prices written in pieces that make no
+    one amount ("$4 .0 .0.") and money words without their amount ("I'll pay dollars for")."""
     words = normalize_words([WordTiming(w, 0, 0) for w in text.split()])
-    return sum(BROKEN_QUANTITY in d.reasons for d in doubtful_quantities(words, min_conf=0.0))
+    quantities = sum(BROKEN_QUANTITY in d.reasons for d in doubtful_quantities(words, min_conf=0.0))
+    return quantities + len(doubtful_prices(words))
 
 
 def resplit(text: str) -> str | None:

@@ -186,3 +186,13 @@ def test_broken_deal_terms_lose_and_the_beam_competes_re_split(rescorer: NBestRe
     whole = rescorer.choose(["I need 40 spoons and sugar.", "I need four cups of sugar."], [-0.50, -0.55])
     assert (whole.index, whole.resplit) in ((0, True), (1, False))  # "4 teaspoons" re-split or "four cups": never "40 spoons"
     assert deal_faults(whole.text) == 0
+
+
+def test_a_price_in_pieces_or_without_its_amount_loses_to_a_whole_one(rescorer: NBestRescorer) -> None:
+    garbled = rescorer.choose(["How about $4 .0 .0.", "How about $4.10?"], [-0.50, -0.58])
+    assert garbled.index == 1
+    amountless = rescorer.choose(["I'll pay dollars for the eggs.", "I'll pay $8 for the eggs."], [-0.50, -0.59])
+    assert amountless.index == 1
+    assert deal_faults("I'll pay dollars for the eggs.") == 1 and deal_faults("How about $4.10?") == 0
+    # with no whole one in the margin, the audio's choice stands (and the final's review flags it)
+    assert rescorer.choose(["I'll pay dollars for the eggs.", "I'll pay $8 for the eggs."], [-0.50, -0.70]).index == 0
