@@ -87,6 +87,12 @@ def lm_words(text: str) -> list[str]:
 
 _TENS_WORDS = {number_words(n): n for n in range(20, 100, 10)}
 _EDGE_PUNCTUATION = ".,!?;:"
+_GLUED = re.compile(r"^\d+x\d*$")
+_GLUED_EGGS = re.compile(r"^(\d+)[xX](\d*[.,!?]?)$")
+_COUNT_WORDS = frozenset(number_words(n) for n in range(1, 100))
+EGGS = "eggs"
+"""What "x" after a count is at this table: "two eggs" and "two x" are the same sounds."""
+_COUNT = re.compile(r"^\d+$")
 BROKEN_QUANTITY = "not_a_unit"
 """The quantity doubt (:mod:`workers.microphone.quantities`) that marks a broken deal term."""
 
@@ -94,24 +100,47 @@ BROKEN_QUANTITY = "not_a_unit"
 def deal_faults(text: str) -> int:
     """How many deal terms of a decoder's ``text`` are broken: counts before a word that is no
     unit of the domain but the end of one ("60 spoons"), prices written in pieces that make no
-    one amount ("$4 .0 .0.") and money words without their amount ("I'll pay dollars for")."""
+    one amount ("$4 .0 .0.") and money words without their amount ("I'll pay dollars for"),
+    numbers glued by an "x" ("2x3 cups", "12x44 dollars": "two eggs and three cups", "twelve eggs
+    for four dollars"; nobody multiplies at this table) and a bare count right before a price
+    ("2 teaspoons of vanilla 4 $1": "for $1")."""
     words = normalize_words([WordTiming(w, 0, 0) for w in text.split()])
     quantities = sum(BROKEN_QUANTITY in d.reasons for d in doubtful_quantities(words, min_conf=0.0))
-    return quantities + len(doubtful_prices(words))
+    cores = [w.word.strip().rstrip(_EDGE_PUNCTUATION).lower() for w in words]
+    glued = sum(bool(_GLUED.match(core)) for core in cores)
+    counted_price = sum(
+        bool(_COUNT.match(a)) and b.startswith("$") and words[i].word.strip()[-1:] not in _EDGE_PUNCTUATION
+        for i, (a, b) in enumerate(zip(cores, cores[1:]))
+    )
+    return quantities + len(doubtful_prices(words)) + glued + counted_price
 
 
 def resplit(text: str) -> str | None:
-    """``text`` with every tens number before a unit fragment re-split as the domain says ("I
-    need 60 spoons of sugar." → "I need 6 teaspoons of sugar."; "sixty spoons" → "six
-    teaspoons"), or ``None`` when there is none."""
+    """``text`` with every count glued to its unit re-split as the domain says, or ``None`` when
+    there is none: a tens number before a unit fragment ("I need 60 spoons of sugar." → "I need
+    6 teaspoons of sugar."; "sixty spoons" → "six teaspoons"), and a count before an "x", which is
+    how the decoder writes "eggs" after a number ("2x3 cups" → "2 eggs 3 cups", "two X and" →
+    "two eggs and")."""
     tokens = text.split()
     changed = False
-    for i in range(len(tokens) - 1):
+    for i in range(len(tokens)):
+        glued = _GLUED_EGGS.match(tokens[i])
+        if glued is not None:
+            count, after = glued.group(1), glued.group(2)
+            tokens[i] = f"{count} {EGGS}{' ' + after if after else ''}"
+            changed = True
+            continue
+        if i + 1 == len(tokens):
+            break
         number = tokens[i].lower()
         if number != number.rstrip(_EDGE_PUNCTUATION):
             continue  # "sixty, spoons": not one quantity
-        value = int(number) if number.isdigit() else _TENS_WORDS.get(number)
         fragment = tokens[i + 1].rstrip(_EDGE_PUNCTUATION)
+        if (number.isdigit() or number in _COUNT_WORDS) and fragment.lower() == "x":
+            tokens[i + 1] = EGGS + tokens[i + 1][len(fragment):]
+            changed = True
+            continue
+        value = int(number) if number.isdigit() else _TENS_WORDS.get(number)
         said = tens_resplit(float(value), fragment) if value is not None else None
         if said is None:
             continue

@@ -169,6 +169,11 @@ def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFi
         ("I need 65 spoons", None),  # no "-ty" at the end of the number
         ("I need 6 spoons", None),
         ("I need sixty, spoons", None),  # two phrases, not one quantity
+        # "eggs" after a count, written as the decoder hears it (Festival kal and ked, measured)
+        ("See that I want 2x3 cups of flour.", "See that I want 2 eggs 3 cups of flour."),
+        ("See that I want two X and three cups of flour.", "See that I want two eggs and three cups of flour."),
+        ("Can you sell me 12X for $4?", "Can you sell me 12 eggs for $4?"),
+        ("The X factor", None),
     ],
 )
 def test_a_tens_number_before_a_unit_fragment_is_read_as_the_domain_splits_it(heard: str, split: str | None) -> None:
