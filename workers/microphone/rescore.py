@@ -34,6 +34,7 @@ written as the domain's words.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -110,7 +111,7 @@ def deal_faults(text: str) -> int:
     glued = sum(bool(_GLUED.match(core)) for core in cores)
     counted_price = sum(
         bool(_COUNT.match(a)) and b.startswith("$") and words[i].word.strip()[-1:] not in _EDGE_PUNCTUATION
-        for i, (a, b) in enumerate(zip(cores, cores[1:]))
+        for i, (a, b) in enumerate(itertools.pairwise(cores))
     )
     return quantities + len(doubtful_prices(words)) + glued + counted_price
 
