@@ -21,7 +21,7 @@ from workers.runtime.config import DEFAULT_AVATARS
 
 GOODS_COUNTABLE = ("eggs", "egg", "blueberries", "packets of vanilla", "packets of sugar", "chocolate bars")
 INGREDIENTS = ("flour", "sugar", "milk", "chocolate", "vanilla", "blueberries", "eggs", "butter", "baking powder")
-UNITS = ("cups", "cup", "ounces", "ounce", "teaspoons", "teaspoon", "packets", "packet", "pounds", "bags")
+UNITS = ("cups", "cup", "ounces", "ounce", "teaspoons", "teaspoon", "tablespoons", "tablespoon", "packets", "packet", "pounds", "bags")
 NUMBERS = (
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "

@@ -49,7 +49,7 @@ def singular(word: str) -> str:
 
 
 DOMAIN_UNITS: frozenset[str] = frozenset(
-    singular(w) for phrase in (*UNITS, *GOODS_COUNTABLE, *INGREDIENTS, "dozen", "tablespoons") for w in phrase.split() if w != "of"
+    singular(w) for phrase in (*UNITS, *GOODS_COUNTABLE, *INGREDIENTS, "dozen") for w in phrase.split() if w != "of"
 )
 """Units and goods (singular) that may follow a number."""
 COUNT_WORDS = frozenset({"more", "less", "of", "or", "and", "to", "for", "each", "at", "a", "in", "percent", "times", "minutes"})

@@ -47,7 +47,7 @@ from pathlib import Path
 from formats.spoken_amounts import MAX_DOLLARS, number_words, spoken
 from workers.microphone.normalize import normalize_words
 from workers.microphone.prices import doubtful_prices
-from workers.microphone.quantities import doubtful_quantities, tens_resplit
+from workers.microphone.quantities import DOMAIN_UNITS, doubtful_quantities, singular, tens_resplit
 from workers.microphone.recognizer import WordTiming
 from workers.runtime.config import DEFAULT_AVATARS
 
@@ -103,8 +103,8 @@ def deal_faults(text: str) -> int:
     unit of the domain but the end of one ("60 spoons"), prices written in pieces that make no
     one amount ("$4 .0 .0.") and money words without their amount ("I'll pay dollars for"),
     numbers glued by an "x" ("2x3 cups", "12x44 dollars": "two eggs and three cups", "twelve eggs
-    for four dollars"; nobody multiplies at this table) and a bare count right before a price
-    ("2 teaspoons of vanilla 4 $1": "for $1")."""
+    for four dollars"; nobody multiplies at this table), a bare count right before a price
+    ("2 teaspoons of vanilla 4 $1": "for $1") and a unit written as two words ("table spoons")."""
     words = normalize_words([WordTiming(w, 0, 0) for w in text.split()])
     quantities = sum(BROKEN_QUANTITY in d.reasons for d in doubtful_quantities(words, min_conf=0.0))
     cores = [w.word.strip().rstrip(_EDGE_PUNCTUATION).lower() for w in words]
@@ -113,7 +113,8 @@ def deal_faults(text: str) -> int:
         bool(_COUNT.match(a)) and b.startswith("$") and words[i].word.strip()[-1:] not in _EDGE_PUNCTUATION
         for i, (a, b) in enumerate(itertools.pairwise(cores))
     )
-    return quantities + len(doubtful_prices(words)) + glued + counted_price
+    split_units = sum(_one_unit(a, b) is not None for a, b in itertools.pairwise(cores))
+    return quantities + len(doubtful_prices(words)) + glued + counted_price + split_units
 
 
 def resplit(text: str) -> str | None:
@@ -121,7 +122,7 @@ def resplit(text: str) -> str | None:
     there is none: a tens number before a unit fragment ("I need 60 spoons of sugar." → "I need
     6 teaspoons of sugar."; "sixty spoons" → "six teaspoons"), and a count before an "x", which is
     how the decoder writes "eggs" after a number ("2x3 cups" → "2 eggs 3 cups", "two X and" →
-    "two eggs and")."""
+    "two eggs and"); and a unit written as two words ("2 table spoons" → "2 tablespoons")."""
     tokens = text.split()
     changed = False
     for i in range(len(tokens)):
@@ -141,6 +142,11 @@ def resplit(text: str) -> str | None:
             tokens[i + 1] = EGGS + tokens[i + 1][len(fragment):]
             changed = True
             continue
+        joined = _one_unit(tokens[i], fragment)
+        if joined is not None:
+            tokens[i : i + 2] = [joined + tokens[i + 1][len(fragment):], ""]
+            changed = True
+            continue
         value = int(number) if number.isdigit() else _TENS_WORDS.get(number)
         said = tens_resplit(float(value), fragment) if value is not None else None
         if said is None:
@@ -149,7 +155,16 @@ def resplit(text: str) -> str | None:
         tokens[i] = count if number.isdigit() else number_words(int(count))
         tokens[i + 1] = unit + tokens[i + 1][len(fragment):]
         changed = True
-    return " ".join(tokens) if changed else None
+    return " ".join(t for t in tokens if t) if changed else None
+
+
+def _one_unit(first: str, second: str) -> str | None:
+    """Two words that are one unit of the domain written apart ("table spoons" → "tablespoons"),
+    or ``None``."""
+    if not first.isalpha() or not second.isalpha() or singular(first.lower()) in DOMAIN_UNITS:
+        return None
+    whole = (first + second).lower()
+    return whole if singular(whole) in DOMAIN_UNITS else None
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,9 @@ def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFi
         ("See that I want two X and three cups of flour.", "See that I want two eggs and three cups of flour."),
         ("Can you sell me 12X for $4?", "Can you sell me 12 eggs for $4?"),
         ("The X factor", None),
+        ("I need 2 table spoons of butter.", "I need 2 tablespoons of butter."),  # Festival kal, measured
+        ("I need two tea spoons", "I need two teaspoons"),
+        ("I need 2 cups spoons", None),
     ],
 )
 def test_a_tens_number_before_a_unit_fragment_is_read_as_the_domain_splits_it(heard: str, split: str | None) -> None:
