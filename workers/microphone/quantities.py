@@ -16,6 +16,11 @@ deal term, so the final keeps the words it was heard as and lists the doubtful q
 
 A quantity here is a number (digits, as the normaliser writes them) followed by a word; money
 (``$5``) is not one.
+
+Before a final gets here, Whisper's n-best rescoring has already preferred a hypothesis whose
+quantities are whole, and read each hypothesis with the domain's split of the same sounds
+(:func:`tens_resplit`: "60 spoons" competes as "6 teaspoons"; :mod:`workers.microphone.rescore`).
+What is left here is what the beam could not mend, kept as heard.
 """
 
 from __future__ import annotations
