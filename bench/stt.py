@@ -45,8 +45,9 @@ How each figure is measured (per engine, one pass, the process pinned to one CPU
   reference (``workers.microphone.evaluation.wer``, numbers normalised on both sides);
   ``segmentation`` counts samples that got exactly one final, more (split) or none (missed).
 - ``deal_terms``: per corpus, the numbers, prices, goods and units said (``said``), the share of
-  them heard (``recall``) and those heard but not said (``invented``); on the read speech and the
-  prompts almost nothing is a deal term, so what an engine puts there is invention.
+  them heard (``recall``) and those heard but not said (``invented``, listed by utterance in
+  ``invented_in``); on the read speech and the prompts almost nothing is a deal term, so what an
+  engine puts there is invention.
 - ``interims`` (Whisper): background re-decodes, retries with the full window, speculative
   finals and how many the speaker talked over. Their CPU cost is the difference of
   ``cpu_percent`` between ``--pace realtime`` runs with ``--interims on`` and ``off``; with
@@ -114,7 +115,14 @@ from workers.microphone.engines import (  # noqa: E402
     whisper_rescorer,
 )
 from workers.microphone.enhance import ENHANCERS  # noqa: E402
-from workers.microphone.evaluation import Sample, asterisk_corpus, deal_score, pocketsphinx_corpus, wer  # noqa: E402
+from workers.microphone.evaluation import (  # noqa: E402
+    Sample,
+    asterisk_corpus,
+    deal_score,
+    deal_terms,
+    pocketsphinx_corpus,
+    wer,
+)
 from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.microphone.transcriber import Transcriber, segmenter_for  # noqa: E402
@@ -163,6 +171,17 @@ def _korean_wer(references: list[str], hypotheses: list[str]) -> float:
     import jiwer
 
     return float(jiwer.wer(references, [h or "" for h in hypotheses]))
+
+
+def invented_in(references: list[str], hypotheses: list[str]) -> list[dict[str, Any]]:
+    """Each utterance with deal terms heard but not said: what was said, what was heard, the
+    terms (what ``deal_terms``' ``invented`` counts)."""
+    out = []
+    for said, heard in zip(references, hypotheses, strict=True):
+        extra = deal_terms(heard) - deal_terms(said)
+        if extra:
+            out.append({"said": said, "heard": heard, "terms": sorted(extra.elements())})
+    return out
 
 
 def english_corpora(asterisk: int, voices: tuple[str, ...]) -> dict[str, list[Sample]]:
@@ -435,8 +454,10 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         line["deal_terms"] = {}
         for name in corpora:
             idx = [i for i, s in enumerate(slots) if s.corpus == name]
-            deal = deal_score([slots[i].sample.text for i in idx], [" ".join(texts[i]) for i in idx])
-            line["deal_terms"][name] = {"said": deal.said, "recall": round(deal.recall, 3), "invented": deal.invented}
+            said, heard = [slots[i].sample.text for i in idx], [" ".join(texts[i]) for i in idx]
+            deal = deal_score(said, heard)
+            line["deal_terms"][name] = {"said": deal.said, "recall": round(deal.recall, 3), "invented": deal.invented,
+                                        "invented_in": invented_in(said, heard)}
     if hasattr(recognizer, "interim_decodes"):
         decodes = int(recognizer.interim_decodes)  # type: ignore[attr-defined]
         line["interims"] = {

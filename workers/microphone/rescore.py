@@ -91,6 +91,10 @@ _EDGE_PUNCTUATION = ".,!?;:"
 _GLUED = re.compile(r"^\d+x\d*$")
 _GLUED_EGGS = re.compile(r"^(\d+)[xX](\d*[.,!?]?)$")
 _COUNT_WORDS = frozenset(number_words(n) for n in range(1, 100))
+_LED_BY_FOUR = re.compile(r"^(\$?)4(\d+)([.,!?]?)$")
+_LETTERS = re.compile(r"[^a-z]+")
+FOR = "for"
+"""Said before a price, and heard as a 4 leading the number after it ("for $7" → "$47")."""
 EGGS = "eggs"
 """What "x" after a count is at this table: "two eggs" and "two x" are the same sounds."""
 _COUNT = re.compile(r"^\d+$")
@@ -118,44 +122,78 @@ def deal_faults(text: str) -> int:
 
 
 def resplit(text: str) -> str | None:
-    """``text`` with every count glued to its unit re-split as the domain says, or ``None`` when
-    there is none: a tens number before a unit fragment ("I need 60 spoons of sugar." → "I need
-    6 teaspoons of sugar."; "sixty spoons" → "six teaspoons"), and a count before an "x", which is
-    how the decoder writes "eggs" after a number ("2x3 cups" → "2 eggs 3 cups", "two X and" →
-    "two eggs and"); and a unit written as two words ("2 table spoons" → "2 tablespoons")."""
+    """``text`` as the domain splits the same sounds, or ``None`` when that changes nothing:
+
+    - an "x" after a count is "eggs" ("2x3 cups" → "2 eggs 3 cups", "two X and" → "two eggs and");
+    - a unit written as two words is one ("2 table spoons" → "2 tablespoons");
+    - a tens number before a unit missing the "-ty" sound is the count and the unit ("I need 60
+      spoons" → "I need 6 teaspoons", "sixty spoons" → "six teaspoons");
+    - after goods or a unit, a number led by a 4 is "for" and the rest ("12 eggs 44 dollars" →
+      "12 eggs for 4 dollars", "milk, $47" → "milk, for $7", "vanilla 4 $1" → "vanilla for $1")."""
     tokens = text.split()
-    changed = False
-    for i in range(len(tokens)):
-        glued = _GLUED_EGGS.match(tokens[i])
+    split = _for_homophone(_tens_units(_joined_units(_eggs(tokens))))
+    return " ".join(split) if split != tokens else None
+
+
+def _core(token: str) -> str:
+    return token.rstrip(_EDGE_PUNCTUATION)
+
+
+def _is_count(token: str) -> bool:
+    """A count standing on its own (digits or words, no punctuation after it)."""
+    return token == _core(token) and (token.isdigit() or token.lower() in _COUNT_WORDS)
+
+
+def _eggs(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    for token in tokens:
+        glued = _GLUED_EGGS.match(token)
         if glued is not None:
             count, after = glued.group(1), glued.group(2)
-            tokens[i] = f"{count} {EGGS}{' ' + after if after else ''}"
-            changed = True
-            continue
-        if i + 1 == len(tokens):
-            break
-        number = tokens[i].lower()
-        if number != number.rstrip(_EDGE_PUNCTUATION):
+            out += [count, EGGS + after] if not _core(after) else [count, EGGS, after]
+        elif _core(token).lower() == "x" and out and _is_count(out[-1]):
+            out.append(EGGS + token[len(_core(token)):])
+        else:
+            out.append(token)
+    return out
+
+
+def _joined_units(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    for token in tokens:
+        joined = _one_unit(out[-1], _core(token)) if out else None
+        out[-1:] = [joined + token[len(_core(token)):]] if joined is not None else [*out[-1:], token]
+    return out
+
+
+def _tens_units(tokens: list[str]) -> list[str]:
+    out = list(tokens)
+    for i in range(len(out) - 1):
+        number = out[i].lower()
+        if number != _core(number):
             continue  # "sixty, spoons": not one quantity
-        fragment = tokens[i + 1].rstrip(_EDGE_PUNCTUATION)
-        if (number.isdigit() or number in _COUNT_WORDS) and fragment.lower() == "x":
-            tokens[i + 1] = EGGS + tokens[i + 1][len(fragment):]
-            changed = True
-            continue
-        joined = _one_unit(tokens[i], fragment)
-        if joined is not None:
-            tokens[i : i + 2] = [joined + tokens[i + 1][len(fragment):], ""]
-            changed = True
-            continue
         value = int(number) if number.isdigit() else _TENS_WORDS.get(number)
+        fragment = _core(out[i + 1])
         said = tens_resplit(float(value), fragment) if value is not None else None
-        if said is None:
-            continue
-        count, unit = said.split(" ", 1)
-        tokens[i] = count if number.isdigit() else number_words(int(count))
-        tokens[i + 1] = unit + tokens[i + 1][len(fragment):]
-        changed = True
-    return " ".join(t for t in tokens if t) if changed else None
+        if said is not None:
+            count, unit = said.split(" ", 1)
+            out[i] = count if number.isdigit() else number_words(int(count))
+            out[i + 1] = unit + out[i + 1][len(fragment):]
+    return out
+
+
+def _for_homophone(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, token in enumerate(tokens):
+        after_goods = bool(out) and singular(_LETTERS.sub("", out[-1].lower())) in DOMAIN_UNITS
+        led = _LED_BY_FOUR.match(token)
+        if after_goods and led is not None:
+            out += [FOR, led.group(1) + led.group(2) + led.group(3)]
+        elif after_goods and token == "4" and i + 1 < len(tokens) and tokens[i + 1].startswith("$"):
+            out.append(FOR)
+        else:
+            out.append(token)
+    return out
 
 
 def _one_unit(first: str, second: str) -> str | None:
@@ -243,8 +281,9 @@ class NBestRescorer:
                 continue
             candidates.append((i, text, score, words, False))
             split = resplit(text)
-            if split is not None:
-                candidates.append((i, split, score, lm_words(split), True))
+            split_words = lm_words(split) if split is not None else None
+            if split is not None and split_words not in said:  # the beam's own, if it has it, with its own score
+                candidates.append((i, split, score, split_words, True))
         if len(candidates) < 2:
             return Pick(0, texts[0])
         faults = [deal_faults(text) for _, text, *_ in candidates]

@@ -177,6 +177,12 @@ def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFi
         ("I need 2 table spoons of butter.", "I need 2 tablespoons of butter."),  # Festival kal, measured
         ("I need two tea spoons", "I need two teaspoons"),
         ("I need 2 cups spoons", None),
+        # "for" before a price, heard as a 4 leading the number after goods (Festival kal and ked, measured)
+        ("Can you sell me 12x44 dollars?", "Can you sell me 12 eggs for 4 dollars?"),
+        ("I need 3 eggs and 1 cup of milk, $47.", "I need 3 eggs and 1 cup of milk, for $7."),
+        ("Watson sell me 2 teaspoons of vanilla 4 $1", "Watson sell me 2 teaspoons of vanilla for $1"),
+        ("I want 45 eggs", None),  # after a verb, a 4 is a number
+        ("I want 2x", "I want 2 eggs"),
     ],
 )
 def test_a_tens_number_before_a_unit_fragment_is_read_as_the_domain_splits_it(heard: str, split: str | None) -> None:
