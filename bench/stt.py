@@ -123,7 +123,7 @@ from workers.microphone.evaluation import (  # noqa: E402
     pocketsphinx_corpus,
     wer,
 )
-from workers.microphone.recognizer import EngineUnavailable, Recognizer  # noqa: E402
+from workers.microphone.recognizer import EngineUnavailable, Recognizer, SpeculativeStream  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
 from workers.microphone.transcriber import Transcriber, segmenter_for  # noqa: E402
 from workers.runtime.config import DEFAULT_AVATARS, Config  # noqa: E402
@@ -171,6 +171,62 @@ def _korean_wer(references: list[str], hypotheses: list[str]) -> float:
     import jiwer
 
     return float(jiwer.wer(references, [h or "" for h in hypotheses]))
+
+
+class _DecodeStarts:
+    """The recognizer as the transcriber sees it, noting where each final's decode began: on the
+    audio clock (the end of the block being fed) and the wall clock, at the speculative start in
+    the pause when the final is that speculation's, else when the final was asked for.
+
+    ``latency_live_ms`` (virtual pace) is what a live worker would see: from the decode's start
+    the wall clock runs as the audio's does, so the final is out at the later of the utterance's
+    close and the decode's start plus its wall time. ``latency_ms`` counts the hangover and the
+    whole decode in series (the virtual replay gives the speculation no head start)."""
+
+    def __init__(self, inner: Recognizer, block_end: dict[str, int]) -> None:
+        self._inner = inner
+        self._block_end = block_end
+        self.name = inner.name
+        self.began: tuple[int, float] | None = None
+        """Where the last final's decode began (audio ms, ``perf_counter``), if speculated."""
+        self.speculated = 0
+        """Finals that were their pause's speculation."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def stream(self) -> Any:
+        inner = self._inner.stream()
+        return _TimedStream(inner, self) if isinstance(inner, SpeculativeStream) else _Unspeculated(inner, self)
+
+
+class _Unspeculated:
+    def __init__(self, inner: Any, owner: _DecodeStarts) -> None:
+        self._inner, self._owner = inner, owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def final(self) -> Any:
+        self._owner.began = None
+        return self._inner.final()
+
+
+class _TimedStream(_Unspeculated):
+    started: tuple[int, float] | None = None
+
+    def speculate(self) -> None:
+        self.started = (self._owner._block_end["ms"], time.perf_counter())
+        self._inner.speculate()
+
+    def retract(self) -> None:
+        self.started = None
+        self._inner.retract()
+
+    def final(self) -> Any:
+        self._owner.began = self.started
+        self._owner.speculated += self.started is not None
+        return self._inner.final()
 
 
 def invented_in(references: list[str], hypotheses: list[str]) -> list[dict[str, Any]]:
@@ -363,21 +419,27 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     fed: dict[str, float] = {}
     block_end: dict[str, int] = {}
 
+    timed = _DecodeStarts(recognizer, block_end)
+    live: list[float] = []
+
     def on_transcript(t: Transcript) -> None:
         if t.final:
-            wall = (time.perf_counter() - fed["at"]) * 1000.0
+            now = time.perf_counter()
+            wall = (now - fed["at"]) * 1000.0
             cpu_ms = (time.thread_time() - fed["cpu"]) * 1000.0
             if args.pace == "realtime":
                 finals.append((t, time.time_ns() / 1e6 - t.end, wall, cpu_ms))
             else:
                 finals.append((t, float(block_end["ms"] - t.end), wall, cpu_ms))
+                began_ms, began_wall = timed.began or (block_end["ms"], fed["at"])
+                live.append(max(float(block_end["ms"] - t.end), began_ms - t.end + (now - began_wall) * 1000.0))
 
     segmenter = segmenter_for(settings, hangover)
     vad: list[VadEvent] = []
     tr = Transcriber(
-        recognizer, segmenter, "replay", vad.append, on_transcript, interim_hz=settings.interim_hz,
+        timed, segmenter, "replay", vad.append, on_transcript, interim_hz=settings.interim_hz,
         numbers=settings.numbers, speculate_ms=settings.speculate_ms or None,
-    ) if not venue else Transcriber.from_settings(settings, recognizer, "replay", vad.append, on_transcript)
+    ) if not venue else Transcriber.from_settings(settings, timed, "replay", vad.append, on_transcript)
     busy = 0.0
     cpu0 = time.process_time()
     wall0 = time.perf_counter()
@@ -428,6 +490,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             "rtf": round(rtf, 3),
             "rtf_cpu": round(cpu_s / speech_s, 3),
             "latency_ms": {"p50": percentile(latency, 50, 1), "p95": p95, "max": percentile(latency, 100, 1), "n": len(latency)},
+            **({"latency_live_ms": {"p50": percentile(live, 50, 1), "p95": percentile(live, 95, 1),
+                                    "max": percentile(live, 100, 1), "speculated": timed.speculated}}
+               if args.pace == "virtual" else {}),
             "latency_upto_6s_ms": {"p50": percentile(short, 50, 1), "p95": percentile(short, 95, 1), "n": len(short)},
             "endpoint_ms": {"p50": percentile([x[1] for x in finals], 50, 1), "p95": percentile([x[1] for x in finals], 95, 1)},
             "decode_ms": {"p50": percentile([x[2] for x in finals], 50, 1), "p95": percentile([x[2] for x in finals], 95, 1)},
