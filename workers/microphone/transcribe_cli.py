@@ -80,6 +80,7 @@ def transcribe_file(path: Path, transcriber_factory: Callable[[SourceKind, list[
             "confidence": round(t.confidence, 3),
             "engine": t.engine,
             "words": [w.model_dump() for w in t.words],
+            **({"doubts": [d.model_dump() for d in t.doubts]} if t.doubts else {}),
         }
         for t in finals
         if t.final

@@ -118,3 +118,15 @@ def test_a_folder_is_its_audio_files_and_an_empty_one_is_one_line(tmp_path: Path
     assert [json.loads(line)["file"] for line in proc.stdout.splitlines()] == [str(folder / "a.raw"), str(folder / "b.raw")]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("humaine-env transcribe:")]
     assert errors == [f"humaine-env transcribe: {empty}: no audio files (.wav, .flac, .mp3, .ogg, .opus, .m4a, .aac, .raw) in the folder"]
+
+
+def test_an_offer_without_its_amount_is_printed_with_its_doubt() -> None:
+    """A buyer who says "dollars" without how many: the line says what was heard and that the
+    price has no amount, rather than passing it on as a whole offer."""
+    said = synth_speech.synthesize("I will pay dollars for the eggs.", synth_speech.FESTIVAL_VOICES[-1])
+    proc = run(str(said.path))
+    assert proc.returncode == 0, proc.stderr
+    [line] = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert "dollars" in line["text"].lower(), line["text"]
+    price = [d for d in line["doubts"] if d["kind"] == "price"]
+    assert price and "no_amount" in price[0]["reasons"], line
