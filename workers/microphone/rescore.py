@@ -182,6 +182,12 @@ def _tens_units(tokens: list[str]) -> list[str]:
     return out
 
 
+def _an_amount(token: str) -> bool:
+    """Whether ``token`` starts an amount as the decoder writes one ("$1", "1", "one", "a")."""
+    core = _core(token).lower()
+    return core.startswith("$") or core.isdigit() or core in _COUNT_WORDS or core in ("a", "an")
+
+
 def _for_homophone(tokens: list[str]) -> list[str]:
     out: list[str] = []
     for i, token in enumerate(tokens):
@@ -189,7 +195,7 @@ def _for_homophone(tokens: list[str]) -> list[str]:
         led = _LED_BY_FOUR.match(token)
         if after_goods and led is not None:
             out += [FOR, led.group(1) + led.group(2) + led.group(3)]
-        elif after_goods and token == "4" and i + 1 < len(tokens) and tokens[i + 1].startswith("$"):
+        elif after_goods and token == "4" and i + 1 < len(tokens) and _an_amount(tokens[i + 1]):
             out.append(FOR)
         else:
             out.append(token)

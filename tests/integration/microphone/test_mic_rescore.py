@@ -181,6 +181,8 @@ def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFi
         ("Can you sell me 12x44 dollars?", "Can you sell me 12 eggs for 4 dollars?"),
         ("I need 3 eggs and 1 cup of milk, $47.", "I need 3 eggs and 1 cup of milk, for $7."),
         ("Watson sell me 2 teaspoons of vanilla 4 $1", "Watson sell me 2 teaspoons of vanilla for $1"),
+        ("Watson sell me 2 teaspoons of vanilla 4 1 dollar.", "Watson sell me 2 teaspoons of vanilla for 1 dollar."),
+        ("Watson sell me 2 teaspoons of vanilla 4, 1 dollar.", None),  # "four, one dollar": two phrases
         ("I want 45 eggs", None),  # after a verb, a 4 is a number
         ("I want 2x", "I want 2 eggs"),
     ],
