@@ -93,6 +93,7 @@ _GLUED_EGGS = re.compile(r"^(\d+)[xX](\d*[.,!?]?)$")
 _COUNT_WORDS = frozenset(number_words(n) for n in range(1, 100))
 _LED_BY_FOUR = re.compile(r"^(\$?)4(\d+)([.,!?]?)$")
 _LETTERS = re.compile(r"[^a-z]+")
+_FOUR = frozenset({"4", number_words(4)})
 FOR = "for"
 """Said before a price, and heard as a 4 leading the number after it ("for $7" → "$47")."""
 EGGS = "eggs"
@@ -129,7 +130,8 @@ def resplit(text: str) -> str | None:
     - a tens number before a unit missing the "-ty" sound is the count and the unit ("I need 60
       spoons" → "I need 6 teaspoons", "sixty spoons" → "six teaspoons");
     - after goods or a unit, a number led by a 4 is "for" and the rest ("12 eggs 44 dollars" →
-      "12 eggs for 4 dollars", "milk, $47" → "milk, for $7", "vanilla 4 $1" → "vanilla for $1")."""
+      "12 eggs for 4 dollars", "milk, $47" → "milk, for $7", "vanilla 4 $1" or "vanilla four $1"
+      → "vanilla for $1")."""
     tokens = text.split()
     split = _for_homophone(_tens_units(_joined_units(_eggs(tokens))))
     return " ".join(split) if split != tokens else None
@@ -195,7 +197,7 @@ def _for_homophone(tokens: list[str]) -> list[str]:
         led = _LED_BY_FOUR.match(token)
         if after_goods and led is not None:
             out += [FOR, led.group(1) + led.group(2) + led.group(3)]
-        elif after_goods and token == "4" and i + 1 < len(tokens) and _an_amount(tokens[i + 1]):
+        elif after_goods and token.lower() in _FOUR and i + 1 < len(tokens) and _an_amount(tokens[i + 1]):
             out.append(FOR)
         else:
             out.append(token)

@@ -183,6 +183,7 @@ def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFi
         ("Watson sell me 2 teaspoons of vanilla 4 $1", "Watson sell me 2 teaspoons of vanilla for $1"),
         ("Watson sell me 2 teaspoons of vanilla 4 1 dollar.", "Watson sell me 2 teaspoons of vanilla for 1 dollar."),
         ("Watson sell me 2 teaspoons of vanilla 4, 1 dollar.", None),  # "four, one dollar": two phrases
+        ("Watson sell me 2 teaspoons of vanilla four $1", "Watson sell me 2 teaspoons of vanilla for $1"),
         ("I want 45 eggs", None),  # after a verb, a 4 is a number
         ("I want 2x", "I want 2 eggs"),
     ],
