@@ -283,15 +283,18 @@ class NBestRescorer:
         best = max(scores)
         said = [lm_words(text) for text in texts]
         named = self._names(said[0])
-        candidates: list[tuple[int, str, float, list[str], bool]] = []
-        for i, (text, words, score) in enumerate(zip(texts, said, scores, strict=True)):
-            if best - score > self.margin or self._names(words) != named:
-                continue
-            candidates.append((i, text, score, words, False))
+        candidates: list[tuple[int, str, float, list[str], bool]] = [
+            (i, text, score, words, False)
+            for i, (text, words, score) in enumerate(zip(texts, said, scores, strict=True))
+            if best - score <= self.margin and self._names(words) == named
+        ]
+        competing = [words for _, _, _, words, _ in candidates]
+        for i, text, score, _, _ in list(candidates):
             split = resplit(text)
-            split_words = lm_words(split) if split is not None else None
-            if split is not None and split_words not in said:  # the beam's own, if it has it, with its own score
+            split_words = lm_words(split) if split is not None else []
+            if split is not None and split_words not in competing:  # one the beam has in the margin competes as its own
                 candidates.append((i, split, score, split_words, True))
+                competing.append(split_words)
         if len(candidates) < 2:
             return Pick(0, texts[0])
         faults = [deal_faults(text) for _, text, *_ in candidates]

@@ -213,3 +213,12 @@ def test_a_price_in_pieces_or_without_its_amount_loses_to_a_whole_one(rescorer: 
     assert deal_faults("I'll pay dollars for the eggs.") == 1 and deal_faults("How about $4.10?") == 0
     # with no whole one in the margin, the audio's choice stands (and the final's review flags it)
     assert rescorer.choose(["I'll pay dollars for the eggs.", "I'll pay $8 for the eggs."], [-0.50, -0.70]).index == 0
+
+
+def test_a_re_split_the_beam_has_only_beyond_the_margin_still_competes(rescorer: NBestRescorer) -> None:
+    """Measured in bench/stt.py (Festival ked): the beam's fifth says "for $1" at 0.111 under the
+    best, which says "four one dollar"; the best's re-split competes at the best's score."""
+    beam = ["Watson sell me two teaspoons of vanilla four one dollar", "Watts and sell me two teaspoons of vanilla for $1.",
+            "Watson sell me two teaspoons of vanilla for $1."]
+    pick = rescorer.choose(beam, [-0.459, -0.526, -0.570])
+    assert (pick.index, pick.resplit, pick.text) == (0, True, "Watson sell me two teaspoons of vanilla for one dollar")
