@@ -212,10 +212,11 @@ class MicrophoneSettings(Section):
     (``workers/microphone/enhance.py``): ``none`` or ``webrtc``, ``rnnoise``, ``speex``,
     ``noisereduce`` when that package is installed, or ``gtcrn`` (a small neural enhancer whose
     package the set-up step installs). Off by default: in babble no enhancer helps at
-    every level and ``rnnoise`` hurts, and their effect on quiet speech is not understood yet
-    (measured by ``bench/stt.py --engines whisper --snr quiet,10,5 --enhance
-    none,webrtc,speex,rnnoise``; ``gtcrn`` is not measured yet; see docs/measurements.md). A
-    package not installed: the worker exits unavailable with the pip line."""
+    every level and ``rnnoise`` hurts; ``gtcrn``, blended 0-0.5, loses fully exact utterances at
+    10 dB (86-91 of 120 against 98) and at every other level (measured by ``bench/stt.py
+    --engines whisper --snr quiet,20,10,5,0 --enhance none,gtcrn``; see
+    docs/microphone.md#enhancement-in-front-of-the-recogniser). A package not installed: the
+    worker exits unavailable with the pip line."""
     enhance_blend: float = Field(default=ENHANCE_BLEND, ge=0.0, le=1.0)
     """Share of the original signal in what the enhancer hands on, with every enhancer: output
     = (1 - share) x enhanced + share x original, the original delayed to line up with it. A
