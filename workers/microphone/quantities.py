@@ -110,16 +110,23 @@ TENS_SOUND = "T"
 decoder can give to the number before it ("six teaspoons" → "60 spoons")."""
 
 
+TENS_SAID_AS: dict[int, float] = {20: 10}
+"""The count a tens number is heard for when its "-ty" was the unit's "tea", where that is not
+the tens number's tenth: "twenty" is "twen-ty", the sounds of "ten tea(spoons)", not of "two
+tea" (Festival kal and ked, ``bench/quantities.py --grid``: "ten teaspoons" → "20 spoons")."""
+
+
 def tens_resplit(value: float, word: str) -> str | None:
     """What a tens number and the unit fragment after it were said as, when the fragment is a
-    domain unit missing just the sound of the number's "-ty": (60, "spoons") → "6 teaspoons"
-    (the same sounds, split as the domain says); ``None`` otherwise."""
+    domain unit missing just the sound of the number's "-ty": (60, "spoons") → "6 teaspoons",
+    (20, "spoons") → "10 teaspoons" (:data:`TENS_SAID_AS`; the same sounds, split as the domain
+    says); ``None`` otherwise."""
     if not (value % 10 == 0 and 20 <= value <= 90):
         return None
     heard = unit_heard_as(_letters(word))
     if heard is None or heard[1] != TENS_SOUND:
         return None
-    count = value / 10
+    count = TENS_SAID_AS.get(int(value), value / 10)
     return f"{count:g} {_plural(heard[0], count)}"
 
 

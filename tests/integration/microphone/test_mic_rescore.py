@@ -165,6 +165,7 @@ def test_a_failing_rescorer_costs_only_the_rescoring(caplog: pytest.LogCaptureFi
         ("I need sixty spoon and sugar", "I need six teaspoons and sugar"),
         ("Can I have 70 spoons of vanilla?", "Can I have 7 teaspoons of vanilla?"),
         ("I would like 90 spoons of baking powder.", "I would like 9 teaspoons of baking powder."),
+        ("I need 20 spoons of vanilla.", "I need 10 teaspoons of vanilla."),  # "twen-ty": "ten tea", not "two tea"
         ("I need 60 eggs.", None),  # a unit of the domain: nothing to re-split
         ("I need 65 spoons", None),  # no "-ty" at the end of the number
         ("I need 6 spoons", None),
