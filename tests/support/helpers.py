@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -39,11 +40,43 @@ CHILD_ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 """The environment of a process a test starts: this checkout's code first."""
 
 
+TEST_PORTS = (20_000, 32_768)
+"""Where the tests' servers listen: under Linux's ephemeral range (32768-60999 by default), from
+which the kernel takes the ports of every outgoing connection and every ``bind(0)``. A port the
+kernel handed out could be taken by any connection between a test choosing it and its child
+process binding it; a port from here only by another test."""
+_handed_out: set[int] = set()
+_handed_lock = threading.Lock()
+
+
+def _worker_share() -> range:
+    """This pytest-xdist worker's own slice of :data:`TEST_PORTS` (all of it without xdist), so
+    two workers never choose the same port."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    low, high = TEST_PORTS
+    size = (high - low) // max(count, 1)
+    return range(low + index * size, low + (index + 1) * size)
+
+
 def free_port() -> int:
-    """A TCP port nobody listens on right now (127.0.0.1)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A TCP port on 127.0.0.1 nobody listens on now, not handed out before in this process,
+    from this worker's share of :data:`TEST_PORTS`."""
+    share = _worker_share()
+    with _handed_lock:
+        for _ in range(len(share)):
+            port = random.choice(share)
+            if port in _handed_out:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
+    raise RuntimeError(f"no free port left in {share}")
 
 
 _NEVER_SET = threading.Event()

@@ -82,5 +82,6 @@ def test_a_message_claiming_a_room_workers_name_is_shown_only_when_that_worker_s
 
     real = 'buyer → Celia (by name): "Celia, two eggs for 0.8 USD"  [delivered]'
     assert wait_for(lambda: real in terminal(), 10), terminal()
-    assert shown() == ["the intruder's own words", "Celia, two eggs for 0.8 USD"]
+    # the console and the terminal are two clients of the broker: each gets it in its own time
+    assert wait_for(lambda: shown() == ["the intruder's own words", "Celia, two eggs for 0.8 USD"], 10), shown()
     assert terminal().strip().splitlines() == [real]  # nothing of the intruder's, under any name
