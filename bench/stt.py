@@ -185,7 +185,8 @@ class _DecodeStarts:
 
     def __init__(self, inner: Recognizer, block_end: dict[str, int]) -> None:
         self._inner = inner
-        self._block_end = block_end
+        self.block_end = block_end
+        """The audio clock: the end of the block being fed (ms)."""
         self.name = inner.name
         self.began: tuple[int, float] | None = None
         """Where the last final's decode began (audio ms, ``perf_counter``), if speculated."""
@@ -216,7 +217,7 @@ class _TimedStream(_Unspeculated):
     started: tuple[int, float] | None = None
 
     def speculate(self) -> None:
-        self.started = (self._owner._block_end["ms"], time.perf_counter())
+        self.started = (self._owner.block_end["ms"], time.perf_counter())
         self._inner.speculate()
 
     def retract(self) -> None:

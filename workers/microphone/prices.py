@@ -37,7 +37,8 @@ AMOUNT_ON_PURPOSE = frozenset({
 "in dollars", "a few more dollars"), not that the decoder lost one."""
 _ARTICLES = frozenset({"a", "an"})
 """Before a singular money word, the amount ("a dollar"), as the words style keeps it."""
-_PUNCTUATION = ",.!?;:"
+PUNCTUATION = ",.!?;:"
+"""What may end a word as the decoder writes it ("eggs,", "$4.")."""
 _LETTERS = re.compile(r"[^a-z'-]+")
 _DIGIT = re.compile(r"\d")
 
@@ -70,7 +71,7 @@ def _is_amount(word: str, money_word: str) -> bool:
 
 def _has_amount(words: Sequence[WordTiming], i: int) -> bool:
     """The money word ``words[i]`` has an amount before it, or is said without one on purpose."""
-    if i == 0 or words[i - 1].word.strip()[-1:] in _PUNCTUATION:
+    if i == 0 or words[i - 1].word.strip()[-1:] in PUNCTUATION:
         return False
     before = words[i - 1].word
     return _is_amount(before, _core(words[i].word)) or _core(before) in AMOUNT_ON_PURPOSE
@@ -84,7 +85,7 @@ def doubtful_prices(words: Sequence[WordTiming]) -> list[PriceDoubt]:
         if _core(w.word) in MONEY_WORDS and not _has_amount(words, i):
             reasons.append(AMOUNTLESS)
         if reasons:
-            doubts.append(PriceDoubt(w.word.strip().rstrip(_PUNCTUATION), w.heard, w.start_ms, w.end_ms,
+            doubts.append(PriceDoubt(w.word.strip().rstrip(PUNCTUATION), w.heard, w.start_ms, w.end_ms,
                                      round(w.conf, 3), tuple(reasons)))
     return doubts
 

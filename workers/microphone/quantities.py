@@ -77,7 +77,8 @@ class Doubt:
     """What it may have been, when the sound says ("6 teaspoons"); never written into the text."""
 
 
-def _letters(word: str) -> str:
+def letters(word: str) -> str:
+    """``word`` in lowercase letters alone (punctuation, digits and apostrophes dropped)."""
     return _LETTERS.sub("", word.lower())
 
 
@@ -123,7 +124,7 @@ def tens_resplit(value: float, word: str) -> str | None:
     says); ``None`` otherwise."""
     if not (value % 10 == 0 and 20 <= value <= 90):
         return None
-    heard = unit_heard_as(_letters(word))
+    heard = unit_heard_as(letters(word))
     if heard is None or heard[1] != TENS_SOUND:
         return None
     count = TENS_SAID_AS.get(int(value), value / 10)
@@ -138,7 +139,7 @@ def doubtful_quantities(words: Sequence[WordTiming], min_conf: float = MIN_CONF)
         if not _NUMBER.match(digits) or number.word.strip()[-1:] in ",.!?":
             continue
         unit_word = words[i + 1]
-        unit = singular(_letters(unit_word.word))
+        unit = singular(letters(unit_word.word))
         if not unit or unit in COUNT_WORDS:
             continue
         value = float(digits)

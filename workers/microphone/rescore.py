@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from formats.spoken_amounts import MAX_DOLLARS, number_words, spoken
-from workers.microphone.normalize import normalize_words
-from workers.microphone.prices import doubtful_prices
-from workers.microphone.quantities import DOMAIN_UNITS, doubtful_quantities, singular, tens_resplit
+from workers.microphone.normalize import NUMBER_WORDS, normalize_words
+from workers.microphone.prices import PUNCTUATION, doubtful_prices
+from workers.microphone.quantities import DOMAIN_UNITS, doubtful_quantities, letters, singular, tens_resplit
 from workers.microphone.recognizer import WordTiming
 from workers.runtime.config import DEFAULT_AVATARS
 
@@ -87,12 +87,9 @@ def lm_words(text: str) -> list[str]:
 
 
 _TENS_WORDS = {number_words(n): n for n in range(20, 100, 10)}
-_EDGE_PUNCTUATION = ".,!?;:"
 _GLUED = re.compile(r"^\d+x\d*$")
 _GLUED_EGGS = re.compile(r"^(\d+)[xX](\d*[.,!?]?)$")
-_COUNT_WORDS = frozenset(number_words(n) for n in range(1, 100))
 _LED_BY_FOUR = re.compile(r"^(\$?)4(\d+)([.,!?]?)$")
-_LETTERS = re.compile(r"[^a-z]+")
 _FOUR = frozenset({"4", number_words(4)})
 FOR = "for"
 """Said before a price, and heard as a 4 leading the number after it ("for $7" → "$47")."""
@@ -112,10 +109,10 @@ def deal_faults(text: str) -> int:
     ("2 teaspoons of vanilla 4 $1": "for $1") and a unit written as two words ("table spoons")."""
     words = normalize_words([WordTiming(w, 0, 0) for w in text.split()])
     quantities = sum(BROKEN_QUANTITY in d.reasons for d in doubtful_quantities(words, min_conf=0.0))
-    cores = [w.word.strip().rstrip(_EDGE_PUNCTUATION).lower() for w in words]
+    cores = [w.word.strip().rstrip(PUNCTUATION).lower() for w in words]
     glued = sum(bool(_GLUED.match(core)) for core in cores)
     counted_price = sum(
-        bool(_COUNT.match(a)) and b.startswith("$") and words[i].word.strip()[-1:] not in _EDGE_PUNCTUATION
+        bool(_COUNT.match(a)) and b.startswith("$") and words[i].word.strip()[-1:] not in PUNCTUATION
         for i, (a, b) in enumerate(itertools.pairwise(cores))
     )
     split_units = sum(_one_unit(a, b) is not None for a, b in itertools.pairwise(cores))
@@ -138,12 +135,12 @@ def resplit(text: str) -> str | None:
 
 
 def _core(token: str) -> str:
-    return token.rstrip(_EDGE_PUNCTUATION)
+    return token.rstrip(PUNCTUATION)
 
 
 def _is_count(token: str) -> bool:
     """A count standing on its own (digits or words, no punctuation after it)."""
-    return token == _core(token) and (token.isdigit() or token.lower() in _COUNT_WORDS)
+    return token == _core(token) and (token.isdigit() or token.lower() in NUMBER_WORDS)
 
 
 def _eggs(tokens: list[str]) -> list[str]:
@@ -187,13 +184,13 @@ def _tens_units(tokens: list[str]) -> list[str]:
 def _an_amount(token: str) -> bool:
     """Whether ``token`` starts an amount as the decoder writes one ("$1", "1", "one", "a")."""
     core = _core(token).lower()
-    return core.startswith("$") or core.isdigit() or core in _COUNT_WORDS or core in ("a", "an")
+    return core.startswith("$") or core.isdigit() or core in NUMBER_WORDS or core in ("a", "an")
 
 
 def _for_homophone(tokens: list[str]) -> list[str]:
     out: list[str] = []
     for i, token in enumerate(tokens):
-        after_goods = bool(out) and singular(_LETTERS.sub("", out[-1].lower())) in DOMAIN_UNITS
+        after_goods = bool(out) and singular(letters(out[-1])) in DOMAIN_UNITS
         led = _LED_BY_FOUR.match(token)
         if after_goods and led is not None:
             out += [FOR, led.group(1) + led.group(2) + led.group(3)]
