@@ -348,7 +348,9 @@ def test_browser_speaker_plays_each_utterance_inside_its_speaking_bracket(
     # the audio plays inside the speaking bracket; a browser starved of CPU (the whole suite on
     # two cores) has been seen to finish it up to ~40 ms past the end event, hence the allowance
     assert heard["began"] < heard["start"] < heard["end"] <= heard["ended"] + LATE_AUDIO_ALLOWANCE_MS, heard
-    assert abs((heard["end"] - heard["start"]) / 1000 - heard["samples"] / rate) < 0.05
+    # and lasts as long as its samples; the page stamps start and end from its events, which a
+    # starved browser delivers late by as much as it finishes late (measured 61 ms in a full run)
+    assert abs((heard["end"] - heard["start"]) - 1000 * heard["samples"] / rate) < LATE_AUDIO_ALLOWANCE_MS, heard
     margins = {"begin_to_audio_ms": round(heard["start"] - heard["began"]),
                "audio_end_to_end_ms": round(heard["ended"] - heard["end"]), "audio_s": round(samples / rate, 2)}
     (artifacts_dir / "display-browser-audio.json").write_text(json.dumps(margins) + "\n")
