@@ -74,6 +74,13 @@ of the rounds (before anything is said), sensors last."""
 STAND_INS = ("orchestrator", "demo-agents")
 """Started before the room when no EO is configured: the stand-in EO and the demo sellers."""
 SUITE_ORDER = STAND_INS + ROOM_WORKERS
+STOP_ORDER = (("camera", "mic"), ("transcript",), ("orchestrator",), ("demo-agents",), ("avatar",), ("record-rounds",))
+"""The stages in which ``run`` stops its children, each stage gone before the next gets its
+SIGTERM: what starts a turn first (the senses, the transcript), then each service after every
+service that calls it, so that a call in flight is answered rather than cut. The EO finishes
+its requests while the sellers and the Avatar Controller still answer (a pending Accept is
+answered by the buyer's page, not lost with a stopped controller); the recorder of the rounds
+last, so it keeps the last of them."""
 FINAL_EXITS = {0: "done", EXIT_CONFIG: "configuration error", EXIT_UNAVAILABLE: "unavailable here"}
 """Exit codes a restart cannot change: the child has said why in one line."""
 CONSOLE_LINES_PER_S = 5.0
@@ -630,7 +637,22 @@ def _reported(child: Child, statuses: dict[str, Status]) -> Status | None:
     return status
 
 
+def stop_stages(names: Sequence[str]) -> list[list[str]]:
+    """``names`` in the order they stop, a stage at a time (see :data:`STOP_ORDER`); a worker
+    the order does not name stops in the first stage."""
+    staged = {name for stage in STOP_ORDER for name in stage}
+    stages = [[n for n in names if n not in staged]] + [[n for n in names if n in stage] for stage in STOP_ORDER]
+    return [stage for stage in stages if stage]
+
+
 def _stop_children(children: list[Child]) -> None:
+    by_name = {c.name: c for c in children}
+    for stage in stop_stages(list(by_name)):
+        log.info("stopping %s", ", ".join(stage))
+        _stop_together([by_name[name] for name in stage])
+
+
+def _stop_together(children: list[Child]) -> None:
     running = [c.process for c in children if c.process is not None and c.process.poll() is None]
     for process in running:
         process.send_signal(signal.SIGTERM)

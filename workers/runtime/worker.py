@@ -21,6 +21,7 @@ from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.instance import DuplicateInstance, check_single_instance
 from workers.runtime.logs import NOTICE
+from workers.runtime.parent import started_by_run
 from workers.runtime.topics import Topics
 
 STOP_DEADLINE_S = 2.0
@@ -186,18 +187,30 @@ def wait_for_stop(stop: threading.Event) -> None:
 def install_stop_signals(on_stop: Callable[[], None]) -> None:
     """SIGINT and SIGTERM call ``on_stop``; a second SIGINT is left to abort the process.
 
+    A child of ``run`` leaves the terminal's Ctrl-C to ``run``: the terminal hands SIGINT to its
+    whole process group at once, and workers that stopped together cut the calls in flight
+    between them (the stand-in EO's rejection to a seller that was already gone). ``run`` stops
+    them with SIGTERM in an order that lets each call finish (``humaine_env.supervisor``).
+
     ``on_stop`` runs on a thread of its own: the Python handler runs in the main thread between
     any two bytecodes, possibly while that thread holds the lock ``on_stop`` needs (inside
-    ``Event.wait``, or inside the ``Event.set`` of a signal handled a moment earlier: Ctrl-C's
-    SIGINT and the supervisor's SIGTERM arrive together), and that lock is not reentrant."""
+    ``Event.wait``, or inside the ``Event.set`` of a signal handled a moment earlier), and that
+    lock is not reentrant."""
 
     def handler(signum: int, _frame: object) -> None:
         logging.getLogger(__name__).info("received %s, stopping", signal.Signals(signum).name)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         threading.Thread(target=on_stop, name="stop-signal", daemon=True).start()
 
-    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGINT, _left_to_run if started_by_run() else handler)
     signal.signal(signal.SIGTERM, handler)
+
+
+def _left_to_run(_signum: int, _frame: object) -> None:
+    """The terminal's Ctrl-C in a child of ``run``: ``run`` got it too and sends SIGTERM in turn.
+    (A handler, not ``SIG_IGN``: an ignored signal would stay ignored in the programs a worker
+    starts.)"""
+    logging.getLogger(__name__).debug("Ctrl-C: run stops this worker in its turn")
 
 
 FAILURE_STATUS_WAIT_S = 3.0

@@ -29,6 +29,7 @@ from humaine_env.supervisor import (
     first_round_by_itself,
     stand_in_overrides,
     stand_ins_line,
+    stop_stages,
 )
 from orchestrator_client import endpoints as ep
 from standins.eo.settings import StandinSettings
@@ -286,6 +287,12 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         for child in ("avatar", "transcript", "orchestrator", "demo-agents"):
             assert f"connected to MQTT broker mqtt://127.0.0.1:{port} as {child}" in logged, logged[-3000:]
         assert "workers.runtime.worker: received SIG" in logged  # the children's INFO lines reached the file
+        # the children leave the terminal's Ctrl-C to run (its own is the one SIGINT line) and
+        # stop when run says, in its order: each service after those that call it
+        assert logged.count("received SIGINT") == 1, logged[-3000:]
+        stopped = [line.split("stopping ", 1)[1].split(", ") for line in logged.splitlines() if "humaine_env.supervisor: stopping " in line]
+        assert stopped == stop_stages(list(table)), logged[-3000:]
+        assert stopped.index(["orchestrator"]) < stopped.index(["demo-agents"]) < stopped.index(["avatar"]), stopped
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
