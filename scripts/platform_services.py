@@ -34,7 +34,18 @@ def platform_service(name: str, repository: str, commit: str, entry: str, tree: 
     """One of the platform's Node.js services (github.com/humaine-anac/<name>) at ``commit``, with
     its ``node_modules``, in ``tree``: copied from ``source`` (a local copy of the tree, when it
     holds ``entry``) or cloned, then ``npm ci`` once. A marker file holding the commit says the
-    tree is whole, so an interrupted install is redone rather than trusted."""
+    tree is whole, so an interrupted install is redone rather than trusted. Two fetches of the
+    same service (the set-up step's own, started early, and ``fetch_assets``') take turns on a
+    lock file: the second finds the tree installed."""
+    import fcntl
+
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    with open(tree.with_name(tree.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install_service(name, repository, commit, entry, tree, source)
+
+
+def _install_service(name: str, repository: str, commit: str, entry: str, tree: Path, source: Path) -> Path:
     ready = tree / ".installed"
     if ready.is_file() and ready.read_text().strip() == commit:
         return tree

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent set-up for `make run` / `make test` on a fresh Debian machine:
 #   1. system packages (installed with apt-get when running as root and one is missing),
-#   2. the virtual environment .venv with the suite installed (`pip install -e ".[dev,voices]"`),
+#   2. the virtual environment .venv with the suite installed (`uv pip install -e ".[dev,voices]"`
+#      from pip's package sources, scripts/uv_options.py; pip where uv cannot be had),
 #   3. cached test and demo assets (scripts/fetch_assets.py; the platform's Node.js services,
-#      scripts/platform_services.py, are fetched while step 2 installs), and the one package
+#      scripts/platform_services.py, are fetched from the start, beside steps 2 and 3), and the one package
 #      installed without its dependencies (the GTCRN enhancer's, fetch_assets.gtcrn_package).
 # Each step is skipped when already done, so running it before every command is cheap.
 # Every step prints one line saying what it does and one with how long it took: plain lines,
@@ -57,6 +58,14 @@ PLATFORM_LOG="$(mktemp)"
 "$PYTHON" scripts/platform_services.py >"$PLATFORM_LOG" 2>&1 &
 PLATFORM_PID=$!
 
+# The suite and its dependencies with uv, from the package sources pip is configured with.
+install_with_uv() {
+  local uv_opts
+  mapfile -t uv_opts < <("$VENV/bin/python" scripts/uv_options.py)
+  UV_CACHE_DIR=.cache/uv "$VENV/bin/uv" pip install --python "$VENV/bin/python" --no-progress "${uv_opts[@]}" -e ".[dev,voices]" 2>&1 \
+    | { grep -vE '^ [+-] ' || true; } | cut -c1-160 | sed 's/^/setup:       /'
+}
+
 step "2/3" "Python environment $VENV (humaine-env and its dependencies)"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup:     creating $VENV"
@@ -64,11 +73,17 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 want="$(cat pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
-  echo "setup:     pip install -e \".[dev,voices]\": MediaPipe, faster-whisper, Vosk, pocketsphinx, FastAPI, ... (a few minutes the first time)"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-  # one line per package pip fetches, then what it installed: progress without its bars
-  "$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar off --no-compile -e ".[dev,voices]" \
-    | { grep -E '^(Collecting|Successfully installed)' || true; } | cut -c1-160 | sed 's/^/setup:       /'
+  echo "setup:     installing -e \".[dev,voices]\": MediaPipe, faster-whisper, Vosk, pocketsphinx, FastAPI, ..."
+  # uv where it can be had (from the same package sources as pip: scripts/uv_options.py), pip
+  # otherwise; each says what it resolved and installed, without progress bars
+  if "$VENV/bin/python" -m pip install -q --disable-pip-version-check uv >/dev/null 2>&1 && install_with_uv; then
+    :
+  else
+    echo "setup:       uv could not be installed or could not install: pip installs (a few minutes)"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar off --no-compile -e ".[dev,voices]" \
+      | { grep -E '^(Collecting|Successfully installed)' || true; } | cut -c1-160 | sed 's/^/setup:       /'
+  fi
   echo "$want" > "$STAMP"
   done_step "installed"
 else
@@ -76,8 +91,12 @@ else
 fi
 
 step "3/3" "cached assets (.cache/): test media, speech corpus, the platform's EO"
-wait "$PLATFORM_PID" || true  # a service that failed is fetched again below, with its one error line
+# while npm may still install the platform's services: their fetchers here wait for it (a lock
+# each), then find them installed or fetch again what failed there, with its one error line
+"$VENV/bin/python" scripts/fetch_assets.py &
+ASSETS_PID=$!
+wait "$PLATFORM_PID" || true
 cat "$PLATFORM_LOG"
 rm -f "$PLATFORM_LOG"
-"$VENV/bin/python" scripts/fetch_assets.py
+wait "$ASSETS_PID"
 done_step

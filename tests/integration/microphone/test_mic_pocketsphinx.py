@@ -24,7 +24,8 @@ from workers.microphone.settings import MicrophoneSettings
 # Bounds: the measured corpus WER of this pocketsphinx build plus a margin for other builds.
 READ_SPEECH_BOUND = 0.35  # measured 0.29 (goforward + 5 librivox sentences, general model)
 ASTERISK_BOUND = 0.45  # measured 0.37 on the first 10 plain-word prompts
-NEGOTIATION_BOUND = 0.5  # measured 0.445 over 90 utterances (30 sentences × 3 espeak-ng voices), domain model;
+NEGOTIATION_BOUND = 0.5  # measured 0.445 over 90 utterances (30 sentences × 3 espeak-ng voices), domain model,
+# and 0.417 since; 0.402 on the 30 the test decodes (each sentence once, the voices in turn);
 # 0.24 on the first 12 sentences alone: the 18 later ones (a dozen eggs, best price, costs...) leave its templates
 # Domain biasing on the first 6 en-us utterances: measured 0.63 (general) → 0.23 (domain).
 
@@ -78,9 +79,17 @@ def test_domain_biasing_lowers_wer_on_negotiation_speech(general: PocketsphinxRe
     assert wer_general - wer_biased >= 0.25
 
 
+def every_sentence_in_turns_of_voice() -> list[Sample]:
+    """Each negotiation sentence once, the voices taking turns: every sentence and every voice
+    in a third of the decodes (the whole grid, all three voices for each sentence: ``python
+    bench/stt.py --engines pocketsphinx``)."""
+    by_voice = [negotiation_samples((voice,)) for voice in synth_speech.VOICES]
+    return [by_voice[i % len(by_voice)][i] for i in range(len(synth_speech.SENTENCES))]
+
+
 def test_biased_wer_over_all_voices(biased: PocketsphinxRecognizer) -> None:
-    samples = negotiation_samples()
-    assert len(samples) == len(synth_speech.SENTENCES) * len(synth_speech.VOICES)
+    samples = every_sentence_in_turns_of_voice()
+    assert len(samples) == len(synth_speech.SENTENCES) and len({s.text for s in samples}) == len(samples)
     wer, pairs = corpus_wer(biased, samples)
     assert wer <= NEGOTIATION_BOUND, pairs
     # The avatars' names are the words that route a message: most mentions must survive.
