@@ -63,7 +63,7 @@ install_with_uv() {
   local uv_opts
   mapfile -t uv_opts < <("$VENV/bin/python" scripts/uv_options.py)
   UV_CACHE_DIR=.cache/uv "$VENV/bin/uv" pip install --python "$VENV/bin/python" --no-progress "${uv_opts[@]}" -e ".[dev,voices]" 2>&1 \
-    | { grep -vE '^ [+-] ' || true; } | cut -c1-160 | sed 's/^/setup:       /'
+    | { grep -vE '^ *([+-] |Downloading|Downloaded|Building|Built)' || true; } | cut -c1-160 | sed 's/^/setup:       /'
 }
 
 step "2/3" "Python environment $VENV (humaine-env and its dependencies)"
