@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions.evaluate import score
+from sessions.evaluate import decisions, score
 from sessions.format import Session
 from sessions.generate import SessionSpec, generate
 from sessions.replay import replay
@@ -39,33 +39,30 @@ def config(mosquitto: object, make_config: Callable[..., Config]) -> Config:
     return make_config(mosquitto.url, **PS_DOMAIN)  # type: ignore[attr-defined]
 
 
-def test_replay_is_deterministic_and_accurate(session: Session, config: Config) -> None:
+def test_replay_is_accurate_and_eval_decides_the_same_with_no_broker_running(session: Session, config: Config, tmp_path: Path) -> None:
+    """The replay in-process, then ``humaine-env eval`` as a user runs it on a fresh machine:
+    nothing listens on the configured broker address, so the embedded broker serves it; one JSON
+    line. The two replays decide the same (every figure but the timings: ``decisions``). With
+    the engine the floors were measured with (pocketsphinx's domain model): the default
+    Whisper's decode of one line of this session differs between CPUs (its near-ties), and one
+    line is an eighth of the accuracy."""
     first = replay(session, config)
-    second = replay(session, config)
     buyer = [u for u in session.truth().utterances if u.speaker == "buyer"]
     assert len(first.messages) == len(buyer)  # the bystander's words are not passed on (their lips: the buyer's)
-    assert first.signature() == second.signature()
     summary = score(first).summary()
     assert summary["bystanders"] == 4 and summary["bystanders_passed_on"] == 0, summary
     assert summary["addressee_accuracy"] >= ADDRESSEE_FLOOR, summary
     assert summary["yaw_mae"] <= YAW_MAE_FLOOR and summary["pitch_mae"] <= PITCH_MAE_FLOOR, summary
     assert summary["wer"] < 0.5, summary
 
-
-def test_eval_command_with_no_broker_running(session: Session, tmp_path: Path) -> None:
-    """``humaine-env eval`` as a user runs it on a fresh machine: nothing listens on the
-    configured broker address, so the embedded broker serves the replay; one JSON line. With the
-    engine the floors were measured with (pocketsphinx's domain model, as the in-process replay
-    above): the default Whisper's decode of one line of this session differs between CPUs (its
-    near-ties), and one line is an eighth of the accuracy."""
     engine = [arg for key, value in PS_DOMAIN.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
     argv = [*CLI, "eval", str(session.path), "--log-level", "WARNING",
             "--set", f'broker.url="mqtt://127.0.0.1:{free_port()}"', "--set", f'data_dir="{tmp_path}"', *engine]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr[-2000:]
-    (line,) = result.stdout.strip().splitlines()
-    summary = json.loads(line)
-    buyer = [u for u in session.truth().utterances if u.speaker == "buyer"]
-    assert summary["sessions"] == 1 and summary["utterances"] == len(buyer) and summary["bystanders_passed_on"] == 0
-    assert summary["addressee_accuracy"] >= ADDRESSEE_FLOOR and summary["yaw_mae"] <= YAW_MAE_FLOOR, summary
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    (line,) = result.stdout.strip().splitlines()
+    evaluated = json.loads(line)
+    assert evaluated["sessions"] == 1
+    decided = decisions(summary)
+    assert {key: evaluated.get(key) for key in decided} == decided, (evaluated, summary)
