@@ -4,8 +4,9 @@
 #   2. the virtual environment .venv with the suite installed (`uv pip install -e ".[dev,voices]"`
 #      from pip's package sources, scripts/uv_options.py; pip where uv cannot be had),
 #   3. cached test and demo assets (scripts/fetch_assets.py; the platform's Node.js services,
-#      scripts/platform_services.py, are fetched from the start, beside steps 2 and 3), and the one package
-#      installed without its dependencies (the GTCRN enhancer's, fetch_assets.gtcrn_package).
+#      scripts/platform_services.py, are fetched from the start, beside steps 2 and 3), the one package
+#      installed without its dependencies (the GTCRN enhancer's, fetch_assets.gtcrn_package), and
+#      meanwhile the bytecode of the suite and of what was installed (scripts/compile_bytecode.py).
 # Each step is skipped when already done, so running it before every command is cheap.
 # Every step prints one line saying what it does and one with how long it took: plain lines,
 # no progress bars (CI logs are not a terminal).
@@ -85,6 +86,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
       | { grep -E '^(Collecting|Successfully installed)' || true; } | cut -c1-160 | sed 's/^/setup:       /'
   fi
   echo "$want" > "$STAMP"
+  COMPILE_ENVIRONMENT=--environment  # what was just installed has no bytecode yet
   done_step "installed"
 else
   done_step "up to date"
@@ -95,8 +97,16 @@ step "3/3" "cached assets (.cache/): test media, speech corpus, the platform's E
 # each), then find them installed or fetch again what failed there, with its one error line
 "$VENV/bin/python" scripts/fetch_assets.py &
 ASSETS_PID=$!
+# and meanwhile the bytecode every process of the suite would otherwise compile at each start
+# (scripts/compile_bytecode.py says why)
+BYTECODE_LOG="$(mktemp)"
+"$VENV/bin/python" scripts/compile_bytecode.py ${COMPILE_ENVIRONMENT:-} >"$BYTECODE_LOG" 2>&1 &
+BYTECODE_PID=$!
 wait "$PLATFORM_PID" || true
 cat "$PLATFORM_LOG"
 rm -f "$PLATFORM_LOG"
 wait "$ASSETS_PID"
+wait "$BYTECODE_PID" || echo "setup:     bytecode could not be compiled: every process compiles its modules as it starts"
+cat "$BYTECODE_LOG"
+rm -f "$BYTECODE_LOG"
 done_step

@@ -25,7 +25,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from hardware.clock import Clock, VirtualClock
     from workers.microphone.engines import load_recognizer
     from workers.microphone.recognizer import EngineUnavailable
-    from workers.microphone.worker import MicrophoneWorker
+    from workers.microphone.worker import MicrophoneWorker, types_for_want_of_a_device
     from workers.runtime.config import ConfigError
     from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, run_worker
 
@@ -35,7 +35,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         print(f"humaine-env mic: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     recognizer = None
-    if not settings.typed:
+    if not settings.typed and not types_for_want_of_a_device(settings):
         try:  # load before connecting, so a missing model is one line, not a status loop
             recognizer = load_recognizer(settings, config.core.data_dir, config.core.avatars)
         except EngineUnavailable as exc:

@@ -13,7 +13,7 @@ import threading
 from typing import Any, ClassVar, TextIO
 
 from hardware.audio import AudioSource, AudioSourceError, NoInputDeviceError, UnreadableMediaError, is_device, resilient_blocks
-from hardware.audio_sources import open_source
+from hardware.audio_sources import list_input_devices, open_source
 from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
 from workers.microphone import turn as turn_model
@@ -45,6 +45,14 @@ from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
 from workers.runtime.worker_ids import TRANSCRIPT as TRANSCRIPT_WORKER
 
 TYPED_ENGINE = "typed"
+
+
+def types_for_want_of_a_device(settings: MicrophoneSettings) -> bool:
+    """True when the worker will take typed lines because its source is a live device and the
+    machine has none (``run`` on a laptop without a microphone). The command then does not load
+    the speech engine first: it would only delay the start (a second of CPU for Whisper's model),
+    and :meth:`MicrophoneWorker.run` loads it anyway if a device turns out to be there."""
+    return settings.typed_fallback and is_device(settings.source) and not list_input_devices()
 
 
 class MicrophoneWorker(Worker):

@@ -17,17 +17,19 @@ from tests.support.helpers import CLI, free_port, wait_for
 from workers.runtime.worker import EXIT_UNAVAILABLE, STOP_DEADLINE_S
 
 
-def run_cli(mosquitto: Any, *args: str) -> subprocess.Popen[str]:
+def run_cli(mosquitto: Any, data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """The avatar as a user starts it, writing its books in ``data_dir`` (the default, the
+    checkout's ``.cache/humaine-env``, is the user's own)."""
     return subprocess.Popen(
         [*CLI, "--set", f'broker.url="{mosquitto.url}"', "--set", 'broker.mode="external"',
-         "--set", 'environment_uuid="avatarcli"', "avatar", *args],
+         "--set", 'environment_uuid="avatarcli"', "--set", f'data_dir="{data_dir}"', "avatar", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
 
 def test_serves_speaks_to_wav_and_stops_on_sigterm(mosquitto: Any, tmp_path: Path) -> None:
     port = free_port()
-    process = run_cli(mosquitto, "--port", str(port), "--speaker", f"wav:{tmp_path}")
+    process = run_cli(mosquitto, tmp_path / "data", "--port", str(port), "--speaker", f"wav:{tmp_path}")
     url = f"http://127.0.0.1:{port}"
     try:
         def up() -> bool:
@@ -53,7 +55,7 @@ def test_serves_speaks_to_wav_and_stops_on_sigterm(mosquitto: Any, tmp_path: Pat
 
 def test_missing_sound_card_or_busy_port_is_one_line(mosquitto: Any, tmp_path: Path) -> None:
     # no output device on this machine: says so and what to do, exits "unavailable"
-    process = run_cli(mosquitto, "--port", str(free_port()), "--speaker", "soundcard:no-such-device")
+    process = run_cli(mosquitto, tmp_path / "data", "--port", str(free_port()), "--speaker", "soundcard:no-such-device")
     _, err = process.communicate(timeout=20)
     assert process.returncode == EXIT_UNAVAILABLE
     assert err.strip().count("\n") == 0 and "wav:DIR" in err and "Traceback" not in err
@@ -62,7 +64,7 @@ def test_missing_sound_card_or_busy_port_is_one_line(mosquitto: Any, tmp_path: P
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        process = run_cli(mosquitto, "--port", str(port), "--speaker", f"wav:{tmp_path}")
+        process = run_cli(mosquitto, tmp_path / "data", "--port", str(port), "--speaker", f"wav:{tmp_path}")
         _, err = process.communicate(timeout=20)
     assert process.returncode == EXIT_UNAVAILABLE
     assert f"127.0.0.1:{port}" in err and "--port" in err and "Traceback" not in err

@@ -254,6 +254,7 @@ def test_session_log_complete_after_kill_9(mosquitto: Any, make_config: Callable
                 *CLI, "transcript",
                 "--set", f"environment_uuid={env_id}", "--set", f"broker.url={mosquitto.url}",
                 "--set", "broker.mode=external", "--eo-url", eo.url, "--session-dir", str(sessions),
+                "--set", f'data_dir="{tmp_path / "data"}"',  # not the checkout's own
             ]
             process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             try:

@@ -1,0 +1,49 @@
+"""The set-up step's bytecode: the suite's folders as pyproject.toml installs them, compiled even
+where ``PYTHONDONTWRITEBYTECODE`` is set, and compiled again only when a source changed."""
+
+from __future__ import annotations
+
+import importlib.util
+import marshal
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts.compile_bytecode import ROOT, compile_folders, suite_folders, tomllib
+
+
+def test_the_suite_folders_are_the_installed_packages_and_the_rest() -> None:
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    names = [folder.name for folder in suite_folders()]
+    assert names[: len(include)] == [pattern.rstrip("*") for pattern in include]
+    assert {"scripts", "tests", "bench"} <= set(names)
+    assert all((ROOT / name / "__init__.py").is_file() for name in names)
+
+
+def test_bytecode_is_written_where_the_interpreter_writes_none_and_kept_until_the_source_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    package = tmp_path / "pkg"
+    (package / "inner").mkdir(parents=True)
+    source = package / "inner" / "module.py"
+    source.write_text("ANSWER = 42\n")
+    (package / "py2_test_data.py").write_text("print 'not Python 3'\n")
+    compiled = Path(importlib.util.cache_from_source(str(source)))
+
+    compile_folders([package], workers=1)
+    assert compiled.is_file()
+    written = compiled.stat().st_mtime_ns
+
+    compile_folders([package], workers=1)  # up to date: left alone
+    assert compiled.stat().st_mtime_ns == written
+
+    source.write_text("ANSWER = 43\n")  # the same size: the source's time tells the change
+    later = source.stat().st_mtime + 2
+    os.utime(source, (later, later))
+    compile_folders([package], workers=1)
+    namespace: dict[str, object] = {}
+    exec(marshal.loads(compiled.read_bytes()[16:]), namespace)  # our own bytecode
+    assert namespace["ANSWER"] == 43
