@@ -86,7 +86,6 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
       | { grep -E '^(Collecting|Successfully installed)' || true; } | cut -c1-160 | sed 's/^/setup:       /'
   fi
   echo "$want" > "$STAMP"
-  COMPILE_ENVIRONMENT=--environment  # what was just installed has no bytecode yet
   done_step "installed"
 else
   done_step "up to date"
@@ -98,15 +97,23 @@ step "3/3" "cached assets (.cache/): test media, speech corpus, the platform's E
 "$VENV/bin/python" scripts/fetch_assets.py &
 ASSETS_PID=$!
 # and meanwhile the bytecode every process of the suite would otherwise compile at each start
-# (scripts/compile_bytecode.py says why)
+# (scripts/compile_bytecode.py says why): the environment's once per installation, recorded in
+# its own stamp once done, so an installation whose compiling was cut short is compiled next time
+BYTECODE_STAMP="$VENV/.bytecode"
+COMPILE_ENVIRONMENT=""
+[ "$(cat "$BYTECODE_STAMP" 2>/dev/null)" = "$want" ] || COMPILE_ENVIRONMENT=--environment
 BYTECODE_LOG="$(mktemp)"
-"$VENV/bin/python" scripts/compile_bytecode.py ${COMPILE_ENVIRONMENT:-} >"$BYTECODE_LOG" 2>&1 &
+"$VENV/bin/python" scripts/compile_bytecode.py $COMPILE_ENVIRONMENT >"$BYTECODE_LOG" 2>&1 &
 BYTECODE_PID=$!
 wait "$PLATFORM_PID" || true
 cat "$PLATFORM_LOG"
 rm -f "$PLATFORM_LOG"
 wait "$ASSETS_PID"
-wait "$BYTECODE_PID" || echo "setup:     bytecode could not be compiled: every process compiles its modules as it starts"
+if wait "$BYTECODE_PID"; then
+  [ -z "$COMPILE_ENVIRONMENT" ] || echo "$want" > "$BYTECODE_STAMP"
+else
+  echo "setup:     bytecode could not be compiled: every process compiles its modules as it starts"
+fi
 cat "$BYTECODE_LOG"
 rm -f "$BYTECODE_LOG"
 done_step
