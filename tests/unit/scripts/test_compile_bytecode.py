@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.compile_bytecode import ROOT, compile_folders, suite_folders
+from scripts.compile_bytecode import PACKAGES_OWN_TESTS, ROOT, compile_folders, suite_folders
 
 
 def test_every_package_of_the_checkout_is_compiled() -> None:
@@ -47,3 +47,18 @@ def test_bytecode_is_written_where_the_interpreter_writes_none_and_kept_until_th
     namespace: dict[str, object] = {}
     exec(marshal.loads(compiled.read_bytes()[16:]), namespace)  # our own bytecode
     assert namespace["ANSWER"] == 43
+
+
+def test_an_installed_package_is_compiled_but_for_its_own_tests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing imports ``numpy/_core/tests``: the environment's compile leaves such folders out,
+    and only below site-packages (a checkout inside a folder named ``tests`` is compiled whole)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    site = tmp_path / "tests" / "venv" / "site-packages"
+    modules = {name: site / "pkg" / name for name in ("module.py", "sub/tests/test_module.py", "test/helpers.py", "testing.py")}
+    for source in modules.values():
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text("ANSWER = 42\n")
+
+    compile_folders([site], workers=1, skip=PACKAGES_OWN_TESTS)
+    compiled = {name for name, source in modules.items() if Path(importlib.util.cache_from_source(str(source))).is_file()}
+    assert compiled == {"module.py", "testing.py"}
