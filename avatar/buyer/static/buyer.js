@@ -41,10 +41,16 @@
     el("round-id").textContent = round && round.round_id !== null && round.round_id !== undefined ? "round " + round.round_id : "";
     el("allocation-panel").hidden = !(phase === "post" && buyer && buyer.plan);
   }
+  // The timers run four times a second; a write of the same text would still have the browser
+  // lay out and paint the page again, so only what changed is written.
+  function show(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
   function tick() {
-    if (!round || !round.phase_deadline || stoppedAt !== null) { el("timer").textContent = ""; return; }
+    if (!round || !round.phase_deadline || stoppedAt !== null) { show(el("timer"), ""); return; }
     const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
-    el("timer").textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+    show(el("timer"), Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0"));
   }
   setInterval(() => { tick(); tickConfirm(); }, 250);
 
@@ -263,9 +269,9 @@
     if (!req || !req.deadline) return;
     const left = Math.max(0, Math.round((req.deadline - (Date.now() + clockOffset)) / 1000));
     const answer = req.timeout_answer === "acknowledged" ? "accepted" : "declined";
-    el("confirm-timeout").textContent = req.asks === "buyer"
+    show(el("confirm-timeout"), req.asks === "buyer"
       ? "Tap, or say “yes” or “no”. Without an answer it is " + answer + " in " + left + " s."
-      : "The operator answers. Without an answer it is " + answer + " in " + left + " s.";
+      : "The operator answers. Without an answer it is " + answer + " in " + left + " s.");
   }
   function answer(accept) {
     const req = currentConfirm();

@@ -111,6 +111,7 @@
     const state = avatar(e.avatar);
     const heard = origin + (e.latency_ms || 0) - (e.audio ? AUDIO_MARGIN_MS : 0);
     state.speech = { id: e.message_id, origin: heard, timeline: [], next: 0 };
+    moveMouths();
     clearTimeout(state.fallback);
     state.fallback = setTimeout(() => {
       if (state.speech && state.speech.id === e.message_id && !state.speech.timeline.length) state.node.classList.add("talk-fallback");
@@ -134,18 +135,29 @@
     setViseme(state, "rest");
   }
 
+  // The mouths move on animation frames only while somebody speaks: a frame loop kept running
+  // through the silences would have the browser produce every frame of an idle display.
+  let mouthsMoving = false;
+  function moveMouths() {
+    if (mouthsMoving) return;
+    mouthsMoving = true;
+    requestAnimationFrame(animateMouths);
+  }
+
   function animateMouths() {
     const now = performance.now();
+    let speaking = false;
     for (const state of Object.values(avatars)) {
       const speech = state.speech;
       if (!speech) continue;
+      speaking = true;
       const at = now - speech.origin;
       while (speech.next < speech.timeline.length && speech.timeline[speech.next][0] <= at) speech.next++;
       if (speech.next > 0) setViseme(state, speech.timeline[speech.next - 1][1]);
     }
-    requestAnimationFrame(animateMouths);
+    mouthsMoving = speaking;
+    if (speaking) requestAnimationFrame(animateMouths);
   }
-  requestAnimationFrame(animateMouths);
 
   // -- browser audio (speaker = "browser"): the utterance's WAV, streamed while it is spoken,
   // played from the same origin as the mouth shapes -----------------------------------------
@@ -296,12 +308,23 @@
     renderSummary();
   }
 
+  // The timer runs four times a second; a write of the same text would still have the browser
+  // lay out and paint the page again, so only what changed is written.
+  function show(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
   function tick() {
     const timer = el("round-timer");
-    if (!round || !round.phase_deadline || stoppedAt !== null) { timer.textContent = "--:--"; return; }
-    const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
-    timer.textContent = String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0");
-    timer.dataset.seconds = String(left);
+    let text = "--:--";
+    let seconds = null;
+    if (round && round.phase_deadline && stoppedAt === null) {
+      const left = Math.max(0, Math.round((round.phase_deadline - (Date.now() + clockOffset)) / 1000));
+      text = String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0");
+      seconds = String(left);
+    }
+    show(timer, text);
+    if (seconds !== null && timer.dataset.seconds !== seconds) timer.dataset.seconds = seconds;
   }
   setInterval(tick, 250);
 
@@ -330,9 +353,9 @@
   // both come from the room's ledger with every change (the "deals" event), never counted here.
   function renderSummary() {
     const phase = round ? round.phase : "idle";
-    const show = phase === "post" || phase === "ended" || totals != null;
-    el("summary").hidden = !show;  // drawn all the same: it is the room's account of the round, shown after it
-    document.body.dataset.summary = show ? "true" : "false";
+    const shown = phase === "post" || phase === "ended" || totals != null;
+    el("summary").hidden = !shown;  // drawn all the same: it is the room's account of the round, shown after it
+    document.body.dataset.summary = shown ? "true" : "false";
     el("summary-round").textContent = round && round.round_id != null ? String(round.round_id) : "-";
     el("summary-title").textContent = totals ? "deals and totals" : "deals";
     const dealRows = el("deals").querySelector("tbody");

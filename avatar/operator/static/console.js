@@ -64,11 +64,17 @@
     row.querySelector(".info").title = [w.detail, figures(w.health), "version " + w.version].filter(Boolean).join("\n");
     ageWorker(w);
   }
+  // The timers below run twice a second; a write of the same text would still have the browser
+  // lay out and paint the page again, so only what changed is written.
+  function show(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
   function ageWorker(w) {
     const row = el("worker-" + w.worker);
     if (!row) return;
-    row.querySelector(".up").textContent = w.state === "offline" ? "-" : span(serverNow() - w.started_at);
-    row.querySelector(".heard").textContent = span(serverNow() - w.seen);
+    show(row.querySelector(".up"), w.state === "offline" ? "-" : span(serverNow() - w.started_at));
+    show(row.querySelector(".heard"), span(serverNow() - w.seen));
   }
 
   // -- links, round ----------------------------------------------------------------------------
@@ -184,10 +190,10 @@
   }
   function tick() {
     const timer = el("round-timer");
-    if (!round || !round.phase_deadline || stoppedAt !== null) timer.textContent = "--:--";
+    if (!round || !round.phase_deadline || stoppedAt !== null) show(timer, "--:--");
     else {
       const left = Math.max(0, Math.round((round.phase_deadline - serverNow()) / 1000));
-      timer.textContent = String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0");
+      show(timer, String(Math.floor(left / 60)).padStart(2, "0") + ":" + String(left % 60).padStart(2, "0"));
     }
   }
   setInterval(() => { tick(); for (const w of Object.values(workers)) ageWorker(w); }, 500);
