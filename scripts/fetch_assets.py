@@ -207,9 +207,13 @@ def speech_corpus() -> Path:
     return CACHE
 
 
-LONG_FETCHERS = ("environment_orchestrator", "utility_generator", "noise_set", "speech_corpus")
-"""The fetchers that take tens of seconds on a fresh machine (npm, speech synthesis): run side by
-side once the quick ones (which they may build on) are done."""
+AFTER: dict[str, tuple[str, ...]] = {
+    "noise_set": ("conversation_sample",),  # built from the conversation
+    "pipecat_reference": ("smart_turn_model",),  # the same pipecat-ai wheel, downloaded once
+}
+"""Fetchers that build on another's asset, or download the same file: each starts once those are
+done. Every other one starts at once, side by side: most of their time is the package
+registry's and npm's, and the longest (npm, speech synthesis) would otherwise wait for the rest."""
 
 
 def _fetch(fetch: Callable[[], Path]) -> bool:
@@ -228,14 +232,20 @@ def _fetch(fetch: Callable[[], Path]) -> bool:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="setup: %(message)s")
     ASSETS.mkdir(parents=True, exist_ok=True)
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Future, ThreadPoolExecutor
 
-    quick = [f for f in FETCHERS if f.__name__ not in LONG_FETCHERS]
-    long = [f for f in FETCHERS if f.__name__ in LONG_FETCHERS]
-    done = [_fetch(fetch) for fetch in quick]
-    with ThreadPoolExecutor(max_workers=len(long) or 1, thread_name_prefix="fetch") as pool:
-        done += list(pool.map(_fetch, long))
-    return 0 if all(done) else 1
+    started: dict[str, Future[bool]] = {}
+
+    def fetch_after(fetch: Callable[[], Path]) -> bool:
+        for name in AFTER.get(fetch.__name__, ()):
+            started[name].result()  # listed before it in FETCHERS: already started
+        return _fetch(fetch)
+
+    # a thread each: none waits for a free one while another waits for its prerequisite
+    with ThreadPoolExecutor(max_workers=len(FETCHERS), thread_name_prefix="fetch") as pool:
+        for fetch in FETCHERS:
+            started[fetch.__name__] = pool.submit(fetch_after, fetch)
+    return 0 if all(done.result() for done in started.values()) else 1
 
 
 if __name__ == "__main__":
