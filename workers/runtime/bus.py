@@ -80,11 +80,17 @@ OFFLINE_PUBLISH_WAIT_S = 1.0
 
 
 class _ReconnectNoise(logging.Filter):
-    """paho logs an ERROR on every loop turn while it waits to reconnect; our own warning
-    already says the broker is gone, so those lines are dropped."""
+    """paho logs an ERROR when the broker's socket closes under it and on every loop turn while
+    it waits to reconnect. Our own warning says the broker is gone once reconnecting fails
+    (:meth:`Bus._on_connect_fail`), and says nothing when the broker is back at once or the room
+    is stopping (Ctrl-C ends the embedded broker and the workers together), so those lines are
+    dropped."""
+
+    NOISE = ("Client is not connected", "failed to receive on socket")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "Client is not connected" not in record.getMessage()
+        message = record.getMessage()
+        return not any(noise in message for noise in self.NOISE)
 
 
 _PAHO_LOG = logging.getLogger("paho")
