@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hardware.audio import DEFAULT_BLOCK_MS, SPEC_HELP, AudioSource, AudioSourceError
 from hardware.audio_files import FileSource, ReplaySource
-from hardware.clock import Clock, RealClock
+from hardware.clock import REPLAY_KIND, Clock, RealClock
 
 
 def open_source(
@@ -29,7 +29,7 @@ def open_source(
         raise AudioSourceError(f"audio source {spec!r} needs a path: {SPEC_HELP}")
     if kind in ("wav", "file", "raw"):
         return FileSource(arg, block_ms=block_ms, start_ms=start_ms, raw=kind == "raw")
-    if kind == "replay":
+    if kind == REPLAY_KIND:
         return ReplaySource(arg, clock=clock or RealClock(), block_ms=block_ms)
     raise AudioSourceError(f"unknown audio source {kind!r} in {spec!r}: {SPEC_HELP}")
 

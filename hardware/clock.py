@@ -12,6 +12,14 @@ import threading
 import time
 from typing import Protocol, runtime_checkable
 
+REPLAY_KIND = "replay"
+"""The spec prefix of a recorded file a clock paces, audio or video (``replay:PATH``)."""
+
+
+def paced_by_clock(spec: str) -> bool:
+    """Whether the source ``spec`` names is a recorded file played back on a clock."""
+    return spec.partition(":")[0].strip().lower() == REPLAY_KIND
+
 
 @runtime_checkable
 class Clock(Protocol):

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 
 from formats.session_files import VIDEO_FILE, media_file
-from hardware.clock import Clock, RealClock
+from hardware.clock import REPLAY_KIND, Clock, RealClock
 from hardware.frame_times import FrameTimesError, read_frame_times, sidecar_of
 
 log = logging.getLogger(__name__)
@@ -313,7 +313,7 @@ def open_source(
         return VideoFileSource(arg, clock=clock)
     if kind == "images":
         return ImageFolderSource(arg, fps=fps, clock=clock)
-    if kind == "replay":
+    if kind == REPLAY_KIND:
         return ReplaySource(arg, clock=clock, stop=stop)
     raise VideoSourceError(f"unknown video source {spec!r}; {SPEC_HELP}")
 

@@ -30,10 +30,11 @@ import numpy as np
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError, NoInputDeviceError
 from hardware.audio_sources import open_source as open_audio
-from hardware.clock import Clock, RealClock
+from hardware.clock import Clock, RealClock, paced_by_clock
 from hardware.video import Frame, NoCameraError, SourceStats, VideoSource, VideoSourceError, frames
 from hardware.video import open_source as open_video
 from sessions.format import SESSION_FILE, CameraInfo, SessionInfo, SessionWriter
+from sessions.together import HeldClock, start_together
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Envelope
@@ -151,7 +152,12 @@ class Recorder:
         self.audio_spec = audio_spec
         self.video_spec = video_spec
         self.perceive = perceive
-        self.clock = clock or RealClock()
+        specs = [spec for spec in (audio_spec, video_spec) if spec is not None]
+        self._held: HeldClock | None = None
+        """Recorded files perceived by the workers: their clock starts once both are ready."""
+        if clock is None and perceive and all(paced_by_clock(spec) for spec in specs):
+            self._held = HeldClock(RealClock().now_ms(), 1.0)
+        self.clock: Clock = clock or self._held or RealClock()
         self.linger_s = linger_s
         self.camera = config.section(CameraSettings)
         self.counts: dict[str, int] = {}
@@ -248,6 +254,8 @@ class Recorder:
         try:
             if self.perceive:
                 threads += self._start_workers(audio, CameraWorker)
+                if self._held is not None:
+                    start_together(self._held, [(w, t) for t, w in threads if w is not None], stop)
             else:
                 if video is not None:
                     threads.append((_thread("record-video", _drain_video, video, media_stop), None))

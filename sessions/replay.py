@@ -33,6 +33,7 @@ from hardware.clock import Clock, VirtualClock
 from hardware.video import Frame, VideoSource
 from hardware.video import open_source as open_video
 from sessions.format import Session
+from sessions.together import HeldClock, start_together
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Envelope, now_ms
@@ -44,10 +45,6 @@ AUDIO_LAG_MS = 5000
 """Fast replay: the audio stays this much session time behind the camera's progress. An
 attention change is published once its new target held ``min_dwell_ms`` (0.3 s) on most
 frames, so 5 s leaves a wide margin, and it costs nothing but a short wait at the start."""
-READY_TIMEOUT_S = 120.0
-"""Paced replay: how long the clock waits for the workers to load their models."""
-READY_GRACE_S = 0.05
-"""...and then this long, for the audio source to take its origin from the held clock."""
 SETTLE_S = 0.3
 """Pause after a worker's last publication so the broker has delivered it to every subscriber."""
 CONNECT_TIMEOUT_S = 10.0
@@ -138,41 +135,6 @@ class BusRecorder:
 
     def stop(self) -> None:
         self.bus.stop()
-
-
-class HeldClock:
-    """The paced replay's clock: held at the session's start until every worker has its source
-    open and its model loaded (:meth:`release`), then a :class:`VirtualClock` from there.
-
-    Loading MediaPipe or a speech model takes seconds; a clock already running meanwhile would
-    anchor each source wherever it happened to be when its worker got ready (audio and video
-    then disagree by the difference). In the room the session starts once the devices are live.
-    """
-
-    def __init__(self, start_ms: int, speed: float) -> None:
-        self.start_ms = start_ms
-        self.speed = speed
-        self._released = threading.Event()
-        self._clock: VirtualClock | None = None
-
-    def release(self) -> None:
-        if not self._released.is_set():
-            self._clock = VirtualClock(self.start_ms, self.speed)
-            self._released.set()
-
-    def now_ms(self) -> int:
-        return self._clock.now_ms() if self._clock is not None else self.start_ms
-
-    def sleep_until(self, t_ms: int, stop: threading.Event | None = None) -> bool:
-        if stop is not None and stop.is_set():
-            return False
-        if t_ms <= self.now_ms():
-            return True
-        while not self._released.wait(0.05):
-            if stop is not None and stop.is_set():
-                return False
-        assert self._clock is not None
-        return self._clock.sleep_until(t_ms, stop)
 
 
 class CameraProgress:
@@ -348,12 +310,10 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
             mic = MicrophoneWorker(config, worker_id="microphone", clock=audio_clock) if with_audio else None
             c_thread = _start(camera, progress.finish) if camera is not None else None
             m_thread = _start(mic) if mic is not None else None
-            if held is not None:
-                _wait_ready(camera, c_thread, mic, m_thread)
-                time.sleep(READY_GRACE_S)
-                held.release()
-                result.wall_origin_ms = now_ms()
             running = [(w, t) for w, t in ((mic, m_thread), (camera, c_thread)) if w is not None and t is not None]
+            if held is not None:
+                start_together(held, running)
+                result.wall_origin_ms = now_ms()
             try:
                 for worker, thread in running:
                     _join_to_end(worker, thread, started + timeout_s)
@@ -387,14 +347,3 @@ def _join_to_end(worker: Worker, thread: threading.Thread, deadline: float) -> N
         _stop(worker, thread)
         raise ReplayError(f"{worker.worker_id} did not finish its source in time")
 
-
-def _wait_ready(camera: Any, c_thread: threading.Thread | None, mic: Any, m_thread: threading.Thread | None) -> None:
-    """Until each worker has its source open and its model loaded (or has ended)."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        camera_ready = camera is None or camera.source is not None or not (c_thread and c_thread.is_alive())
-        mic_ready = mic is None or mic.transcriber is not None or not (m_thread and m_thread.is_alive())
-        if camera_ready and mic_ready:
-            return
-        time.sleep(0.02)
-    log.warning("workers not ready after %.0f s; starting the replay clock anyway", READY_TIMEOUT_S)

@@ -77,6 +77,12 @@ class CameraWorker(Worker):
         """The directions in use, retained for the console (again after a calibration)."""
         self.bus.own(self.topics.camera_geometry(), CameraGeometry, lambda: self._geometry)
 
+    @property
+    def media_open(self) -> bool:
+        """The face models are loaded and the video source is open (recorded media started
+        together wait for this: :mod:`sessions.together`)."""
+        return self.source is not None
+
     # -- health ------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
         figures = super().health()

@@ -94,6 +94,12 @@ class MicrophoneWorker(Worker):
         self._turn_loading = threading.Lock()
         self.bus.subscribe(self.topics.status(TRANSCRIPT_WORKER), Status, self._on_reader_status)
 
+    @property
+    def media_open(self) -> bool:
+        """The speech engine is loaded and the audio source is open (recorded media started
+        together wait for this: :mod:`sessions.together`)."""
+        return self.transcriber is not None
+
     # -- subscriptions (MQTT network thread) ----------------------------------------------------
     def _on_speaking(self, _topic: str, event: Speaking) -> None:
         self.echo.on_speaking(event)

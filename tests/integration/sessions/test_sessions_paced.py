@@ -17,7 +17,8 @@ from hardware.video import open_source
 from sessions.evaluate import score
 from sessions.format import CameraInfo, Session, SessionInfo, SessionWriter
 from sessions.generate import generate
-from sessions.replay import HeldClock, replay
+from sessions.replay import replay
+from sessions.together import HeldClock
 from tests.support.helpers import PS_DOMAIN, QUICK_SESSION
 from workers.runtime.config import Config
 

@@ -70,6 +70,11 @@ def test_recorded_session_replays_to_its_messages(config: Config, tmp_path: Path
     times = recorded.frame_times()
     assert len(times) == VideoFileSource(source.video_path).frame_count == VideoFileSource(recorded.video_path).frame_count
     assert times == sorted(times) and times[0] >= recorded.info.start_ms
+    # the video in step with the audio, as in the source, though the camera's models take longer
+    # to load than the microphone's: both recorded files start once both workers are ready
+    frame_ms = 1000 / source.info.camera.fps  # type: ignore[union-attr]
+    shift = (times[0] - recorded.info.start_ms) - (source.frame_times()[0] - source.info.start_ms)
+    assert abs(shift) < frame_ms, shift
     audio = load_audio(recorded.audio_path)
     assert len(audio) >= len(load_audio(source.audio_path))
     assert recorded.info.duration_ms >= len(audio) * 1000 // SAMPLE_RATE
