@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +34,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         tier = item.path.relative_to(TESTS).parts[0]
         assert tier in TIERS, f"{item.nodeid}: a test lives in one of tests/{{{','.join(TIERS)}}}/"
         item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(autouse=True)
+def root_logger_restored() -> Iterator[None]:
+    """A command's ``main()`` run in-process sets up logging as its own process would: a
+    handler on the stderr of the moment, which here is this test's captured stream, closed once
+    the test ends. Left on the root logger it makes later tests on this worker print "Logging
+    error" walls; so what a test added is removed (pytest's own capture handlers come and go
+    with each phase and are left to pytest), and the root's level is put back."""
+    root = logging.getLogger()
+    before, level = set(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in before and not type(handler).__module__.startswith("_pytest."):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
