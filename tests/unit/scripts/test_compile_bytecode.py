@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.compile_bytecode import PACKAGES_OWN_TESTS, ROOT, compile_folders, suite_folders
+from scripts.compile_bytecode import PACKAGES_OWN_TESTS, ROOT, compile_folders, stale_test_modules, suite_folders
 
 
 def test_every_package_of_the_checkout_is_compiled() -> None:
@@ -62,3 +62,20 @@ def test_an_installed_package_is_compiled_but_for_its_own_tests(tmp_path: Path, 
     compile_folders([site], workers=1, skip=PACKAGES_OWN_TESTS)
     compiled = {name for name, source in modules.items() if Path(importlib.util.cache_from_source(str(source))).is_file()}
     assert compiled == {"module.py", "testing.py"}
+
+
+def test_test_modules_without_pytests_own_bytecode_or_older_than_it_are_rewritten(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    (tests / "unit" / "__pycache__").mkdir(parents=True)
+    module, conftest, helper = tests / "unit" / "test_a.py", tests / "conftest.py", tests / "unit" / "helpers.py"
+    for source in (module, conftest, helper):
+        source.write_text("ANSWER = 42\n")
+    assert stale_test_modules(tests) == [conftest, module]  # helpers are not test modules
+
+    kept = tests / "unit" / "__pycache__" / "test_a.cpython-311-pytest-9.2.0.pyc"
+    kept.write_bytes(b"")
+    later = module.stat().st_mtime + 2
+    os.utime(kept, (later, later))
+    assert stale_test_modules(tests) == [conftest]
+    os.utime(module, (later + 2, later + 2))  # edited since
+    assert stale_test_modules(tests) == [conftest, module]
