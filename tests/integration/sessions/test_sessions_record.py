@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hardware.audio import SAMPLE_RATE
@@ -75,8 +76,11 @@ def test_recorded_session_replays_to_its_messages(config: Config, tmp_path: Path
     frame_ms = 1000 / source.info.camera.fps  # type: ignore[union-attr]
     shift = (times[0] - recorded.info.start_ms) - (source.frame_times()[0] - source.info.start_ms)
     assert abs(shift) < frame_ms, shift
-    audio = load_audio(recorded.audio_path)
-    assert len(audio) >= len(load_audio(source.audio_path))
+    audio, source_audio = load_audio(recorded.audio_path), load_audio(source.audio_path)
+    assert len(audio) >= len(source_audio)
+    # ...and the audio too: a late start would open the recording with that much silence
+    lead_ms = (int(np.argmax(audio != 0)) - int(np.argmax(source_audio != 0))) * 1000 / SAMPLE_RATE
+    assert abs(lead_ms) < frame_ms, lead_ms
     assert recorded.info.duration_ms >= len(audio) * 1000 // SAMPLE_RATE
     payloads = [e["payload"] for e in recorded.events() if e["kind"] == "mqtt"]
     captured = _messages(payloads)
