@@ -38,16 +38,6 @@ SESSION_CLOCK_STAGES = (Stage.SPEECH_END, Stage.RELEASED, Stage.RELAY_SENT, Stag
 """The stages a paced replay stamps in session time: the speech on the audio clock, the rest on
 the transcript worker's clock (the replay's session clock); the final's stamp is wall time."""
 
-TIMING_FIGURES = ("latency_p50_ms", "latency_p95_ms", "stages_ms", "replay_wall_s")
-"""The figures of :meth:`Scores.summary` that measure this machine's speed; every other one is
-a decision of the replay, the same on any machine and under any load."""
-
-
-def decisions(summary: dict[str, Any]) -> dict[str, Any]:
-    """``summary`` without its :data:`TIMING_FIGURES`: what two replays of a session must agree on."""
-    return {key: value for key, value in summary.items() if key not in TIMING_FIGURES}
-
-
 @dataclass
 class Scores:
     """Counts and errors accumulated over sessions, turned into one JSON-able summary."""
