@@ -140,9 +140,12 @@ def start_avatar(mosquitto: MosquittoBroker, make_config: Callable[..., Config],
     runner.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    """One headless Chromium per test module (the page tests open a context per test)."""
+    """One headless Chromium per test process, started when a test first needs it (each page
+    test opens a context of its own, so no page, cookie or storage outlives its test): a
+    Chromium and Playwright's driver take 2 s of CPU to start and stop, and thirteen modules
+    use them."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
