@@ -68,6 +68,8 @@ speech models take several seconds to load on a small machine)."""
 KILL_GRACE_S = 3.0
 """Extra time a child gets past its own stop deadline before it is killed: children stop
 together and share the CPU while they do."""
+KILL_AFTER_S = STOP_DEADLINE_S + KILL_GRACE_S
+"""How long after SIGTERM ``run`` kills a child that has not ended."""
 ROOM_WORKERS = ("avatar", "transcript", "record-rounds", "mic", "camera")
 """The room's own workers, in start order: services that others call first, then the recorder
 of the rounds (before anything is said), sensors last."""
@@ -656,11 +658,11 @@ def _stop_together(children: list[Child]) -> None:
     running = [c.process for c in children if c.process is not None and c.process.poll() is None]
     for process in running:
         process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + STOP_DEADLINE_S + KILL_GRACE_S
+    deadline = time.monotonic() + KILL_AFTER_S
     for process in running:
         try:
             process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            log.warning("pid %s did not stop in %.1f s; killing it", process.pid, STOP_DEADLINE_S + KILL_GRACE_S)
+            log.warning("pid %s did not stop in %.1f s; killing it", process.pid, KILL_AFTER_S)
             process.kill()
             process.wait()

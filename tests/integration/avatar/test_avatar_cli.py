@@ -11,10 +11,11 @@ from typing import Any
 
 import httpx
 
+from humaine_env.supervisor import KILL_AFTER_S
 from orchestrator_client import endpoints as ep
 from tests.support.avatar import HTTP_TIMEOUT, captured
 from tests.support.helpers import CLI, free_port, wait_for
-from workers.runtime.worker import EXIT_UNAVAILABLE, STOP_DEADLINE_S
+from workers.runtime.worker import EXIT_UNAVAILABLE
 
 
 def run_cli(mosquitto: Any, data_dir: Path, *args: str) -> subprocess.Popen[str]:
@@ -50,7 +51,9 @@ def test_serves_speaks_to_wav_and_stops_on_sigterm(mosquitto: Any, tmp_path: Pat
         code = process.wait(10)
         stopped_in = time.monotonic() - started
     assert code == 0
-    assert stopped_in < STOP_DEADLINE_S + 1.0  # generous bound against a hang
+    # before run would kill it: the stop is 0.4 s on a quiet machine, and was 3.1 s under a whole
+    # test run sharing two cores (its threads and the speech process end in turn)
+    assert stopped_in < KILL_AFTER_S
 
 
 def test_missing_sound_card_or_busy_port_is_one_line(mosquitto: Any, tmp_path: Path) -> None:

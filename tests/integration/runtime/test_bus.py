@@ -13,13 +13,13 @@ from collections.abc import Callable
 
 import pytest
 
+from humaine_env.supervisor import KILL_AFTER_S
 from tests.support.helpers import MosquittoBroker, collect, wait_for
 from tests.support.room import Collector, typed_final
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Status, Transcript, VadEvent, now_ms
 from workers.runtime.topics import Topics
-from workers.runtime.worker import STOP_DEADLINE_S
 
 
 def _pair(config: Config) -> tuple[Bus, Bus]:
@@ -193,7 +193,7 @@ def test_worker_stops_on_signal_within_deadline(sig: int, mosquitto: MosquittoBr
     try:
         assert wait_for(lambda: any(s.worker == "idle" and s.state == "online" for s in seen), timeout=15)
         os.kill(process.pid, sig)
-        assert process.wait(STOP_DEADLINE_S + 1.0) == 0
+        assert process.wait(KILL_AFTER_S) == 0  # before run would kill it
         def last_idle() -> Status:
             return [s for s in seen if s.worker == "idle"][-1]
 
