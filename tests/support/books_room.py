@@ -18,6 +18,7 @@ from playwright.sync_api import Page, expect
 from avatar.operator.routes import DAY_JSON_PATH
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import ms_to_iso
+from tests.support import loopback
 from tests.support.helpers import CLI, UI_TIMEOUT_MS, wait_for
 from workers.runtime.messages import now_ms
 
@@ -45,7 +46,7 @@ class AvatarProcess:
 
     def answers(self) -> bool:
         try:
-            return httpx.get(self.url + ep.HEALTH, timeout=1).status_code == 200
+            return loopback.get(self.url + ep.HEALTH, timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -113,7 +114,7 @@ class Views:
         self.avatar_url, self.buyer, self.display, self.round_id, self.budget = avatar_url, buyer, display, round_id, budget
 
     def day_row(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        day = httpx.get(self.avatar_url + DAY_JSON_PATH, timeout=10).json()
+        day = loopback.get(self.avatar_url + DAY_JSON_PATH, timeout=10).json()
         row = next(r for r in day["rounds"] if str(r["round"]) == self.round_id)
         detail = next(d for d in day["detail"] if str(d["round"]) == self.round_id)
         return row, detail

@@ -21,6 +21,7 @@ import httpx
 from orchestrator_client.endpoints import VIEW_QUEUE
 from orchestrator_client.wiring import PROBE_ROUND, eo_app_settings
 from scripts.platform_services import LOOPBACK_PRELOAD, environment_orchestrator
+from tests.support import loopback
 from tests.support.helpers import free_port, wait_for
 
 EO_SCRIPT = "environment-orchestrator.js"
@@ -126,7 +127,7 @@ class RealEO(NodeProcess):
 
     def answers(self) -> bool:
         try:
-            httpx.get(f"{self.url}{VIEW_QUEUE}/{PROBE_ROUND}", timeout=0.5)
+            loopback.get(f"{self.url}{VIEW_QUEUE}/{PROBE_ROUND}", timeout=0.5)
         except httpx.HTTPError:
             return False
         return True

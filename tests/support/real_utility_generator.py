@@ -19,6 +19,7 @@ import httpx
 
 from orchestrator_client import endpoints as ep
 from scripts.platform_services import utility_generator
+from tests.support import loopback
 from tests.support.helpers import free_port, wait_for
 from tests.support.real_eo import NodeProcess, loopback_preload
 
@@ -70,7 +71,7 @@ class RealUtilityGenerator(NodeProcess):
 
     def answers(self) -> bool:
         try:
-            return httpx.get(f"{self.url}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}", timeout=0.5).status_code == 200
+            return loopback.get(f"{self.url}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}", timeout=0.5).status_code == 200
         except httpx.HTTPError:
             return False
 

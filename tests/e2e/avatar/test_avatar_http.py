@@ -16,6 +16,7 @@ from avatar.display.routes import DISPLAY_FEED_PATH
 from avatar.harness import LocalAvatar, Observer, utterance
 from avatar.settings import AvatarSettings
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, TRAFFIC, AvatarRunner, captured, path_of
 from tests.support.helpers import wait_for
 from workers.runtime.messages import AgentMessageSeen, EOVerdict, RoundState, Speaking
@@ -216,7 +217,7 @@ def post_in_background(url: str, path: str, body: dict[str, Any]) -> tuple[threa
     out: dict[str, Any] = {}
 
     def run() -> None:
-        out["response"] = httpx.post(url + path, json=body, timeout=HTTP_TIMEOUT)
+        out["response"] = loopback.post(url + path, json=body, timeout=HTTP_TIMEOUT)
 
     thread = threading.Thread(target=run)
     thread.start()
@@ -261,7 +262,7 @@ def test_operator_confirms_or_declines_on_the_display(start_avatar: AvatarRunner
         assert out["response"].json() == {"status": "acknowledged"}
     # no display page open at all: nobody could confirm, so the configured answer at once
     assert wait_for(lambda: local.controller.hub.client_count == 0, timeout=HTTP_TIMEOUT)
-    response = httpx.post(local.url + ep.CONFIRM_ACCEPT, json=captured("/confirmAccept"), timeout=HTTP_TIMEOUT)
+    response = loopback.post(local.url + ep.CONFIRM_ACCEPT, json=captured("/confirmAccept"), timeout=HTTP_TIMEOUT)
     assert response.json() == {"status": "acknowledged"}
 
 

@@ -32,6 +32,7 @@ from formats.session_files import SESSIONS_DIR
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
 from sessions.format import SESSION_FILE, Session
+from tests.support import loopback
 from tests.support.books_room import Platform, Views, money
 from tests.support.helpers import UI_TIMEOUT_MS, collect, free_port, round_observer, start_run, wait_for
 from workers.runtime.config import Config
@@ -75,13 +76,13 @@ def _config(tmp_path: Path, broker_port: int, celia: int, watson: int) -> tuple[
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url + ep.HEALTH, timeout=2).status_code == 200
+        return loopback.get(url + ep.HEALTH, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 
 
 def _health(url: str) -> dict[str, Any]:
-    return httpx.get(url + ep.HEALTH, timeout=5).json()
+    return loopback.get(url + ep.HEALTH, timeout=5).json()
 
 
 def _stop(suite: subprocess.Popen[str]) -> int:
@@ -114,7 +115,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         expect(console.locator("#d-round")).to_have_value(f"{DURATIONS['round']:g}", timeout=UI_TIMEOUT_MS)
         expect(console.locator("#d-post")).to_have_value(f"{DURATIONS['post']:g}")
         time.sleep(NOT_BEFORE_S)
-        assert httpx.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
+        assert loopback.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
         assert not any(m.phase == "warmup" for m in rounds)
 
         buyer = _page(browser, avatar_url + BUYER_PATH)
@@ -175,7 +176,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         assert wait_for(lambda: any("press Next round" in line for line in output), 60), "".join(output)
         bus, rounds = round_observer(config)
         assert wait_for(lambda: _answers(avatar_url) and _answers(eo_url), 60), "".join(output)
-        started = httpx.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 1}}, timeout=15)
+        started = loopback.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 1}}, timeout=15)
         assert started.status_code == 200 and started.json()["roundId"] == "r2", started.text
         assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "round" for m in rounds), 30)
         knew = {"round": "r2", "found": "agree"}  # the room's books held against the stand-in's, which has r2
@@ -193,13 +194,13 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
             status_bus.stop()
         assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "ended" for m in rounds), 30), "".join(output)
         assert [m.round_id for m in rounds if m.phase == "warmup"] == ["r2"]  # no round began by itself
-        assert httpx.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
+        assert loopback.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
         console.reload()
         expect(console.locator("#day tr[data-round='r2'] td").first).to_have_text("r2 (lost by the EO)", timeout=UI_TIMEOUT_MS)
         again = Views(avatar_url, buyer, display, "r1", BUDGET).day_row()[0]
         assert {k: again[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")} == \
             {k: row[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")}
-        day = httpx.get(avatar_url + DAY_JSON_PATH, timeout=10).json()
+        day = loopback.get(avatar_url + DAY_JSON_PATH, timeout=10).json()
         assert [(str(r["round"]), r["state"]) for r in day["rounds"]] == [("r1", "ended"), ("r2", "lost")]
         assert day["rounds"][1]["buyer"] == BUYER  # the named buyer goes on until another is named
     finally:

@@ -18,6 +18,7 @@ import tomllib
 from playwright.sync_api import Page, expect
 
 from avatar.operator import CONSOLE_PATH
+from tests.support import loopback
 from tests.support.helpers import UI_TIMEOUT_MS, free_port, start_run, suite_config, wait_for, wait_for_line
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -56,7 +57,7 @@ def page(browser: Any) -> Iterator[Page]:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return loopback.get(url, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 

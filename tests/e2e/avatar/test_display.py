@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, captured
 from tests.support.helpers import UI_TIMEOUT_MS
 from workers.runtime.messages import Attention, RoundState, Speaking, now_ms
@@ -98,7 +99,7 @@ def test_display_shows_round_speech_gestures_and_the_buyer(
     expect(page.locator("#caption-Celia")).to_have_text("Two eggs for three fifty. Deal?")
     page.screenshot(path=str(artifacts_dir / "avatar-display.png"), full_page=True)
     assert (artifacts_dir / "avatar-display.png").stat().st_size > 10_000
-    assert json.loads(httpx.get(local.url + "/health", timeout=HTTP_TIMEOUT).text)["display_clients"] >= 1
+    assert json.loads(loopback.get(local.url + "/health", timeout=HTTP_TIMEOUT).text)["display_clients"] >= 1
 
 
 def test_a_display_left_open_across_a_restart_shows_the_new_controller_state(

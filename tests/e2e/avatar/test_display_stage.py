@@ -20,6 +20,7 @@ from avatar import gestures, lipsync
 from avatar.display import AUDIO_PATH
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, captured
 from tests.support.helpers import UI_TIMEOUT_MS
 from workers.runtime.messages import Attention, RoundState, Speaking, Status, now_ms
@@ -335,7 +336,7 @@ def test_browser_speaker_plays_each_utterance_inside_its_speaking_bracket(
         kept = http.get(path)
         assert kept.status_code == 200 and kept.headers["content-type"] == "audio/wav"
         assert http.get(f"{AUDIO_PATH}/Celia-unknown").status_code == 404
-    assert httpx.get(local.url + path, timeout=HTTP_TIMEOUT).status_code == 401  # same token rules as the page
+    assert loopback.get(local.url + path, timeout=HTTP_TIMEOUT).status_code == 401  # same token rules as the page
 
     with wave.open(str(next((tmp_path / "wav").glob(f"*Celia-{end.message_id}.wav")))) as wav:
         samples, rate = wav.getnframes(), wav.getframerate()

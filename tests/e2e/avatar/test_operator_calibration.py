@@ -21,6 +21,7 @@ from playwright.sync_api import Page, expect
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import CALIBRATE_PATH
 from hardware.video import Frame, SourceStats
+from tests.support import loopback
 from tests.support.camera_assets import pyfeat_data
 from tests.support.helpers import UI_TIMEOUT_MS, MosquittoBroker, free_port, start_run, suite_config, wait_for, wait_for_line
 from tests.support.room import Collector
@@ -140,7 +141,7 @@ def test_calibrate_on_the_console_says_no_camera(tmp_path: Path, page: Page, art
         expect(page.locator("#calibration")).to_contain_text("no camera: the camera worker is not running")
         page.locator("header").screenshot(path=str(artifacts_dir / "operator-console-calibrate-no-camera.png"))
         page.screenshot(path=str(artifacts_dir / "operator-console-calibrate.png"))
-        answer = httpx.post(avatar_url + CALIBRATE_PATH, timeout=10)
+        answer = loopback.post(avatar_url + CALIBRATE_PATH, timeout=10)
         assert answer.status_code == 409 and answer.json()["reason"].startswith("no camera"), answer.text
     finally:
         if suite.poll() is None:
@@ -150,7 +151,7 @@ def test_calibrate_on_the_console_says_no_camera(tmp_path: Path, page: Page, art
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return loopback.get(url, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -24,6 +24,7 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.feed import ALERTS_KEPT, MISSED_REFRESHES, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import AvatarRunner
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,
@@ -283,7 +284,7 @@ def test_console_shows_workers_utterance_timeline_head_pose_and_alerts(tmp_path:
         # the EO tells its human-side service it blocked Celia's message: an alert
         blocked = {"speaker": "Celia", "addressee": "Human", "text": "Eggs for free", "role": "seller", "roundId": rounds[-1].round_id,
                    "timestamp": now_ms(), "permitted": False, "rationale": "R4: too many words"}
-        answer = httpx.post(avatar_url + ep.RECEIVE_LOG, json=blocked, timeout=10)
+        answer = loopback.post(avatar_url + ep.RECEIVE_LOG, json=blocked, timeout=10)
         assert answer.status_code == 200
         expect(page.locator("#alerts .alert[data-kind=blocked]")).to_contain_text("R4: too many words", timeout=UI_TIMEOUT_MS)
 

@@ -12,7 +12,6 @@ import signal
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 import tomllib
 from playwright.sync_api import Page, expect
@@ -20,6 +19,7 @@ from playwright.sync_api import Page, expect
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
 from avatar.operator.routes import DAY_CSV_PATH
+from tests.support import loopback
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,
     UI_TIMEOUT_MS,
@@ -96,7 +96,7 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
         # the day: both rounds on the console and in the day's files, the second under its buyer
         expect(page.locator(f"#day tr[data-round='{second.round_id}'] td").nth(1)).to_have_text("Ada Lovelace", timeout=UI_TIMEOUT_MS)
         expect(page.locator("#day tr[data-round='r1']")).to_have_count(1)
-        csv_text = httpx.get(avatar_url + DAY_CSV_PATH, timeout=10).text
+        csv_text = loopback.get(avatar_url + DAY_CSV_PATH, timeout=10).text
         rows = list(csv.DictReader(io.StringIO(csv_text)))
         assert [(r["round"], r["buyer"]) for r in rows] == [("r1", ""), (str(second.round_id), "Ada Lovelace")], csv_text
         day_files = list((tmp_path / "data" / DAY_DIR).glob("*.csv"))

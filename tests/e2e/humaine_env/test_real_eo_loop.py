@@ -23,6 +23,7 @@ import pytest
 
 from orchestrator_client import endpoints as ep
 from standins.eo import default_round
+from tests.support import loopback
 from tests.support.helpers import CLI, MosquittoBroker, free_port, wait_for
 from tests.support.real_eo import RealEO
 from workers.runtime.bus import Bus
@@ -136,14 +137,14 @@ def room(mosquitto: MosquittoBroker, tmp_path: Path) -> Iterator[dict[str, Any]]
 
 def _answers(port: int) -> bool:
     try:
-        httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+        loopback.get(f"http://127.0.0.1:{port}/", timeout=0.5)
     except httpx.HTTPError:
         return False
     return True
 
 
 def _queue_texts(eo: RealEO) -> list[str]:
-    answer = httpx.get(f"{eo.url}{ep.VIEW_QUEUE}/{ROUND_ID}", timeout=5).json()
+    answer = loopback.get(f"{eo.url}{ep.VIEW_QUEUE}/{ROUND_ID}", timeout=5).json()
     return [entry["msg"]["text"] for entry in answer]
 
 

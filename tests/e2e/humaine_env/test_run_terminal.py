@@ -16,12 +16,12 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 import tomllib
 
 from avatar.operator.routes import END_ROUND_PATH
 from humaine_env.terminal import PROMPT, BuyerPrompt, LineSafeStream
+from tests.support import loopback
 from tests.support.helpers import AUTO_FIRST_ROUND, CLI, free_port, suite_config, wait_for
 
 PARTIAL, REST = "Celia, I would li", "ke 2 eggs"
@@ -94,7 +94,7 @@ def test_a_line_printed_while_the_buyer_types_does_not_break_the_typed_line(tmp_
         assert wait_for(lambda: PARTIAL in screen(output())[-1], timeout=10), screen(output())[-3:]
 
         # a round event is printed while the line is half typed
-        assert httpx.post(avatar_url + END_ROUND_PATH, timeout=15).json()["ok"]
+        assert loopback.post(avatar_url + END_ROUND_PATH, timeout=15).json()["ok"]
         assert wait_for(lambda: "round r1: post-round" in output(), timeout=15), output()
         time.sleep(0.3)
         shown = screen(output())

@@ -18,7 +18,6 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 from pathlib import Path
 
-import httpx
 import pytest
 
 from humaine_env.cli import commands
@@ -33,6 +32,7 @@ from humaine_env.supervisor import (
 )
 from orchestrator_client import endpoints as ep
 from standins.eo.settings import StandinSettings
+from tests.support import loopback
 from tests.support.helpers import CLI, MosquittoBroker, free_port, suite_config, wait_for
 from tests.support.paths import ROOT
 from workers.runtime.broker import EmbeddedBroker, broker_answers, ensure_broker, parse_broker_url
@@ -268,11 +268,11 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         children = children_command_lines(process.pid)
         assert any(" avatar" in line for line in children), children
         assert not [line for line in children if secret in line], children
-        assert httpx.get(avatar_url + "/openapi.json", timeout=10).status_code == 401
-        assert httpx.get(avatar_url + "/openapi.json", headers={"authorization": f"Bearer {secret}"}, timeout=10).status_code == 200
+        assert loopback.get(avatar_url + "/openapi.json", timeout=10).status_code == 401
+        assert loopback.get(avatar_url + "/openapi.json", headers={"authorization": f"Bearer {secret}"}, timeout=10).status_code == 200
         # every service answers and the console is up: the day waits for the operator's Next round,
         # with the durations it will take shown to the console
-        standin = httpx.get(f"http://127.0.0.1:{tomllib.loads(config.read_text())['standin']['port']}{ep.HEALTH}", timeout=10).json()
+        standin = loopback.get(f"http://127.0.0.1:{tomllib.loads(config.read_text())['standin']['port']}{ep.HEALTH}", timeout=10).json()
         assert standin["rounds"] == {} and standin[ep.STANDIN_NEXT_DURATIONS]["warmUp"] == 0.5, standin
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         rest, _ = process.communicate(timeout=15)

@@ -15,7 +15,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 import tomllib
 
@@ -23,6 +22,7 @@ from avatar.operator.routes import BUYER_PATH, END_ROUND_PATH, NEXT_ROUND_PATH
 from formats.session_files import SESSIONS_DIR
 from sessions.format import EVENTS_FILE, SESSION_FILE, Session
 from sessions.rounds import RoundRecorder, name_part, round_folder
+from tests.support import loopback
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,
     CLI,
@@ -73,8 +73,8 @@ def test_run_records_each_round_as_a_session_for_label_and_eval(tmp_path: Path) 
         bus, rounds = round_observer(config)
         assert wait_for(lambda: any(m.phase == "ended" for m in rounds), timeout=90), "".join(output)
         mic = typed_microphone(config_path, port, tmp_path)
-        assert httpx.post(avatar_url + BUYER_PATH, json={"buyer": BUYER}, timeout=10).json()["ok"]
-        answer = httpx.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 0.5}}, timeout=15)
+        assert loopback.post(avatar_url + BUYER_PATH, json={"buyer": BUYER}, timeout=10).json()["ok"]
+        answer = loopback.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 0.5}}, timeout=15)
         assert answer.status_code == 200, answer.text
         assert wait_for(lambda: any(m.round_id != "r1" and m.phase == "round" for m in rounds), timeout=20)
         second = next(m for m in rounds if m.round_id != "r1" and m.phase == "round")
@@ -84,7 +84,7 @@ def test_run_records_each_round_as_a_session_for_label_and_eval(tmp_path: Path) 
         mic.stdin.write(LINE + "\n")
         mic.stdin.flush()
         assert wait_for(lambda: any("buyer → Celia" in line for line in output), timeout=30), "".join(output)
-        assert httpx.post(avatar_url + END_ROUND_PATH, timeout=15).json()["ok"]
+        assert loopback.post(avatar_url + END_ROUND_PATH, timeout=15).json()["ok"]
 
         day = datetime.date.today().isoformat()
         folder = tmp_path / "data" / SESSIONS_DIR / day / f"{second.round_id}-Zoe-Lovelace"

@@ -8,12 +8,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.client import RELAY_PERMITTED_KEY
 from orchestrator_client.recorder import RecordingServer
+from tests.support import loopback
 from tests.support.helpers import CLI, free_port, wait_for
 from tests.support.paths import ROOT
 
@@ -64,7 +64,7 @@ def test_auto_round_with_demo_sellers_and_clean_stop(human_side: RecordingServer
             "roundId": "r1", "speaker": "Human", "addressee": "Celia", "text": "Celia, 3 eggs please",
             "role": "buyer", "environmentUUID": "abcdefg", "timestamp": time.time_ns() // 1_000_000,
         }
-        answer = httpx.post(f"http://127.0.0.1:{eo_port}{ep.RELAY_MESSAGE}", json=utterance, timeout=10).json()
+        answer = loopback.post(f"http://127.0.0.1:{eo_port}{ep.RELAY_MESSAGE}", json=utterance, timeout=10).json()
         assert RELAY_PERMITTED_KEY in answer, answer  # the platform EO's "permitted" (the default real_eo mode)
         assert wait_for(lambda: any(b["speaker"] == "Celia" for b in human_side.bodies(ep.RECEIVE_MESSAGE)), 10)
         reply = next(b for b in human_side.bodies(ep.RECEIVE_MESSAGE) if b["speaker"] == "Celia")

@@ -13,6 +13,7 @@ import httpx
 
 from humaine_env.supervisor import KILL_AFTER_S
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, captured
 from tests.support.helpers import CLI, free_port, wait_for
 from workers.runtime.worker import EXIT_UNAVAILABLE
@@ -35,15 +36,15 @@ def test_serves_speaks_to_wav_and_stops_on_sigterm(mosquitto: Any, tmp_path: Pat
     try:
         def up() -> bool:
             try:
-                return httpx.get(url + "/health", timeout=1).status_code == 200
+                return loopback.get(url + "/health", timeout=1).status_code == 200
             except httpx.HTTPError:
                 return False
 
         # it loads its voices before it listens: seconds alone, more on a machine another run shares
         assert wait_for(up, timeout=60), process.stderr.read() if process.poll() is not None else "not up"
         reply = captured("/receiveMessage (from agent)")
-        assert httpx.post(url + ep.RECEIVE_MESSAGE, json=reply, timeout=HTTP_TIMEOUT).status_code == 200
-        assert wait_for(lambda: httpx.get(url + "/health", timeout=1).json()["spoken"] == 1, timeout=20)
+        assert loopback.post(url + ep.RECEIVE_MESSAGE, json=reply, timeout=HTTP_TIMEOUT).status_code == 200
+        assert wait_for(lambda: loopback.get(url + "/health", timeout=1).json()["spoken"] == 1, timeout=20)
         assert len(list(tmp_path.glob("*-Celia-*.wav"))) == 1
     finally:
         process.send_signal(signal.SIGTERM)

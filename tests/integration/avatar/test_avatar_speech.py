@@ -15,6 +15,7 @@ import pytest
 
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, SPEECH_TIMEOUT, AvatarRunner, agent, captured, ready
 from workers.runtime.messages import Gesture, Speaking, Stage
 
@@ -110,5 +111,5 @@ def test_r4_full_queue_and_stale_messages_are_not_spoken(start_avatar: AvatarRun
     assert "101 words" in text and "R4" in text
     assert "queue_max" in text
     assert text.count("stale_after_s") == 2
-    health = httpx.get(local.url + "/health", timeout=HTTP_TIMEOUT).json()
+    health = loopback.get(local.url + "/health", timeout=HTTP_TIMEOUT).json()
     assert health["dropped_stale"] == 2 and health["refused_too_long"] == 1

@@ -26,6 +26,7 @@ from standins.demo_agents.runner import DemoAgents
 from standins.demo_agents.settings import DemoAgentsSettings
 from standins.eo.app import create_app as create_standin
 from standins.eo.settings import StandinSettings
+from tests.support import loopback
 from tests.support.avatar import AvatarRunner, captured
 
 EXAMPLES = 50
@@ -97,7 +98,7 @@ HOSTILE_BODIES: list[tuple[str, bytes]] = [
 
 
 def post_paths(base_url: str) -> list[str]:
-    schema = httpx.get(f"{base_url}/openapi.json", timeout=HTTP_TIMEOUT).json()
+    schema = loopback.get(f"{base_url}/openapi.json", timeout=HTTP_TIMEOUT).json()
     return [path for path, methods in schema["paths"].items() if "post" in methods]
 
 
