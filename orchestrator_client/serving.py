@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 1.5
+UVICORN_LOGGER = "uvicorn.error"
+"""The logger uvicorn reports its server's and the app's lifespan troubles on."""
 
 
 class ServerError(Exception):
@@ -52,9 +54,10 @@ class AppServer:
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1,
-                http=DeadlineH11Protocol, **uvicorn_options
+                http=DeadlineH11Protocol, log_config=None, **uvicorn_options
             )
         )
+        self._forced = False
         self._thread = threading.Thread(target=self._serve, name=f"http-{name}", daemon=True)
 
     @property
@@ -65,8 +68,16 @@ class AppServer:
     def _serve(self) -> None:
         self._server.run(sockets=[self._socket])
 
+    def _forced_stop_filter(self, record: logging.LogRecord) -> bool:
+        """Keep the cancellation of a forced stop off the console. A stop that outlasts
+        :data:`STOP_TIMEOUT_S` (a busy machine) is forced, and uvicorn then skips the app's
+        lifespan shutdown: the cancelled lifespan is reported as a failed shutdown with its
+        traceback, a wall of text for what :meth:`stop` already says in one line."""
+        return not (self._forced and "CancelledError" in record.getMessage())
+
     def start(self) -> AppServer:
         """Returns once requests are answered."""
+        logging.getLogger(UVICORN_LOGGER).addFilter(self._forced_stop_filter)
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self._server.started:
@@ -89,8 +100,13 @@ class AppServer:
         if self._thread.is_alive():
             self._thread.join(STOP_TIMEOUT_S)
         if self._thread.is_alive():
+            log.info("%s: its HTTP service did not finish stopping in %.1f s; ending it", self.name, STOP_TIMEOUT_S)
+            self._forced = True
             self._server.force_exit = True
             self._thread.join(STOP_TIMEOUT_S)
+        if self._thread.is_alive():
+            return  # still ending: its shutdown closes the socket and reports the cancellation
+        logging.getLogger(UVICORN_LOGGER).removeFilter(self._forced_stop_filter)
         self._socket.close()
 
     def __enter__(self) -> AppServer:
