@@ -33,6 +33,7 @@ from avatar.buyer.book import goods_of, number
 from avatar.controller import AvatarController
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import HUMAN
+from orchestrator_client.tls import client_tls
 from workers.runtime.ledger import RoundBook
 from workers.runtime.messages import now_ms
 
@@ -132,7 +133,7 @@ class Reconciler:
         return self._seen >= CHECKS_TO_ACT
 
     async def run(self) -> None:
-        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S, verify=client_tls()) as http:
             while True:
                 with contextlib.suppress(Exception):  # a check that fails is tried again at the next one
                     await self.check(http)

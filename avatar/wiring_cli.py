@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from orchestrator_client.tls import client_tls
 from workers.runtime.config import Config
 
 
@@ -100,7 +101,7 @@ def _human_services_answer(path: str) -> list:
             continue
         url = f"{entry.get('protocol', 'http')}://{entry.get('host')}:{entry.get('port')}/health"
         try:
-            httpx.get(url, timeout=2.0)
+            httpx.get(url, timeout=2.0, verify=client_tls())
             checks.append(Check(f"{name} answers", True, url))
         except httpx.HTTPError as exc:
             checks.append(Check(f"{name} answers", False, f"{url}: {exc or type(exc).__name__}; the EO exits on its "

@@ -17,6 +17,7 @@ import httpx
 
 from orchestrator_client import buyer_utility as bu
 from orchestrator_client import endpoints as ep
+from orchestrator_client.tls import client_tls
 
 TIMEOUT_S = 5.0
 """The page's button waits this long at most for the utility generator or the EO."""
@@ -63,7 +64,7 @@ async def check_allocation(utility_generator: str | None, ingredients: dict[str,
         return AllocationCheck(sufficient, rationale, value, "suite", _shortfall(rationale))
     base = utility_generator.rstrip("/")
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=client_tls()) as http:
             body = {"ingredients": dict(ingredients), "allocation": {"products": products}}
             checked = await http.post(base + ep.CHECK_ALLOCATION, json=body)
             checked.raise_for_status()
@@ -86,7 +87,7 @@ async def save_allocation(eo_url: str, round_id: int | str, products: dict[str, 
     """Send the allocation to the EO; its answer (``status``: ``Acknowledged`` or ``Failed``)."""
     base = eo_url.rstrip("/")
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=client_tls()) as http:
             answer = await http.post(base + ep.RECEIVE_HUMAN_ALLOCATION, json={"roundId": round_id, "payload": products})
             answer.raise_for_status()
             body = answer.json()

@@ -45,6 +45,7 @@ import httpx
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import PlatformModel
+from orchestrator_client.tls import client_tls
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ class HttpPoster:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeouts.httpx(), transport=self.transport)
+            self._client = httpx.AsyncClient(timeout=self.timeouts.httpx(), transport=self.transport, verify=client_tls())
         return self._client
 
     async def aclose(self) -> None:

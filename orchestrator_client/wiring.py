@@ -21,6 +21,7 @@ import httpx
 from orchestrator_client import endpoints as ep
 from orchestrator_client.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES
 from orchestrator_client.models import BUYER
+from orchestrator_client.tls import client_tls
 
 DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
 """The shipped EO's ``responseTimeLimit``: how long the addressed agent may take to reply."""
@@ -96,7 +97,7 @@ def check_utility_generator(app_settings: dict[str, Any], configured: str | None
         return checks
     probe = f"{url.rstrip('/')}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}"
     try:
-        answer = httpx.get(probe, timeout=timeout_s)
+        answer = httpx.get(probe, timeout=timeout_s, verify=client_tls())
         ok = answer.status_code == 200
         checks.append(Check(f"{UTILITY_GENERATOR} answers", ok, probe + ("" if ok else f": HTTP {answer.status_code}")))
     except httpx.HTTPError as exc:
@@ -117,7 +118,7 @@ def check_eo_reachable(eo_url: str, timeout_s: float = 2.0) -> Check:
     """The EO answers HTTP (:func:`eo_probe_url`)."""
     url = eo_probe_url(eo_url)
     try:
-        response = httpx.get(url, timeout=timeout_s)
+        response = httpx.get(url, timeout=timeout_s, verify=client_tls())
     except httpx.HTTPError as exc:
         return Check("EO reachable", False, f"{eo_url}: {exc or type(exc).__name__}; start the EO or fix [eo] url")
     return Check("EO reachable", True, f"{eo_url} answers (HTTP {response.status_code})")

@@ -33,6 +33,7 @@ from avatar.pages import add_files, fill_page
 from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
+from orchestrator_client.tls import client_tls
 from orchestrator_client.wiring import eo_probe_url
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.messages import MAX_PHASE_S, Calibration, Envelope, now_ms
@@ -65,7 +66,7 @@ async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool],
     """Keep the broker's and the EO's reachability current on the consoles, and notice workers
     that went silent."""
     next_probe = 0.0
-    async with httpx.AsyncClient(timeout=EO_PROBE_TIMEOUT_S) as http:
+    async with httpx.AsyncClient(timeout=EO_PROBE_TIMEOUT_S, verify=client_tls()) as http:
         while True:
             feed.set_link("broker", connected=broker_connected())
             feed.check_silent(now_ms())
@@ -106,7 +107,7 @@ async def _round_control(eo_url: str | None, path: str, body: dict[str, Any]) ->
     if eo_url is None:
         return JSONResponse({"ok": False, "reason": "no EO is configured"}, status_code=409)
     try:
-        async with httpx.AsyncClient(timeout=ROUND_CONTROL_TIMEOUT_S) as http:
+        async with httpx.AsyncClient(timeout=ROUND_CONTROL_TIMEOUT_S, verify=client_tls()) as http:
             health = await http.get(eo_probe_url(eo_url))
             if not _is_standin(health):
                 return JSONResponse({"ok": False, "reason": "the platform's EO drives the rounds: start them there"}, status_code=409)

@@ -19,6 +19,7 @@ import httpx
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import InitializeRound
+from orchestrator_client.tls import client_tls
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def start_round_sync(eo_url: str, body: InitializeRound, timeout: float = REQUES
     """``/initializeRound`` then ``/startRound`` on the EO at ``eo_url``; returns the
     ``/startRound`` answer. Raises :class:`RoundStartError` with a readable reason."""
     base = eo_url.rstrip("/")
-    with httpx.Client(timeout=timeout) as client:
+    with httpx.Client(timeout=timeout, verify=client_tls()) as client:
         answer: dict[str, Any] = {}
         for path, payload in ((ep.INITIALIZE_ROUND, body.body()), (ep.START_ROUND, {"roundId": body.roundId})):
             try:
