@@ -4,28 +4,28 @@
 ``SSL_CERT_FILE`` set (CI images, this machine) that reads the whole certificate bundle, 50 ms of
 CPU, for a plain-HTTP request on the loopback that takes one. A test that polls a starting
 server through it twenty times a second spent a core on certificates. These calls are
-``httpx``'s own, with one TLS context made once per process; like ``httpx.get``, each call
+``httpx``'s own, with the process's one TLS context (:mod:`orchestrator_client.tls`, which the
+suite's own clients use); like ``httpx.get``, each call
 opens its own connection and keeps no cookies, so a server restarted between two calls, or
 another test's server on the same host, is never answered from a stale connection or a cookie.
 """
 
 from __future__ import annotations
 
-import functools
-import ssl
 from typing import Any
 
 import httpx
 
-
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    """The context ``httpx`` would build (the environment's certificates), built once."""
-    return httpx.create_ssl_context()
+from orchestrator_client.tls import client_tls
 
 
 def request(method: str, url: str, **kwargs: Any) -> httpx.Response:
-    return httpx.request(method, url, verify=_tls(), **kwargs)
+    return httpx.request(method, url, verify=client_tls(), **kwargs)
+
+
+def client(**kwargs: Any) -> httpx.Client:
+    """A client of its own (a test's session of requests, closed with it), on that context."""
+    return httpx.Client(verify=client_tls(), **kwargs)
 
 
 def get(url: str, **kwargs: Any) -> httpx.Response:

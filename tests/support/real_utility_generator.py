@@ -66,7 +66,7 @@ class RealUtilityGenerator(NodeProcess):
         if not wait_for(lambda: self.answers() or not self.alive(), timeout=timeout) or not self.alive():
             self.stop()
             raise RuntimeError(f"the real utility generator did not start on {self.url}:\n{self.log_tail()}")
-        self.http = httpx.Client(base_url=self.url, timeout=10.0)
+        self.http = loopback.client(base_url=self.url, timeout=10.0)
         return self
 
     def answers(self) -> bool:

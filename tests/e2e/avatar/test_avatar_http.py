@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from websockets.sync.client import connect as ws_connect
 
@@ -25,7 +24,7 @@ from workers.runtime.messages import AgentMessageSeen, EOVerdict, RoundState, Sp
 def test_captured_eo_round_is_answered_spoken_and_published(start_avatar: AvatarRunner, tmp_path: Path, mosquitto: Any) -> None:
     local, observer = start_avatar()
     answers = {}
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for key in TRAFFIC:
             response = http.post(path_of(key), json=captured(key))
             assert response.status_code == 200, (key, response.text)
@@ -101,7 +100,7 @@ def test_whatever_the_eo_sends_is_acknowledged_and_confirm_accept_always_says_ye
     """The EO exits when its human-side service answers with an error (and on anything but
     the exact yes to /confirmAccept): odd bodies are filled in and logged once, never refused."""
     local, observer = start_avatar()
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for path, body in ODD:
             if isinstance(body, bytes):
                 response = http.post(path, content=body, headers={"content-type": "application/json"})
@@ -127,7 +126,7 @@ def test_body_limit_token_health_openapi_and_loopback(start_avatar: AvatarRunner
     assert local.worker.server.host == "127.0.0.1" and local.url.startswith("http://127.0.0.1:")
     auth = {"authorization": "Bearer s3cret"}
     start = captured("/startRound")
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         assert http.post(ep.START_ROUND, json=start).status_code == 401
         assert http.post(ep.START_ROUND, json=start, headers={"authorization": "Bearer nope"}).status_code == 401
         assert http.post(ep.START_ROUND, json=start, headers=auth).status_code == 200
@@ -171,7 +170,7 @@ def test_the_stand_in_eo_sends_the_avatar_its_token(start_avatar: AvatarRunner, 
     assert worker.settings.human_token == "s3cret"
     asked = {"roundId": "r1", "speaker": "Human", "addressee": "Celia", "role": "buyer", "text": "Eggs?"}
     said = {"roundId": "r1", "speaker": "Celia", "addressee": "Human", "role": "seller", "text": "Two eggs for three dollars."}
-    with RecordingServer() as celia, httpx.Client(timeout=HTTP_TIMEOUT) as http:
+    with RecordingServer() as celia, loopback.client(timeout=HTTP_TIMEOUT) as http:
         worker.server.start()
         try:
             body = default_round({"Celia": celia.port}, port, (0.0, 60.0, 0.0), name_human_service=False)
@@ -189,7 +188,7 @@ def test_a_token_guards_every_route_but_health(start_avatar: AvatarRunner) -> No
     local, _ = start_avatar(**{"avatar.token": "s3cret"})
     ws_url = local.url.replace("http://", "ws://") + DISPLAY_FEED_PATH
     guarded_gets = ("/openapi.json", "/docs", "/redoc", "/", "/display/display.js", "/display/display.css")
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for path in guarded_gets:
             assert http.get(path).status_code == 401, path
             assert http.get(path, params={"token": "nope"}).status_code == 401, path
@@ -203,7 +202,7 @@ def test_a_token_guards_every_route_but_health(start_avatar: AvatarRunner) -> No
         with ws_connect(ws_url) as ws:
             ws.recv(timeout=HTTP_TIMEOUT)
     # a browser opening the page with ?token= gets a cookie for the files and the feed it loads
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as browser:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as browser:
         assert browser.get("/", params={"token": "s3cret"}).status_code == 200
         assert browser.get("/display/display.js").status_code == 200
         cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
@@ -268,7 +267,7 @@ def test_operator_confirms_or_declines_on_the_display(start_avatar: AvatarRunner
 
 def test_a_restarted_controller_continues_the_round(start_avatar: AvatarRunner) -> None:
     first, observer = start_avatar()
-    with httpx.Client(base_url=first.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=first.url, timeout=HTTP_TIMEOUT) as http:
         for key in ("/sendRoundMetadata", "/startRound"):
             assert http.post(path_of(key), json=captured(key)).status_code == 200
     observer.wait(RoundState, phase="round")
@@ -280,7 +279,7 @@ def test_a_restarted_controller_continues_the_round(start_avatar: AvatarRunner) 
     try:
         assert wait_for(lambda: again.controller.round_state().round_id == "r1", timeout=HTTP_TIMEOUT)
         assert again.controller.round_state().phase == "round"
-        with httpx.Client(base_url=again.url, timeout=HTTP_TIMEOUT) as http:
+        with loopback.client(base_url=again.url, timeout=HTTP_TIMEOUT) as http:
             assert http.post(ep.END_ROUND, json=captured("/endRound")).status_code == 200
         post = again.controller.round_state()
         # the post-round length came from the first run's /sendRoundMetadata

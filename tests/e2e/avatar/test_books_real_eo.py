@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -29,6 +28,7 @@ from avatar.buyer.routes import BUYER_PATH
 from avatar.harness import Observer
 from orchestrator_client import endpoints as ep
 from standins.eo import default_round
+from tests.support import loopback
 from tests.support.books_room import AvatarProcess, Platform, Views, money, sum_goods
 from tests.support.helpers import UI_TIMEOUT_MS, free_port, wait_for
 from tests.support.real_eo import RealEO
@@ -80,7 +80,7 @@ def room(mosquitto: Any, make_config: Any, tmp_path: Path, generator: RealUtilit
     transcript.start()
     thread = threading.Thread(target=transcript.run, args=(transcript.stop_event,), daemon=True)
     thread.start()
-    with httpx.Client(timeout=60) as http:
+    with loopback.client(timeout=60) as http:
         try:
             yield {"eo": eo, "config": config, "observer": observer, "avatar": avatar, "http": http, "generator": generator}
         finally:

@@ -125,7 +125,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         assert wait_for(lambda: any(m.phase == "round" for m in rounds), 30), [(m.round_id, m.phase) for m in rounds]
         first = next(m for m in rounds if m.phase == "round")
         assert (first.round_id, first.buyer, first.durations["round"]) == ("r1", BUYER, DURATIONS["round"])
-        platform = Platform(eo_url, config.core.environment_uuid, httpx.Client(timeout=60), "r1")
+        platform = Platform(eo_url, config.core.environment_uuid, loopback.client(timeout=60), "r1")
         views = Views(avatar_url, buyer, display, "r1", BUDGET)
         expect(buyer.locator("#left")).to_have_text(money(BUDGET), timeout=UI_TIMEOUT_MS)
 

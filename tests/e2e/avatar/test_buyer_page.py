@@ -19,6 +19,7 @@ from playwright.sync_api import Browser, Page, expect
 from avatar.buyer.routes import BUYER_PATH
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import Behavior, RecordingServer
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, agent, captured
 from tests.support.helpers import UI_TIMEOUT_MS
 
@@ -54,7 +55,7 @@ def test_two_buyer_pages_stay_in_step_and_read_as_people_write(
     metadata = captured("/sendRoundMetadata")
     metadata["durations"]["post"] = 120
     deal = {"type": "Accept", "quantity": PANCAKE, "price": {"unit": "USD", "value": PRICE}}
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for key, body in (("/sendRoundMetadata", metadata), ("/setUtility", captured("/setUtility")), ("/startRound", None)):
             assert http.post(key, json=body or captured(key)).status_code == 200
         for page in pages:

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -38,7 +37,7 @@ def test_display_shows_round_speech_gestures_and_the_buyer(
     expect(page.locator("#avatar-Celia")).to_have_attribute("data-look", "female")
     expect(page.locator("#avatar-Watson")).to_have_attribute("data-look", "male")
 
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for key in ("/sendRoundMetadata", "/setUtility", "/startRound"):
             assert http.post(key, json=captured(key)).status_code == 200
         observer.wait(RoundState, phase="round")
@@ -114,7 +113,7 @@ def test_a_display_left_open_across_a_restart_shows_the_new_controller_state(
     local, observer = start_avatar(**{"avatar.port": port})
     page.goto(local.url + "/")
     expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         assert http.get("/favicon.ico").headers["content-type"].startswith("image/svg+xml")
         assert http.post(ep.RECEIVE_MESSAGE, json=captured("/receiveMessage (from Human)")).status_code == 200
         assert http.post(ep.RECEIVE_MESSAGE, json=captured("/receiveMessage (from agent)")).status_code == 200

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
 from avatar.harness import utterance
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, SPEECH_TIMEOUT, AvatarRunner, agent, captured
 from tests.support.helpers import UI_TIMEOUT_MS
 from workers.runtime.messages import RoundState, Speaking
@@ -46,7 +46,7 @@ def test_money_reads_as_people_write_it_and_the_next_round_starts_clean(
     page.goto(local.url + "/")
     expect(page.locator("#connection")).to_have_attribute("data-state", "connected", timeout=UI_TIMEOUT_MS)
     first = _round("r1")
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for key in ("/sendRoundMetadata", "/startRound"):
             assert http.post(key, json=first[key]).status_code == 200
         observer.wait(RoundState, phase="round")

@@ -99,7 +99,7 @@ def test_layout_scales_to_the_screen(start_avatar: AvatarRunner, browser: Any, s
     expect(page.locator("#attention")).to_have_text("no camera")
     page.screenshot(path=str(artifacts_dir / f"display-{screen}-waiting.png"))
 
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         assert http.post(ep.RECEIVE_MESSAGE, json=captured("/receiveMessage (from Human)")).status_code == 200
         say(http, "I can do two eggs for three fifty, and the flour is the best in town. Shall we say four dollars for both?")
         expect(page.locator("#avatar-Celia")).to_have_attribute("data-speaking", "true", timeout=UI_TIMEOUT_MS)
@@ -140,7 +140,7 @@ def test_every_gesture_plays_in_order_with_a_body_animation(start_avatar: Avatar
     page = open_page(browser, local.url, FULL_HD)
     page.evaluate(RECORD_GESTURES, "Watson")
     names = list(gestures.VOCABULARY)
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         say(http, "", speaker="Watson", gesture=names)  # nothing to say: the gestures play at once
         page.wait_for_function("n => window.played.length >= n", arg=len(names), timeout=UI_TIMEOUT_MS * 2)
         page.wait_for_timeout(400)
@@ -159,7 +159,7 @@ def test_message_gestures_then_a_marked_one_at_its_word(start_avatar: AvatarRunn
     page.evaluate("""() => { const node = document.getElementById('avatar-Celia');
         new MutationObserver(() => { if (node.dataset.speaking === 'true') window.began = performance.now(); })
         .observe(node, {attributes: true, attributeFilter: ['data-speaking']}); }""")
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         say(http, 'Fine by me. I will think it over, and then, <mark name="gesture:shrug"/> maybe later.',
             gesture=["nod", "smile"])
         begin, _end = observer.wait(Speaking, 2, timeout=SPEECH_TIMEOUT_S, where=utterance)
@@ -198,7 +198,7 @@ def test_lipsync_timeline_matches_the_audio_and_the_page_follows_it(
                 window.mouth.push([performance.now() - window.began, node.dataset.viseme]);
         }).observe(node, {attributes: true, attributeFilter: ['data-viseme', 'data-speaking']});
     }""")
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         say(http, LIPSYNC_TEXT)
         page.wait_for_timeout(1500)
         page.screenshot(path=str(artifacts_dir / "display-1080p-lipsync.png"))
@@ -243,7 +243,7 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
     local, observer = start_avatar(**{"avatar.confirm_accept": "auto"})  # deals booked at once: the summary is the point
     page = open_page(browser, local.url, FULL_HD)
     expect(page.locator("#attention")).to_have_text("no camera")
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for key in ("/sendRoundMetadata", "/setUtility", "/startRound"):
             assert http.post(key, json=captured(key)).status_code == 200
         observer.wait(RoundState, phase="round")
@@ -326,7 +326,7 @@ def test_browser_speaker_plays_each_utterance_inside_its_speaking_bracket(
         new MutationObserver(() => { window[node.dataset.speaking === 'true' ? 'began' : 'ended'] = performance.now(); })
         .observe(node, {attributes: true, attributeFilter: ['data-speaking']}); }""")
     auth = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT, headers=auth) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT, headers=auth) as http:
         say(http, "Three cups of sugar, and I will throw in the vanilla.")
         _begin, end = observer.wait(Speaking, 2, timeout=SPEECH_TIMEOUT_S, where=utterance)
         page.wait_for_function("window.ended !== undefined", timeout=UI_TIMEOUT_MS)

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import tomllib
 from playwright.sync_api import Page, expect
@@ -202,7 +201,7 @@ def avatar_with_token(mosquitto: Any, make_config: Any, tmp_path: Path) -> Itera
 
 def test_console_takes_the_display_token_rules(avatar_with_token: AvatarRunner, page: Page) -> None:
     local, _ = avatar_with_token(**{"avatar.token": TOKEN})
-    with httpx.Client(base_url=local.url, timeout=10) as http:
+    with loopback.client(base_url=local.url, timeout=10) as http:
         for path in (CONSOLE_PATH, f"{CONSOLE_STATIC_PATH}/console.js", f"{CONSOLE_STATIC_PATH}/console.css"):
             assert http.get(path).status_code == 401, path
             assert http.get(path, params={"token": "wrong"}).status_code == 401, path

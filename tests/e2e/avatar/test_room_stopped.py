@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-import httpx
 from playwright.sync_api import Browser, Page, expect
 
 from avatar.buyer.routes import BUYER_PATH
 from avatar.harness import LocalAvatar
 from avatar.operator import CONSOLE_PATH
 from avatar.pages import ROOM_STOPPED
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, captured
 from tests.support.helpers import UI_TIMEOUT_MS, MosquittoBroker, free_port
 from workers.runtime.config import Config
@@ -46,7 +46,7 @@ def test_a_stopped_room_says_so_on_every_page_and_clears_it_when_it_is_back(
     local, observer = start_avatar(**{"avatar.port": port})
     metadata = captured("/sendRoundMetadata")
     metadata["durations"]["round"] = 600
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         for key, body in (("/sendRoundMetadata", metadata), ("/startRound", captured("/startRound"))):
             assert http.post(key, json=body).status_code == 200
     observer.wait(RoundState, phase="round")

@@ -122,7 +122,7 @@ def room(mosquitto: MosquittoBroker, tmp_path: Path) -> Iterator[dict[str, Any]]
 
         body = default_round({"Celia": celia_port, "Watson": watson_port}, avatar_port, (1.0, 120.0, 5.0),
                              round_id=ROUND_ID, name_human_service=False).body()
-        with httpx.Client(timeout=10) as http:
+        with loopback.client(timeout=10) as http:
             assert http.post(eo.url + ep.INITIALIZE_ROUND, json=body).status_code == 200
             assert http.post(eo.url + ep.START_ROUND, json={"roundId": ROUND_ID}).status_code == 200
         assert wait_for(lambda: any(m.phase == "round" for m in observer.of("round")), timeout=30)

@@ -32,6 +32,7 @@ from orchestrator_client.client import RELAY_PERMITTED_KEY, EOClient, Undelivere
 from orchestrator_client.models import confirm_accept_answer, ms_to_iso
 from orchestrator_client.recorder import Behavior, Received, RecordingServer
 from standins.eo import StandinServer, StandinSettings, default_round
+from tests.support import loopback
 from tests.support.helpers import wait_for
 from tests.support.real_eo import RealEO
 
@@ -173,7 +174,7 @@ def room(request: pytest.FixtureRequest, human_side: RecordingServer) -> Iterato
     else:
         url = request.getfixturevalue("standin_process").url
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
-    with RecordingServer() as celia, RecordingServer() as watson, httpx.Client(timeout=HTTP_TIMEOUT_S) as http:
+    with RecordingServer() as celia, RecordingServer() as watson, loopback.client(timeout=HTTP_TIMEOUT_S) as http:
         yield ConformanceRoom(request.param, url, human_side, celia, watson, http)
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
     if request.param == "real EO":

@@ -9,7 +9,6 @@ import wave
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 
@@ -32,7 +31,7 @@ def test_spoken_after_the_answer_with_gestures_on_time(start_avatar: AvatarRunne
             'a very <emphasis>good</emphasis> price <mark name="gesture:thumbs_up"/>today.'
             '<mark name="gesture:moonwalk"/></speak>')
     caplog.set_level(logging.WARNING)
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         ready(http, observer)
         response = http.post(ep.RECEIVE_MESSAGE, json=agent("Watson", text, gesture=["wave", "moonwalk"]))
         assert response.status_code == 200
@@ -73,7 +72,7 @@ def test_one_voice_at_a_time_in_arrival_order(start_avatar: AvatarRunner) -> Non
     local, observer = start_avatar()
     lines = [("Celia", "Two eggs for three dollars."), ("Watson", "I can do two fifty."),
              ("Celia", "Two twenty five, final.")]
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         ready(http, observer)
         for speaker, text in lines:
             assert http.post(ep.RECEIVE_MESSAGE, json=agent(speaker, text)).status_code == 200
@@ -93,7 +92,7 @@ def test_r4_full_queue_and_stale_messages_are_not_spoken(start_avatar: AvatarRun
     local, observer = start_avatar(**{"avatar.stale_after_s": 1.0, "avatar.queue_max": 2})
     caplog.set_level(logging.WARNING, logger="avatar.speech_queue")
     long_reply = "I really cannot go any lower than three dollars and fifty cents for these lovely eggs."
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         ready(http, observer)
         too_long = " ".join(["word"] * 101)
         assert http.post(ep.RECEIVE_MESSAGE, json=agent("Celia", too_long)).status_code == 200

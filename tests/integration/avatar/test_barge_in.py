@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
 
@@ -17,6 +16,7 @@ from hardware.audio import SAMPLE_RATE, AudioBlock
 from hardware.audio_files import load_audio
 from orchestrator_client import endpoints as ep
 from sessions import barge_in_check
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, SPEECH_TIMEOUT, AvatarRunner, agent, ready
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
@@ -118,7 +118,7 @@ def _lips(n_samples: int, opening: Callable[[int], float]) -> LipWatch:
 def test_the_avatar_stops_when_the_buyer_barges_in(start_avatar: AvatarRunner) -> None:
     local, observer = start_avatar()
     long_text = " ".join(barge_in_check.REPLIES)
-    with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
         ready(http, observer)
         assert http.post(ep.RECEIVE_MESSAGE, json=agent("Celia", long_text)).status_code == 200
     (begin,) = observer.wait(Speaking, 1, timeout=SPEECH_TIMEOUT, where=utterance, state="begin")

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-import httpx
 import numpy as np
 import pytest
 
@@ -17,6 +16,7 @@ from avatar.harness import utterance
 from avatar.ssml import SsmlLimits, prepare
 from hardware.speaker import Speaker, VoiceSettings, WavSink
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, agent, ready
 from tests.support.helpers import wait_for
 from workers.runtime.messages import Speaking
@@ -107,7 +107,7 @@ def test_a_long_message_is_cut_at_max_speaking_s_and_the_next_one_follows(
     try:
         local, observer = avatars(**{"avatar.max_speaking_s": 1.5})
         many_pauses = " ".join(f'word {i} <break time="2s"/>' for i in range(40))  # 80 s of pauses alone
-        with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+        with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
             ready(http, observer)
             assert http.post(ep.RECEIVE_MESSAGE, json=agent("Celia", many_pauses)).status_code == 200
             started = time.monotonic()
@@ -192,7 +192,7 @@ def test_floods_never_hold_the_room_and_the_next_replies_are_spoken(
         local, observer = avatars(**{"avatar.speaker": f"wav-fast:{tmp_path / 'wav'}"})
         paused = f"{WORDS} " + '<break time="2s"/>' * 5000 + " for real"
         replies = ["Five eggs for three dollars.", "Or six for four.", "Last offer: seven for five."]
-        with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+        with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
             ready(http, observer)
             for text in [*FLOODS.values(), paused, REFERENCES, *replies]:
                 assert http.post(ep.RECEIVE_MESSAGE, json=agent("Celia", text)).status_code == 200

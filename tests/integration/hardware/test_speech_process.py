@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from avatar.harness import LocalAvatar, Observer, utterance
@@ -30,6 +29,7 @@ from hardware.speaker import Speaker, SpeakerError, SpeechEvent, SpokenUtterance
 from hardware.speech_engines import EngineSet
 from hardware.speech_process import BACKOFF_FIRST_S, SpeechProcess
 from orchestrator_client import endpoints as ep
+from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, agent, ready
 from workers.runtime.messages import Speaking
 
@@ -349,7 +349,7 @@ def test_the_controller_answers_http_while_its_speech_child_is_killed(mosquitto:
         assert isinstance(engines, SpeechProcess)
         first = engines.pid
         assert first is not None  # the voices were loaded at start (check())
-        with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+        with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
             ready(http, observer)
             assert http.post(ep.RECEIVE_MESSAGE, json=agent("Watson", LONG)).json()["status"].lower() == "acknowledged"
             observer.wait(Speaking, where=utterance, state="begin", timeout=DEADLINE_S)

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from orchestrator_client import endpoints as ep
@@ -103,7 +102,7 @@ def post_paths(base_url: str) -> list[str]:
 
 
 def test_hostile_bodies_are_refused_in_one_answer_never_a_5xx(apps: dict[str, str]) -> None:
-    with httpx.Client(timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(timeout=HTTP_TIMEOUT) as http:
         for name, url in apps.items():
             for path in post_paths(url):
                 for label, body in HOSTILE_BODIES:
@@ -125,7 +124,7 @@ def test_lone_surrogates_are_replaced_not_lost(apps: dict[str, str]) -> None:
     message = {**captured("/receiveMessage (from agent)"), "text": "Deal \ud83d!"}
     body = json.dumps(message).encode()  # ensure_ascii: the surrogate travels as \\ud83d
     assert b"\\ud83d" in body
-    with httpx.Client(timeout=HTTP_TIMEOUT) as http:
+    with loopback.client(timeout=HTTP_TIMEOUT) as http:
         response = http.post(apps["avatar"] + ep.RECEIVE_MESSAGE, content=body, headers={"content-type": "application/json"})
     assert response.status_code == 200, response.text
 
@@ -134,7 +133,7 @@ def test_a_non_ascii_bearer_token_is_a_401(mosquitto: Any, make_config: Any, tmp
     avatars = AvatarRunner(mosquitto.url, make_config, tmp_path / "wav")
     try:
         local, _ = avatars(**{"avatar.token": "s3cret"})
-        with httpx.Client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+        with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
             for token in ("Bearer é€", "Bearer \xff", "bearer"):
                 headers = [(b"authorization", token.encode("utf-8"))]
                 assert http.post(ep.START_ROUND, json=captured("/startRound"), headers=headers).status_code == 401

@@ -10,7 +10,6 @@ import socket
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from fastapi import Request
 
@@ -19,6 +18,7 @@ from orchestrator_client.http_edge import edge_app
 from orchestrator_client.request_deadline import DeadlineH11Protocol
 from orchestrator_client.serving import AppServer
 from standins.eo import StandinServer, StandinSettings
+from tests.support import loopback
 
 READ_TIMEOUT_S = 1.0
 HELD = 50
@@ -77,7 +77,7 @@ def test_half_sent_requests_are_timed_out_and_whole_ones_served(slow_service: Ap
             sock.close()
         assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers), {a[:40] for a in answers}
         assert took < READ_TIMEOUT_S + 8, took  # each closed about READ_TIMEOUT_S after it began
-        with httpx.Client(base_url=server.url, timeout=30) as http:  # the service still serves
+        with loopback.client(base_url=server.url, timeout=30) as http:  # the service still serves
             assert http.get("/openapi.json").status_code in (200, 404)
             if service == "ours":
                 begun = time.monotonic()

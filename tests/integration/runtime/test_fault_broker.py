@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from avatar.harness import LocalAvatar
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
+from tests.support import loopback
 from tests.support.avatar import captured
 from tests.support.helpers import CLI, free_port, wait_for
 from tests.support.paths import ROOT
@@ -300,7 +300,7 @@ def test_the_round_state_is_retained_again_after_a_broker_without_persistence_re
     config = make_config(f"mqtt://127.0.0.1:{port}", **{"avatar.port": 0, "avatar.speaker": f"wav:{tmp_path / 'wav'}"})
     avatar = LocalAvatar(config).start()
     try:
-        with httpx.Client(base_url=avatar.url, timeout=10) as http:
+        with loopback.client(base_url=avatar.url, timeout=10) as http:
             for key in ("/sendRoundMetadata", "/startRound"):
                 assert http.post(key, json=captured(key)).status_code == 200
         time.sleep(0.5)  # the broker has acknowledged it (else the publisher would simply send it again)

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from avatar.harness import LocalAvatar
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
+from tests.support import loopback
 from tests.support.avatar import captured
 from tests.support.helpers import MosquittoBroker, wait_for
 from tests.support.room import SPOKEN, Collector, Room, transcript_process, typed_final
@@ -244,7 +244,7 @@ def test_a_retained_round_state_that_is_garbage_is_replaced_by_its_owner(
     first = transcript_process(config, eo.url, mosquitto.url)
     second: subprocess.Popen[str] | None = None
     try:
-        with httpx.Client(base_url=avatar.url, timeout=10) as http:
+        with loopback.client(base_url=avatar.url, timeout=10) as http:
             for key in ("/sendRoundMetadata", "/startRound"):
                 assert http.post(key, json=captured(key)).status_code == 200
         assert wait_for(lambda: any(s.pid == first.pid and s.state == "online" for s in statuses.items), 20)

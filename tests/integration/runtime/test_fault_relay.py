@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
 from avatar.harness import LocalAvatar
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import Behavior, RecordingServer
 from standins.eo import StandinServer, StandinSettings, default_round
 from standins.eo.engine import SERVICE_FAILED
+from tests.support import loopback
 from tests.support.helpers import MosquittoBroker, wait_for
 from tests.support.room import Collector, Room
 from tests.support.room import transcript_process as transcript_process
@@ -42,7 +41,7 @@ class Relay:
 def relay_room(config: Config, human_port: int) -> Iterator[Relay]:
     """The stand-in EO (its documented mode: a human-side service that fails is a 424) with two
     recording sellers, a round running whose human side is on ``human_port``."""
-    with RecordingServer() as celia, RecordingServer() as watson, httpx.Client(timeout=10) as http:
+    with RecordingServer() as celia, RecordingServer() as watson, loopback.client(timeout=10) as http:
         eo = StandinServer(StandinSettings(port=0, rules="documented", r0_min_gap_s=0.0, request_timeout_s=1.0)).start()
         room = Room(config)
         statuses = Collector()

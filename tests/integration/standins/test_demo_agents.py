@@ -23,6 +23,7 @@ from standins.demo_agents.settings import DemoAgentsSettings
 from standins.demo_agents.strategy import Seller
 from standins.eo import StandinServer, StandinSettings, default_round
 from standins.eo.round_setup import UNIT_COSTS
+from tests.support import loopback
 
 
 @pytest.mark.parametrize(
@@ -193,7 +194,7 @@ class Loop:
 
 @pytest.fixture
 def loop() -> Iterator[Loop]:
-    with RecordingServer() as human_side, httpx.Client(timeout=10) as http:
+    with RecordingServer() as human_side, loopback.client(timeout=10) as http:
         human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
         # the platform EO's own rules (the stand-in's default) and the sellers' default waits
         eo = StandinServer(StandinSettings(port=0, human_port=human_side.port)).start()

@@ -24,6 +24,7 @@ from standins.eo import StandinServer, StandinSettings, default_round
 from standins.eo.engine import SERVICE_FAILED, StandinOrchestrator, TakenRoundIds
 from standins.eo.round_setup import UNIT_COSTS
 from standins.eo.worker import StandinWorker
+from tests.support import loopback
 from tests.support.helpers import free_port, wait_for
 from tests.support.paths import FIXTURES
 from workers.runtime.config import Config
@@ -96,7 +97,7 @@ def make_room(taken_round_ids: TakenRoundIds | None = None, **settings: Any) -> 
         RecordingServer() as human_side,
         RecordingServer() as celia,
         RecordingServer() as watson,
-        httpx.Client(timeout=10) as http,
+        loopback.client(timeout=10) as http,
     ):
         # the Avatar Controller's answer; the recorder's usual "Acknowledged" would be a no
         human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
