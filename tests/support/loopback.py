@@ -1,13 +1,13 @@
 """One-off HTTP requests of the tests to the suite's own services on 127.0.0.1.
 
-``httpx.get(...)`` makes a client for each call, and each client builds a TLS context: with
-``SSL_CERT_FILE`` set (CI images, this machine) that reads the whole certificate bundle, 50 ms of
-CPU, for a plain-HTTP request on the loopback that takes one. A test that polls a starting
-server through it twenty times a second spent a core on certificates. These calls are
-``httpx``'s own, with the process's one TLS context (:mod:`orchestrator_client.tls`, which the
-suite's own clients use); like ``httpx.get``, each call
-opens its own connection and keeps no cookies, so a server restarted between two calls, or
-another test's server on the same host, is never answered from a stale connection or a cookie.
+``httpx.get(...)`` makes a client for each call, and each client builds a TLS context: where
+``SSL_CERT_FILE`` is set (many CI images) that reads the whole certificate bundle, 50 ms of CPU,
+for a plain-HTTP request on the loopback that takes one. A test that polls a starting server
+through it twenty times a second spent a core on certificates. These calls are ``httpx``'s own,
+with the process's one TLS context (:mod:`orchestrator_client.tls`, which the suite's own
+clients use). Like ``httpx.get``, :func:`get` and :func:`post` open a connection per call and
+keep no cookies, so a server restarted between two calls, or another test's server on the same
+host, is never answered from a stale connection or a cookie.
 """
 
 from __future__ import annotations
