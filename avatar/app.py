@@ -17,13 +17,16 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Final
 
 from fastapi import FastAPI
 
 from avatar import human_side
 from avatar.auth import TOKEN
 from avatar.buyer import routes as buyer
+from avatar.competition.control import RoundControl
 from avatar.controller import AvatarController
+from avatar.deps import StateKey
 from avatar.display import routes as display
 from avatar.operator import routes as operator
 from avatar.reconcile import Reconciler
@@ -34,30 +37,44 @@ from workers.runtime.config import Config
 
 log = logging.getLogger(__name__)
 
+ROUNDS: Final = StateKey[RoundControl]("rounds")
+"""The room's round control (Next and End round, the competition), when the app has one."""
+
 
 @dataclass(frozen=True)
 class PageSources:
     """What the buyer's page and the operator console read beyond the controller: the room's
-    configuration (the EO, the utility generator, the data folder) and its bus."""
+    configuration (the EO, the utility generator, the data folder), its bus, and the round
+    control the console's Next and End round drive (None: the console offers none)."""
 
     config: Config
     bus: operator.ConsoleBus
     broker_connected: Callable[[], bool]
+    rounds: RoundControl | None = None
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """The controller on the server's event loop, and its books held against the EO's while the app serves."""
+    """The controller on the server's event loop, its books held against the EO's while the app
+    serves, and the rounds' watcher (with ``[rounds] auto_start``, the first round started)."""
     controller = human_side.CONTROLLER.of(app)
     controller.attach(asyncio.get_running_loop())
-    checks = asyncio.create_task(Reconciler(controller, controller.eo_url).run()) if controller.eo_url else None
+    tasks = [asyncio.create_task(Reconciler(controller, controller.eo_url).run())] if controller.eo_url else []
+    rounds = ROUNDS.of(app) if ROUNDS.present(app) else None
+    if rounds is not None:
+        tasks.append(asyncio.create_task(rounds.watch.run()))
+        if rounds.rounds.auto_start:
+            tasks.append(asyncio.create_task(rounds.auto_start()))
     try:
         yield
     finally:
-        if checks is not None:
-            checks.cancel()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await checks
+                await task
+        if rounds is not None:
+            await rounds.close()
         controller.detach()
 
 
@@ -84,6 +101,8 @@ def create_app(controller: AvatarController, pages: PageSources | None = None) -
     )
     TOKEN.put(app, settings.token)
     human_side.CONTROLLER.put(app, controller)
+    if pages is not None and pages.rounds is not None:
+        ROUNDS.put(app, pages.rounds)
     human_side.INTAKE.put(app, human_side.Intake())
     app.include_router(human_side.router)
     app.include_router(human_side.health_router)
@@ -94,7 +113,7 @@ def create_app(controller: AvatarController, pages: PageSources | None = None) -
     if stream_sink(controller.speaker.sink) is not None:
         app.include_router(display.audio_router)
     if pages is not None:
-        operator.CONSOLE.put(app, operator.Console.open(pages.config, pages.bus, pages.broker_connected, controller))
+        operator.CONSOLE.put(app, operator.Console.open(pages.config, pages.bus, pages.broker_connected, controller, pages.rounds))
         app.include_router(operator.router)
         buyer.DESK.put(app, buyer.BuyerDesk.of(pages.config, controller))
         app.include_router(buyer.router)

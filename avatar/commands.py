@@ -6,4 +6,6 @@ COMMANDS = (
     Command("avatar", "avatar.cli", "Avatar Controller: the EO's human-side service (speech, gestures)", section="avatar"),
     Command("check-wiring", "avatar.wiring_cli", "check the room is wired into the EO (reachable, appSettings.json, UUID)",
             section="eo"),
+    Command("tournament", "avatar.tournament_cli", "the competition: plan its fair schedule, show it and the standings",
+            section="tournament"),
 )

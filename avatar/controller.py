@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from avatar import gestures, visemes
 from avatar.buyer.book import goods_of, price_of
+from avatar.competition.store import HUMAN_SERVICES_FACT
 from avatar.confirm_queue import SHUTDOWN, Answer, ConfirmQueue
 from avatar.display import AUDIO_PATH, DisplayHub
 from avatar.page_events import (
@@ -48,7 +49,7 @@ from avatar.ssml import SpeechText, prepare
 from formats import written
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
 from hardware.speaker_stream import stream_sink
-from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS
+from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS, HUMAN_SERVICE_NAMES
 from orchestrator_client.eo_rules import BOOKED_TYPE
 from orchestrator_client.models import (
     HUMAN,
@@ -478,6 +479,12 @@ class AvatarController:
         self.hub.emit(UtilityEvent(name=body.name, roundId=body.roundId, goods=list(body.utility)))
         rnd = self.rounds.round_of(body.roundId)
         self.ledger.set_utility(rnd.key, body.utility)
+        if body.name and body.name not in self.avatars:
+            # the name the EO calls this service by (its negotiatorsInfo): ending a round on the
+            # platform's EO names it again (orchestrator_client.end_round)
+            known = self.ledger.recall(HUMAN_SERVICES_FACT) or []
+            if body.name not in known:
+                self.ledger.remember(HUMAN_SERVICES_FACT, [*known, body.name][-len(HUMAN_SERVICE_NAMES):])
         self.books.changed()
 
     def name_buyer(self, label: str, running: bool) -> None:

@@ -32,6 +32,10 @@ class StateKey(Generic[T]):
         value: T = getattr(app.state, self.name)
         return value
 
+    def present(self, app: Starlette) -> bool:
+        """Whether the app keeps one (a key some apps go without)."""
+        return hasattr(app.state, self.name)
+
     async def __call__(self, connection: HTTPConnection) -> T:
         return self.of(connection.app)
 

@@ -347,7 +347,7 @@ class PageDecision(BaseModel):
 
 # -- the operator console's feed -------------------------------------------------------------------
 AlertKind = Literal["worker_offline", "worker_error", "worker_silent", "blocked", "undelivered", "maybe_delivered",
-                    "books_differ", "round_lost"]
+                    "books_differ", "round_lost", "agent_exited", "round_refused"]
 AlertLevel = Literal["error", "warning"]
 REPLY_WINDOW_MS: Final = 60_000
 """An agent message received this long after the buyer's relay is no longer its reply."""
@@ -498,6 +498,7 @@ class ConsoleSnapshot(PageEvent):
     alerts: list[View]
     day: View | None
     calibration: View | None
+    competition: View | None
     now: int
 
 
@@ -569,6 +570,22 @@ class DayEvent(PageEvent):
     next_buyer: str
 
 
+class CompetitionEvent(PageEvent):
+    """The competition's picture changed: which EO the room drives, the next round (its buyer and
+    agents) and how many are left, the durations, the standings, the agent programs running
+    (:meth:`avatar.competition.control.RoundControl.view`)."""
+
+    type: Literal["competition"] = "competition"
+    pages = frozenset({"console"})
+    driver: View
+    tournament: bool
+    next: View | None
+    left: int
+    durations: dict[str, float]
+    standings: View
+    agents: list[View]
+
+
 class LinkEvent(PageEvent):
     """The broker's or the EO's reachability changed: the link's fields that are known so far."""
 
@@ -595,7 +612,7 @@ class AlertEvent(Alert, PageEvent):
 
 
 ConsoleEvent = (ConsoleSnapshot | StatusEvent | RoundEvent | CalibrationEvent | CameraGeometryEvent | AttentionEvent
-                | HeadposeEvent | UtteranceEvent | AvatarSpeakingEvent | DayEvent | LinkEvent | AlertEvent)
+                | HeadposeEvent | UtteranceEvent | AvatarSpeakingEvent | DayEvent | CompetitionEvent | LinkEvent | AlertEvent)
 """Everything on the console's feed."""
 
 FEEDS: Final[dict[Page, tuple[type[PageEvent], ...]]] = {

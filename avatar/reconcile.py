@@ -25,21 +25,19 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import quote
-
-import httpx
 
 from avatar.buyer.book import goods_of, number
 from avatar.controller import AvatarController
-from orchestrator_client import endpoints as ep
+from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts
 from orchestrator_client.models import HUMAN
-from orchestrator_client.tls import client_tls
 from workers.runtime.ledger import RoundBook
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 
-REQUEST_TIMEOUT_S: Final = 3.0
+CHECK_TIMEOUTS: Final = Timeouts(connect_s=1.0, read_s=3.0, total_s=3.5)
+CHECK_RETRIES: Final = RetryPolicy(max_attempts=1)
+"""A check that fails is simply the next check's to repeat."""
 POST_GRACE_MS: Final = 10_000
 """After the post-round's deadline the EO sends its totals and forgets the round: a round it no
 longer knows this long after is over, not lost."""
@@ -110,9 +108,10 @@ def _describe(diff: SellerBooks) -> str:
 class Reconciler:
     """Checks the controller's current round against the EO at ``eo_url``."""
 
-    def __init__(self, controller: AvatarController, eo_url: str) -> None:
+    def __init__(self, controller: AvatarController, eo_url: str, eo: EOClient | None = None) -> None:
         self.controller = controller
         self.eo_url = eo_url.rstrip("/")
+        self.eo = eo or EOClient(self.eo_url, HttpPoster(timeouts=CHECK_TIMEOUTS, retry=CHECK_RETRIES))
         self._last: tuple[int, str] | None = None
         """The round key and what the last check saw, and how often in a row."""
         self._seen = 0
@@ -133,42 +132,40 @@ class Reconciler:
         return self._seen >= CHECKS_TO_ACT
 
     async def run(self) -> None:
-        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S, verify=client_tls()) as http:
+        try:
             while True:
                 with contextlib.suppress(Exception):  # a check that fails is tried again at the next one
-                    await self.check(http)
+                    await self.check()
                 await asyncio.sleep(self.controller.settings.eo_books_check_s)
+        finally:
+            await self.eo.aclose()
 
-    async def check(self, http: httpx.AsyncClient) -> str:
+    async def check(self) -> str:
         """One check of the current round; returns what it found (also in the controller's
         ``/health``, as ``books_check``)."""
         book = self.controller.ledger.current_book()
-        found = await self._check(http, book)
+        found = await self._check(book)
         if book is not None and book.round.open:
             self.controller.books_check = {"round": book.round.round_id, "found": found, "at": now_ms()}
         return found
 
-    async def _check(self, http: httpx.AsyncClient, book: RoundBook | None) -> str:
+    async def _check(self, book: RoundBook | None) -> str:
         ledger = self.controller.ledger
         if book is None or not book.round.open:
             return "no open round"
         rnd = book.round
         self.checks += 1
-        try:
-            answer = await http.get(f"{self.eo_url}{ep.VIEW_TOTALS}/{quote(str(rnd.round_id), safe='')}")
-        except httpx.HTTPError as exc:
+        outcome = await self.eo.view_totals(rnd.round_id)
+        if isinstance(outcome, Failed) and outcome.status_code is None:
             if self.controller.cut_prompts and self._again(rnd.key, "unreachable"):
                 text = (f"round {rnd.round_id} lost by the EO: the Avatar Controller stopped while a confirmation waited, "
-                        f"and the EO no longer answers ({exc or type(exc).__name__})")
+                        f"and the EO no longer answers ({outcome.reason})")
                 ledger.set_phase(rnd.key, "lost", now_ms(), None, note=text)
                 self._settled("round_lost", text)
             return "unreachable"
-        if not answer.is_success:
+        if isinstance(outcome, Failed) and not 200 <= (outcome.status_code or 0) < 300:
             return self._unknown(book)
-        try:
-            eo = eo_books(answer.json())
-        except ValueError:
-            eo = None
+        eo = eo_books(outcome.answer) if not isinstance(outcome, Failed) else None
         if eo is None:
             return "no totals yet"
         self._known.add(rnd.key)

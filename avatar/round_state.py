@@ -11,12 +11,17 @@ display shows the timer. A restarted controller reads the round where it was fro
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from typing import Final
 
 from orchestrator_client.models import EndRound, RoundMetadata, RoundTotals, StartRound
 from workers.runtime.ledger import OPEN_PHASES, LedgerRound, RoomLedger
 from workers.runtime.messages import RoundPhase, RoundState, now_ms
 
+log = logging.getLogger(__name__)
+
+OVER_PHASES: Final = ("ended", "lost")
 WARMUP_KEY = "warmUp"
 ROUND_KEY = "round"
 POST_KEY = "post"
@@ -61,8 +66,13 @@ class RoundEvents:
                                        "warmup", now, self._deadline(now, durations[WARMUP_KEY]))
 
     def start(self, body: StartRound) -> LedgerRound:
-        """The negotiation starts; its length is ``roundDuration`` when the EO sends it."""
+        """The negotiation starts; its length is ``roundDuration`` when the EO sends it. A round
+        that is over stays over: the platform's EO goes on timing a round it was told to end
+        (:mod:`orchestrator_client.end_round`) and sends its late ``/startRound`` and ``/endRound``."""
         rnd = self.round_of(body.roundId)
+        if rnd.phase in OVER_PHASES:
+            log.info("round %s is over: the EO's late /startRound changes nothing", rnd.round_id)
+            return rnd
         length = float(body.roundDuration) if body.roundDuration is not None else rnd.durations.get(ROUND_KEY)
         durations = {**rnd.durations, **({ROUND_KEY: length} if length is not None else {})}
         now = self._clock()
@@ -70,8 +80,11 @@ class RoundEvents:
         return rnd
 
     def end(self, body: EndRound) -> LedgerRound:
-        """The negotiation is over; the post-round allocation phase starts."""
+        """The negotiation is over; the post-round allocation phase starts (a round that is over stays over)."""
         rnd = self.round_of(body.roundId)
+        if rnd.phase in OVER_PHASES:
+            log.info("round %s is over: the EO's late /endRound changes nothing", rnd.round_id)
+            return rnd
         now = self._clock()
         self.ledger.set_phase(rnd.key, "post", now, self._deadline(now, rnd.durations.get(POST_KEY)))
         return rnd

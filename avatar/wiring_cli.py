@@ -12,13 +12,12 @@ down), and that its ``environmentUUID`` is this room's. ``--write PATH`` writes 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-import httpx
-
-from orchestrator_client.tls import client_tls
 from workers.runtime.config import Config
 
 
@@ -36,7 +35,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from avatar.settings import AvatarSettings
     from orchestrator_client.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
     from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
-    from orchestrator_client.wiring import Check, check_app_settings, check_eo_reachable, check_utility_generator, eo_app_settings
+    from orchestrator_client.wiring import (
+        Check,
+        check_app_settings,
+        check_eo_reachable,
+        check_services_answer,
+        check_utility_generator,
+        eo_app_settings,
+    )
     from workers.runtime.config import OrchestratorSettings
     from workers.runtime.worker import EXIT_CONFIG
 
@@ -56,12 +62,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
                                **({"utility_generator_port": generator} if generator else {}))
         Path(args.write).write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote {args.write}: human-side service {HUMAN_SERVICE_NAMES[0]} at {avatar.host}:{avatar.port}")
-    checks = [check_eo_reachable(eo_url)]
+    checks = [asyncio.run(check_eo_reachable(eo_url))]
     if settings_path:
         checks += check_app_settings(settings_path, environment_uuid=uuid, avatar_host=avatar.host, avatar_port=avatar.port,
                                      confirm_accept=avatar.confirm_accept)
-        checks += _human_services_answer(settings_path)
-        checks += check_utility_generator(_read_json(settings_path), eo.utility_generator_url or None)
+        eo_settings = _read_json(settings_path)
+        checks += asyncio.run(check_services_answer(eo_settings))
+        checks += asyncio.run(check_utility_generator(eo_settings, eo.utility_generator_url or None))
     else:
         checks.append(Check("EO appSettings.json", False, "not given: pass --eo-settings PATH (the EO's own file) "
                                                           "or set [eo] app_settings"))
@@ -70,40 +77,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
-def _read_json(path: str) -> dict:
+def _read_json(path: str) -> dict[str, Any]:
     """The file's JSON object, or an empty one (its own check says what is wrong with it)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _human_services_answer(path: str) -> list:
-    """Every human-side service the EO will call answers HTTP (the EO exits when one is down)."""
-    from orchestrator_client.wiring import Check
-
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return []
-    infos = data.get("negotiatorsInfo") if isinstance(data, dict) else None
-    service_map = data.get("serviceMap") if isinstance(data, dict) else None
-    if not isinstance(infos, list) or not isinstance(service_map, dict):
-        return []
-    checks = []
-    for info in infos:
-        if not isinstance(info, dict) or info.get("type") != "human":
-            continue
-        name = str(info.get("name"))
-        entry = service_map.get(name)
-        if not isinstance(entry, dict):
-            continue
-        url = f"{entry.get('protocol', 'http')}://{entry.get('host')}:{entry.get('port')}/health"
-        try:
-            httpx.get(url, timeout=2.0, verify=client_tls())
-            checks.append(Check(f"{name} answers", True, url))
-        except httpx.HTTPError as exc:
-            checks.append(Check(f"{name} answers", False, f"{url}: {exc or type(exc).__name__}; the EO exits on its "
-                                                          "first call to a human-side service that is down"))
-    return checks

@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 from avatar.app import PageSources
 from avatar.buyer.routes import BUYER_PATH
+from avatar.competition.control import RoundControl
+from avatar.competition.settings import RoundsSettings, TournamentSettings
 from avatar.controller import AvatarController
 from avatar.operator import CONSOLE_PATH
 from avatar.server import AvatarServer
@@ -14,7 +16,9 @@ from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker
 from hardware.speaker_sinks import open_sink
 from hardware.speech_process import SpeechProcess
+from orchestrator_client.models import ServiceEntry
 from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
+from orchestrator_client.wiring import reachable_host
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.logs import NOTICE
@@ -52,10 +56,17 @@ class AvatarWorker(Worker):
             self.controller.eo_url = resolve_eo_url(config.section(OrchestratorSettings))
         except ServiceMapError:
             self.controller.eo_url = None  # no EO to hold the books against (said where the room needs one)
+        self.rounds = RoundControl(
+            self.ledger, config.core.avatars, rounds=config.section(RoundsSettings), tournament=config.section(TournamentSettings),
+            eo=config.section(OrchestratorSettings), data_dir=config.core.data_dir,
+            human=ServiceEntry(host=reachable_host(self.settings.host), port=self.settings.port),
+            alert=self.controller.alert, refresh=self.controller.refresh_round,
+        )
         try:
             self.controller.check()
-            pages = PageSources(config, self.bus, lambda: self.bus.connected)
+            pages = PageSources(config, self.bus, lambda: self.bus.connected, self.rounds)
             self.server = AvatarServer(self.controller, self.settings.host, self.settings.port, pages)
+            self.rounds.serve_at(ServiceEntry(host=reachable_host(self.settings.host), port=self.server.port))
         except BaseException:
             speaker.close()  # a worker that cannot start leaves no speech process behind
             raise

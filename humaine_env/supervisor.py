@@ -25,11 +25,13 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from avatar.competition.settings import RoundsSettings, TournamentSettings
 from formats import written
 from formats.unknown import unknown
 from humaine_env.cli import available, commands, status_name
 from humaine_env.terminal import BuyerPrompt, feed_line, keyboard_feed
 from orchestrator_client.models import Bid
+from orchestrator_client.wiring import reachable_host
 from workers.runtime.broker import StartedBroker, broker_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import (
@@ -107,10 +109,10 @@ class RunSettings(Section):
     log_backups: int = Field(3, ge=0)
     """...keeping this many earlier files (``humaine-env.log.1`` ...)."""
     first_round: Literal["console", "auto"] = "console"
-    """With the stand-in EO: ``console``, the first round waits for the operator's Next round on
-    the operator console, so the operator names its buyer first (when this suite has a console:
-    the Avatar Controller with ``[avatar] display``; without one it starts by itself). ``auto``: it
-    starts by itself as soon as the sellers and the Avatar Controller answer (demos, tests)."""
+    """``console``: the first round waits for the operator's Next round on the operator console,
+    so the operator names its buyer first (when this suite has a console: the Avatar Controller
+    with ``[avatar] display``; without one it starts by itself). ``auto``: the room starts it by
+    itself as soon as the EO and the sellers answer (demos, tests)."""
 
 
 @dataclass
@@ -217,11 +219,10 @@ def _inline_table(ports: Mapping[str, int]) -> str:
     return "{ " + ", ".join(f"{name} = {port}" for name, port in ports.items()) + " }"
 
 
-def stand_in_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
+def stand_in_overrides(config: Config) -> dict[str, str]:
     """Settings that wire the stand-in EO, the demo sellers and the room together: one EO
-    address for everyone, the sellers' ports known to the EO, the Avatar Controller as the
-    EO's human-side service, and whether the first round starts by itself
-    (:func:`first_round_by_itself`) or on the operator's Next round."""
+    address for everyone, the sellers' ports known to the EO and to the room (whose Next round
+    names them in each round), the Avatar Controller as the EO's human-side service."""
     from avatar.settings import AvatarSettings
     from standins.demo_agents.settings import DemoAgentsSettings
     from standins.eo.settings import StandinSettings
@@ -234,21 +235,26 @@ def stand_in_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
     if config.origins(DemoAgentsSettings)["agents"] == "default":
         ports = seller_ports(config.core.avatars)  # the room's own names (``[core] avatars``)
         overrides["demo_agents.agents"] = _inline_table(ports)
+    host = reachable_host(sellers.host)
+    if config.origins(RoundsSettings)["sellers"] == "default":  # the sellers are where the demo sellers listen
+        overrides["rounds.sellers"] = "{ " + ", ".join(f'{name} = "http://{host}:{port}"' for name, port in ports.items()) + " }"
     return {
         **overrides,
         "eo.url": f'"http://127.0.0.1:{standin.port}"',
         "standin.agents": _inline_table(ports),
         "standin.human_port": str(avatar.port),
-        "standin.auto_round": "true" if first_round_by_itself(config, names) else "false",
     }
+
+
+def room_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
+    """Whether the room starts its first round by itself (:func:`first_round_by_itself`), on any EO."""
+    return {"rounds.auto_start": "true" if first_round_by_itself(config, names) else "false"}
 
 
 def stand_ins_line(config: Config) -> str:
     """The start-up line of a suite with the stand-in EO, saying how its first round starts
-    (``config`` with :func:`stand_in_overrides` applied: what the stand-in itself reads)."""
-    from standins.eo.settings import StandinSettings
-
-    first = ("a round starts automatically" if config.section(StandinSettings).auto_round
+    (``config`` with :func:`room_overrides` applied: what the Avatar Controller itself reads)."""
+    first = ("a round starts automatically" if config.section(RoundsSettings).auto_start
              else "press Next round on the operator console to start the first round")
     return f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers; {first}"
 
@@ -259,7 +265,7 @@ def display_url(config: Config, path: str | None = None) -> str:
     from avatar.settings import AvatarSettings
 
     avatar = config.section(AvatarSettings)
-    host = "127.0.0.1" if avatar.host in ("0.0.0.0", "") else avatar.host
+    host = reachable_host(avatar.host)
     return f"http://{host}:{avatar.port}{DISPLAY_PATH if path is None else path}"
 
 
@@ -318,8 +324,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
     settings = config.section(RunSettings)
     names = choose_workers(args, settings, with_stand_ins, config)
     children_level = setup_run_logging(args, config, settings)
-    extra = stand_in_overrides(config, names) if with_stand_ins and any(n in STAND_INS for n in names) else {}
+    extra = stand_in_overrides(config) if with_stand_ins and any(n in STAND_INS for n in names) else {}
+    extra.update(room_overrides(config, names))
     config = config.with_overrides({k: parse_flag_value(v) for k, v in extra.items()})
+    config.section(TournamentSettings)  # a roster that cannot be scheduled stops run here, in one line (status 2)
     extra["data_dir"] = json.dumps(str(config.core.data_dir))  # resolved once (workers.runtime.data_dir), said once
     taken = taken_port(owned_ports(config, names))
     if taken:

@@ -13,15 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from orchestrator_client import buyer_utility as bu
 from orchestrator_client import endpoints as ep
-from orchestrator_client.tls import client_tls
+from orchestrator_client.answers import AllocationAnswer, PlatformCallError, read_answer
+from orchestrator_client.client import EOClient, HttpPoster, Timeouts, answer_of
+from orchestrator_client.utility_generator import UtilityGeneratorClient
 
 TIMEOUT_S = 5.0
-"""The page's button waits this long at most for the utility generator or the EO."""
-CURRENCY = "USD"
+"""The page's button waits this long at most for the EO."""
 
 
 class AllocationServiceError(Exception):
@@ -62,35 +61,31 @@ async def check_allocation(utility_generator: str | None, ingredients: dict[str,
         sufficient, rationale = bu.check_allocation(ingredients, allocation)
         value = bu.utility_value(bu.parse_utility(utility_raw), allocation) if utility_raw is not None else None
         return AllocationCheck(sufficient, rationale, value, "suite", _shortfall(rationale))
-    base = utility_generator.rstrip("/")
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=client_tls()) as http:
-            body = {"ingredients": dict(ingredients), "allocation": {"products": products}}
-            checked = await http.post(base + ep.CHECK_ALLOCATION, json=body)
-            checked.raise_for_status()
-            answer = checked.json()
-            value = None
-            if utility_raw is not None:
-                rated = await http.post(f"{base}{ep.CALCULATE_UTILITY}/{ep.BUYER_ROLE}",
-                                        json={"currencyUnit": CURRENCY, "utility": utility_raw, "bundle": {"products": products}})
-                rated.raise_for_status()
-                value = rated.json().get("value")
-    except (httpx.HTTPError, ValueError) as exc:
-        raise AllocationServiceError(f"the utility generator at {base} did not answer: {exc or type(exc).__name__}") from None
-    rationale = _read_rationale(answer.get("rationale") if isinstance(answer, dict) else None)
-    sufficient = bool(answer.get("sufficient")) if isinstance(answer, dict) else False
+        async with UtilityGeneratorClient(utility_generator) as generator:
+            checked = await generator.check_allocation(ingredients, products)
+            rated = await generator.calculate_utility(utility_raw, products) if utility_raw is not None else None
+    except PlatformCallError as exc:
+        raise AllocationServiceError(str(exc)) from None
+    rationale = _read_rationale(checked.rationale)
+    value = rated.value if rated is not None else None
     number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    return AllocationCheck(sufficient, rationale, number, ep.UTILITY_GENERATOR_SERVICE, _shortfall(rationale))
+    return AllocationCheck(checked.sufficient, rationale, number, ep.UTILITY_GENERATOR_SERVICE, _shortfall(rationale))
 
 
-async def save_allocation(eo_url: str, round_id: int | str, products: dict[str, Any]) -> dict[str, Any]:
+async def save_allocation(eo_url: str, round_id: int | str, products: dict[str, Any]) -> AllocationAnswer:
     """Send the allocation to the EO; its answer (``status``: ``Acknowledged`` or ``Failed``)."""
-    base = eo_url.rstrip("/")
+    eo = EOClient(eo_url, HttpPoster(timeouts=Timeouts(read_s=TIMEOUT_S, total_s=TIMEOUT_S + 1.0)))
+    where = f"the EO at {eo.base_url}{ep.RECEIVE_HUMAN_ALLOCATION}"
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT_S, verify=client_tls()) as http:
-            answer = await http.post(base + ep.RECEIVE_HUMAN_ALLOCATION, json={"roundId": round_id, "payload": products})
-            answer.raise_for_status()
-            body = answer.json()
-    except (httpx.HTTPError, ValueError) as exc:
-        raise AllocationServiceError(f"the EO at {base} did not take the allocation: {exc or type(exc).__name__}") from None
-    return body if isinstance(body, dict) else {"status": str(body)}
+        answer = answer_of(await eo.save_allocation(round_id, products), where)
+    except PlatformCallError as exc:
+        raise AllocationServiceError(f"{exc}: the allocation was not taken") from None
+    finally:
+        await eo.aclose()
+    if not isinstance(answer, dict):
+        return AllocationAnswer(status=str(answer))
+    try:
+        return read_answer(AllocationAnswer, answer, where)
+    except PlatformCallError as exc:
+        raise AllocationServiceError(str(exc)) from None

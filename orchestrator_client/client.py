@@ -44,7 +44,8 @@ from urllib.parse import quote
 import httpx
 
 from orchestrator_client import endpoints as ep
-from orchestrator_client.models import PlatformModel
+from orchestrator_client.answers import EOProbe, PlatformCallError
+from orchestrator_client.models import PlatformModel, RoundId
 from orchestrator_client.tls import client_tls
 
 log = logging.getLogger(__name__)
@@ -324,10 +325,38 @@ class EOClient:
         return _round_refusal(round_id, check)
 
     async def initialize_round(self, body: PlatformModel | dict[str, Any]) -> Outcome:
+        """``/initializeRound``: the whole round (or, after ``/endRound``, only ``roundId`` and
+        ``serviceMap``: :func:`keep_alive_body`)."""
         return await self.poster.post(self.base_url, ep.INITIALIZE_ROUND, body)
 
-    async def start_round(self, round_id: int | str) -> Outcome:
+    async def start_round(self, round_id: RoundId) -> Outcome:
+        """``/startRound {"roundId"}`` of an initialized round. The platform's EO answers only
+        after it has sent ``/sendRoundMetadata`` and every ``/setUtility``."""
         return await self.poster.post(self.base_url, ep.START_ROUND, {"roundId": round_id})
+
+    async def start_standalone(self, body: PlatformModel | dict[str, Any]) -> Outcome:
+        """``/startRound`` with the whole round, as an EO with ``"standalone": true`` takes it
+        (competition-ui's Start; that EO calls every round ``"true"``)."""
+        return await self.poster.post(self.base_url, ep.START_ROUND, body)
+
+    async def end_round(self, round_id: RoundId) -> Outcome:
+        """``/endRound {"roundId"}`` (competition-ui's End; the stand-in ends the current phase)."""
+        return await self.poster.post(self.base_url, ep.END_ROUND, {"roundId": round_id})
+
+    async def save_allocation(self, round_id: RoundId, products: dict[str, Any]) -> Outcome:
+        """``/receiveHumanAllocation`` with competition-ui's body, ``{"roundId", "payload": products}``."""
+        return await self.poster.post(self.base_url, ep.RECEIVE_HUMAN_ALLOCATION, {"roundId": round_id, "payload": products})
+
+    async def probe(self) -> EOProbe:
+        """Whether the EO answers (``GET /health``: any HTTP answer proves it is there, the
+        platform's EO serves none) and whether it is the suite's stand-in, which says so there."""
+        outcome = await self.poster.post(self.base_url, ep.HEALTH, None, method="GET")
+        if isinstance(outcome, Failed) and outcome.status_code is None:
+            return EOProbe(False, False, outcome.reason)
+        answer = outcome.answer if isinstance(outcome, Delivered) else None
+        standin = isinstance(answer, dict) and answer.get(ep.STANDIN_MARK) is True
+        status = outcome.status_code if isinstance(outcome, Delivered | Failed) else None
+        return EOProbe(True, standin, f"answers (HTTP {status})")
 
     async def view_queue(self, round_id: object, deadline: float | None = None) -> Outcome:
         """The EO's message queue of a round (GET; the answer is in :attr:`Delivered.answer`)."""
@@ -336,6 +365,15 @@ class EOClient:
 
     async def view_totals(self, round_id: object) -> Outcome:
         return await self.poster.post(self.base_url, _round_path(ep.VIEW_TOTALS, round_id), None, method="GET")
+
+
+def answer_of(outcome: Outcome, where: str) -> Any:
+    """The answer of a delivered call, or :class:`PlatformCallError` saying why there is none
+    (``where``: the service and path, for the line)."""
+    if isinstance(outcome, Delivered | Blocked):
+        return outcome.answer
+    reason = outcome.reason if isinstance(outcome, Failed | Undelivered) else repr(outcome)
+    raise PlatformCallError(f"{where}: {reason}")
 
 
 def _round_refusal(round_id: object, check: Outcome | None) -> Undelivered | Failed | None:

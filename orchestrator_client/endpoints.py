@@ -25,18 +25,10 @@ RECEIVE_HUMAN_ALLOCATION: Final = "/receiveHumanAllocation"
 HEALTH: Final = "/health"
 """``GET``: ``{"status": "ok", ...}`` from each of our HTTP services (open without a token)."""
 
-# -- the stand-in EO's own (a laptop's rounds; the platform EO's are driven by the platform) -------
-NEXT_ROUND: Final = "/nextRound"
-"""``POST {"durations": {"warmUp", "round", "post"}}``: the stand-in starts the next round of the
-day (the operator console's Next round), as the next free ``rN`` or as the body's optional
-``"roundId"`` (409 when already used today). Its ``END_ROUND`` ends the current phase now."""
+# -- the stand-in EO's own ----------------------------------------------------------------------
 STANDIN_MARK: Final = "standin"
-"""The key of the stand-in's ``/health`` answer that says it is the stand-in (the console offers
-round controls only then)."""
-STANDIN_NEXT_DURATIONS: Final = "nextRoundDurations"
-"""The key of the stand-in's ``/health`` answer with the durations its next round takes when Next
-round gives none (``{"warmUp", "round", "post"}``, seconds: ``[standin] warm_up_s``, ``round_s``,
-``post_s``), so the console can show them before the operator starts a round."""
+"""The key of the stand-in's ``/health`` answer that says it is the stand-in: its ``/endRound``
+ends the current phase (the room's End round), where the platform EO's ends the round."""
 
 # -- the utility generator (the buyer's assistant calls these) ---------------------------------
 CHECK_ALLOCATION: Final = "/checkAllocation"
@@ -47,6 +39,8 @@ CALCULATE_UTILITY: Final = "/calculateUtility"
 GENERATE_UTILITY: Final = "/generateUtility"
 """``GET GENERATE_UTILITY/<role>``: a utility function drawn from the role's distribution."""
 BUYER_ROLE: Final = "buyer"
+SELLER_ROLE: Final = "seller"
+"""The seller agents' role at the utility generator (``GENERATE_UTILITY/<role>``); the human's is ``BUYER_ROLE``."""
 
 # -- agents and the human-side service (the EO calls these) --------------------------------------
 RECEIVE_MESSAGE: Final = "/receiveMessage"
@@ -89,3 +83,6 @@ DEFAULT_HUMAN_PORT: Final = 7040
 """Where the platform's EO finds its human-side service by default: the competition UI's port,
 which the Avatar Controller takes over."""
 DEFAULT_EO_PORT: Final = 14010
+FIRST_SAMPLE_AGENT_PORT: Final = 14007
+"""The platform's sample sellers listen on 14007, 14008, ... in the order of the avatars they play
+(competition-ui's Start names them there): where a room without a roster finds its sellers."""

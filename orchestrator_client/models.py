@@ -366,6 +366,13 @@ class AppSettings(PlatformModel):
 
     serviceMap: dict[str, ServiceEntry]
     negotiatorsInfo: list[NegotiatorInfo] | None = None
+    standalone: bool | None = None
+    """The EO's own file: whether ``/startRound`` takes the whole round (and calls it ``"true"``)."""
+
+    def human_services(self) -> list[str]:
+        """The names of the ``type: human`` participants: the EO calls each of them with every
+        human-side call, and looks each up in its ``serviceMap``."""
+        return [info.name for info in self.negotiatorsInfo or () if info.type == "human"]
 
 
 # -- helpers ----------------------------------------------------------------------------------

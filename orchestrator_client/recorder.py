@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -23,6 +22,7 @@ import uvicorn
 from orchestrator_client import endpoints as ep
 from orchestrator_client.client import RELAY_PERMITTED_KEY
 from orchestrator_client.models import acknowledgement
+from workers.runtime.ports import free_port
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +61,6 @@ class Received:
     query: str
     wall_ns: int
     """``time.time_ns()`` when the whole body had arrived."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

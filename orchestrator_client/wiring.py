@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import httpx
-
 from orchestrator_client import endpoints as ep
+from orchestrator_client.answers import PlatformCallError
+from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts
 from orchestrator_client.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES
 from orchestrator_client.models import BUYER
-from orchestrator_client.tls import client_tls
+from orchestrator_client.utility_generator import UtilityGeneratorClient
 
 DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
 """The shipped EO's ``responseTimeLimit``: how long the addressed agent may take to reply."""
@@ -29,8 +29,21 @@ DEFAULT_EO_BUDGET: Final = 50.0
 """The shipped EO's ``humanBudget.value``."""
 UTILITY_GENERATOR: Final = ep.UTILITY_GENERATOR_SERVICE
 DEFAULT_UTILITY_GENERATOR_PORT: Final = 7021
+PROBE_TIMEOUTS: Final = Timeouts(connect_s=1.0, read_s=2.0, total_s=2.5)
+PROBE_RETRIES: Final = RetryPolicy(max_attempts=1)
+"""One attempt: a check says what it finds, now."""
 PROBE_ROUND: Final = "humaine-env-check-wiring"
 """A round id no venue uses: ``GET /viewQueue/<it>`` proves the EO answers without touching a round."""
+
+
+EVERY_INTERFACE: Final = ("0.0.0.0", "::", "")
+
+
+def reachable_host(listen_host: str) -> str:
+    """The address a service listening on ``listen_host`` is called at from this machine: a
+    service on every interface answers on loopback (another machine needs this one's own address,
+    which only the venue knows: ``check-wiring --write`` names ``[avatar] host``)."""
+    return "127.0.0.1" if listen_host in EVERY_INTERFACE else listen_host
 
 
 def eo_app_settings(
@@ -82,10 +95,11 @@ class Check:
         return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {self.detail}"
 
 
-def check_utility_generator(app_settings: dict[str, Any], configured: str | None, timeout_s: float = 2.0) -> list[Check]:
+async def check_utility_generator(app_settings: dict[str, Any], configured: str | None) -> list[Check]:
     """The utility generator: the EO's ``serviceMap`` must name one (the EO calls it to score the
-    round), and the one the buyer page uses (``[eo] utility_generator_url``, else that entry)
-    should answer; without one the page rates allocations with the suite's port of its rules."""
+    round), and the one the room uses (``[eo] utility_generator_url``, else that entry) should
+    answer; without one the room draws utilities and rates allocations with the suite's port of
+    its rules."""
     service_map = app_settings.get("serviceMap") if isinstance(app_settings.get("serviceMap"), dict) else {}
     entry = service_map.get(UTILITY_GENERATOR)
     checks = []
@@ -95,33 +109,54 @@ def check_utility_generator(app_settings: dict[str, Any], configured: str | None
     url = configured or (f"{entry.get('protocol', 'http')}://{entry.get('host')}:{entry.get('port')}" if isinstance(entry, dict) else None)
     if url is None:
         return checks
-    probe = f"{url.rstrip('/')}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}"
     try:
-        answer = httpx.get(probe, timeout=timeout_s, verify=client_tls())
-        ok = answer.status_code == 200
-        checks.append(Check(f"{UTILITY_GENERATOR} answers", ok, probe + ("" if ok else f": HTTP {answer.status_code}")))
-    except httpx.HTTPError as exc:
-        checks.append(Check(f"{UTILITY_GENERATOR} answers", False, f"{probe}: {exc or type(exc).__name__}; the buyer page "
-                                                                   "rates allocations with the suite's port of its rules meanwhile"))
+        async with UtilityGeneratorClient(url) as generator:
+            await generator.generate(ep.BUYER_ROLE)
+        checks.append(Check(f"{UTILITY_GENERATOR} answers", True, f"{url.rstrip('/')}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}"))
+    except PlatformCallError as exc:
+        checks.append(Check(f"{UTILITY_GENERATOR} answers", False, f"{exc}; the room draws utilities and rates allocations "
+                                                                   "with the suite's port of its rules meanwhile"))
     return checks
 
 
-def eo_probe_url(eo_url: str) -> str:
-    """The address that proves the EO answers: ``/health``, which the stand-in EO answers (saying
-    it is the stand-in) and the platform EO does not serve, so any HTTP status counts and only a
-    refused or silent connection means it is not there. Not a round's queue: the platform EO
-    prints a stack trace for an unknown round, and the operator console probes every few seconds."""
-    return f"{eo_url.rstrip('/')}{ep.HEALTH}"
-
-
-def check_eo_reachable(eo_url: str, timeout_s: float = 2.0) -> Check:
-    """The EO answers HTTP (:func:`eo_probe_url`)."""
-    url = eo_probe_url(eo_url)
+async def check_eo_reachable(eo_url: str) -> Check:
+    """The EO answers HTTP (:meth:`~orchestrator_client.client.EOClient.probe`)."""
+    eo = EOClient(eo_url, HttpPoster(timeouts=PROBE_TIMEOUTS, retry=PROBE_RETRIES))
     try:
-        response = httpx.get(url, timeout=timeout_s, verify=client_tls())
-    except httpx.HTTPError as exc:
-        return Check("EO reachable", False, f"{eo_url}: {exc or type(exc).__name__}; start the EO or fix [eo] url")
-    return Check("EO reachable", True, f"{eo_url} answers (HTTP {response.status_code})")
+        probe = await eo.probe()
+    finally:
+        await eo.aclose()
+    if not probe.reachable:
+        return Check("EO reachable", False, f"{eo_url}: {probe.detail}; start the EO or fix [eo] url")
+    return Check("EO reachable", True, f"{eo_url} {probe.detail}" + (" (the suite's stand-in)" if probe.standin else ""))
+
+
+async def check_services_answer(app_settings: dict[str, Any]) -> list[Check]:
+    """Every human-side service the EO will call answers HTTP (the EO exits when one is down)."""
+    infos = app_settings.get("negotiatorsInfo")
+    service_map = app_settings.get("serviceMap")
+    if not isinstance(infos, list) or not isinstance(service_map, dict):
+        return []
+    checks = []
+    poster = HttpPoster(timeouts=PROBE_TIMEOUTS, retry=PROBE_RETRIES)
+    try:
+        for info in infos:
+            if not isinstance(info, dict) or info.get("type") != "human":
+                continue
+            name = str(info.get("name"))
+            entry = service_map.get(name)
+            if not isinstance(entry, dict):
+                continue
+            base = f"{entry.get('protocol', 'http')}://{entry.get('host')}:{entry.get('port')}"
+            outcome = await poster.post(base, ep.HEALTH, None, method="GET")
+            if isinstance(outcome, Failed) and outcome.status_code is None:
+                checks.append(Check(f"{name} answers", False, f"{base}{ep.HEALTH}: {outcome.reason}; the EO exits on its "
+                                                              "first call to a human-side service that is down"))
+            else:
+                checks.append(Check(f"{name} answers", True, f"{base}{ep.HEALTH}"))
+    finally:
+        await poster.aclose()
+    return checks
 
 
 def check_app_settings(

@@ -168,13 +168,12 @@ async def save(request: Request, desk: DeskDep) -> JSONResponse:
     except (AllocationServiceError, ServiceMapError, ValueError) as exc:
         _notes.warning(("save", type(exc).__name__), "saving the allocation failed: %s", exc)
         return _refused(f"not saved: {exc}", 503)
-    status = str(answer.get("status", ""))
-    if status.lower() != "acknowledged":
-        reason = answer.get("Reason") or answer.get("reason") or status or "no answer"
+    if not answer.taken:
+        reason = answer.Reason or (answer.model_extra or {}).get("reason") or answer.status or "no answer"
         return _refused(f"not saved: the EO answered {reason}", 502)
     current = room.ledger.round_for(state.round_id)
     if current is not None:
         room.ledger.save_allocation(current.key, products, result["value"])
         room.books.changed()
     log.info("the buyer saved an allocation worth %s for round %s", result["value"], state.round_id)
-    return JSONResponse({**result, "ok": True, "saved": True, "eo": answer})
+    return JSONResponse({**result, "ok": True, "saved": True, "eo": answer.body()})

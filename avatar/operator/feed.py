@@ -33,6 +33,7 @@ from avatar.page_events import (
     AvatarSpeakingEvent,
     CalibrationEvent,
     CameraGeometryEvent,
+    CompetitionEvent,
     ConsoleEvent,
     ConsoleSnapshot,
     DayEvent,
@@ -143,6 +144,7 @@ class OperatorFeed:
         bus.subscribe(self.topics.all_speaking(), Speaking, self.on_speaking)
         bus.subscribe(self.topics.eo_verdict(), EOVerdict, self.on_verdict)
         self._calibration: dict[str, Any] | None = None
+        self._competition: dict[str, Any] | None = None
         bus.subscribe(self.topics.camera_calibration(), Calibration, self.on_calibration)
         bus.subscribe(self.topics.camera_geometry(), CameraGeometry, self.on_geometry)
 
@@ -163,6 +165,7 @@ class OperatorFeed:
                 "alerts": [view(a) for a in self._alerts],
                 "day": self._day,
                 "calibration": self._calibration,
+                "competition": self._competition,
             }
 
     def utterances(self) -> list[UtteranceView]:
@@ -339,10 +342,18 @@ class OperatorFeed:
             current = dict(link)
         self.hub.emit(LinkEvent(name=name, **current))
 
+    def set_competition(self, view: dict[str, Any]) -> None:
+        """The competition's picture (:meth:`avatar.competition.control.RoundControl.view`)."""
+        with self._lock:
+            self._competition = view
+        self.hub.emit(CompetitionEvent(**view))
+
     def books_alert(self, kind: str, text: str) -> None:
         """What the controller says about the round's books (they differ from the EO's; a round
-        the EO lost): an error on the console."""
-        self._alert("round_lost" if kind == "round_lost" else "books_differ", "error", text)
+        the EO lost) and about the competition's rounds (an agent that exited, a round that did
+        not start by itself): an error on the console."""
+        known: dict[str, AlertKind] = {"round_lost": "round_lost", "agent_exited": "agent_exited", "round_refused": "round_refused"}
+        self._alert(known.get(kind, "books_differ"), "error", text)
 
     def _alert(self, kind: AlertKind, level: AlertLevel, text: str) -> None:
         alert = Alert(kind=kind, level=level, text=text)

@@ -19,24 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Protocol
 
-import httpx
 from fastapi import APIRouter, Depends, FastAPI, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from avatar.auth import TOKEN_REQUIRED
+from avatar.competition.control import ControlAnswer, RoundControl
 from avatar.controller import AvatarController
 from avatar.deps import StateKey
 from avatar.display.socket import serve_hub
 from avatar.operator.day import DAY_DIR, DayBook, clean_buyer
 from avatar.operator.feed import OperatorFeed, Subscriber
 from avatar.pages import add_files, fill_page
-from orchestrator_client import endpoints as ep
 from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
-from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
-from orchestrator_client.tls import client_tls
-from orchestrator_client.wiring import eo_probe_url
-from workers.runtime.config import Config, OrchestratorSettings
-from workers.runtime.messages import MAX_PHASE_S, Calibration, Envelope, now_ms
+from workers.runtime.config import Config
+from workers.runtime.messages import Calibration, Envelope, now_ms
 from workers.runtime.topics import Topic
 
 log = logging.getLogger(__name__)
@@ -49,8 +45,9 @@ BUYER_PATH: Final = "/operator/buyer"
 DAY_JSON_PATH: Final = "/operator/day.json"
 DAY_CSV_PATH: Final = "/operator/day.csv"
 END_ROUND_PATH: Final = "/operator/round/end"
+STANDINGS_JSON_PATH: Final = "/operator/standings.json"
+STANDINGS_CSV_PATH: Final = "/operator/standings.csv"
 CALIBRATE_PATH: Final = "/operator/calibrate"
-ROUND_CONTROL_TIMEOUT_S: Final = 10.0
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 PAGE_FILE: Final = "console.html"
 CONSOLE_SOURCE: Final = "operator-console"
@@ -59,87 +56,25 @@ LINK_POLL_S: Final = 0.5
 """How often the broker connection is looked at (a change reaches the consoles this fast)."""
 EO_PROBE_INTERVAL_S: Final = 5.0
 """How often the EO is asked whether it answers, and only while a console is open."""
-EO_PROBE_TIMEOUT_S: Final = 2.0
 
 
-async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool], eo_url: str | None) -> None:
+async def _watch_links(feed: OperatorFeed, broker_connected: Callable[[], bool], rounds: RoundControl | None) -> None:
     """Keep the broker's and the EO's reachability current on the consoles, and notice workers
     that went silent."""
     next_probe = 0.0
-    async with httpx.AsyncClient(timeout=EO_PROBE_TIMEOUT_S, verify=client_tls()) as http:
-        while True:
-            feed.set_link("broker", connected=broker_connected())
-            feed.check_silent(now_ms())
-            if eo_url and feed.hub.client_count and time.monotonic() >= next_probe:
-                next_probe = time.monotonic() + EO_PROBE_INTERVAL_S
-                try:
-                    answer = await http.get(eo_probe_url(eo_url))
-                    feed.set_link("eo", reachable=True, detail=f"answers (HTTP {answer.status_code})", standin=_is_standin(answer),
-                                  durations=_next_durations(answer))
-                except httpx.HTTPError as exc:
-                    feed.set_link("eo", reachable=False, detail=str(exc) or type(exc).__name__)
-            await asyncio.sleep(LINK_POLL_S)
+    while True:
+        feed.set_link("broker", connected=broker_connected())
+        feed.check_silent(now_ms())
+        if rounds is not None and rounds.eo_url and feed.hub.client_count and time.monotonic() >= next_probe:
+            next_probe = time.monotonic() + EO_PROBE_INTERVAL_S
+            kind = await rounds.look()
+            feed.set_link("eo", reachable=kind is not None, detail=rounds.driver()["text"], standin=kind == "standin")
+        await asyncio.sleep(LINK_POLL_S)
 
 
-def _is_standin(answer: httpx.Response) -> bool:
-    """Whether the EO's health answer says it is the suite's stand-in (whose rounds the operator
-    drives from here); the platform's EO drives its own rounds."""
-    try:
-        body = answer.json()
-    except ValueError:
-        return False
-    return answer.status_code == 200 and isinstance(body, dict) and body.get(ep.STANDIN_MARK) is True
-
-
-def _next_durations(answer: httpx.Response) -> dict[str, float] | None:
-    """The durations the stand-in's next round takes (its health answer says them; the console
-    shows them in its fields), or None."""
-    try:
-        body = answer.json()
-    except ValueError:
-        return None
-    found = _durations({"durations": body.get(ep.STANDIN_NEXT_DURATIONS)}) if isinstance(body, dict) else None
-    return found or None
-
-
-async def _round_control(eo_url: str | None, path: str, body: dict[str, Any]) -> JSONResponse:
-    """Ask the stand-in EO to start the next round or end the current phase; its answer, or why not."""
-    if eo_url is None:
-        return JSONResponse({"ok": False, "reason": "no EO is configured"}, status_code=409)
-    try:
-        async with httpx.AsyncClient(timeout=ROUND_CONTROL_TIMEOUT_S, verify=client_tls()) as http:
-            health = await http.get(eo_probe_url(eo_url))
-            if not _is_standin(health):
-                return JSONResponse({"ok": False, "reason": "the platform's EO drives the rounds: start them there"}, status_code=409)
-            answer = await http.post(eo_url.rstrip("/") + path, json=body)
-    except httpx.HTTPError as exc:
-        return JSONResponse({"ok": False, "reason": f"the EO did not answer: {exc or type(exc).__name__}"}, status_code=502)
-    try:
-        data = answer.json()
-    except ValueError:
-        data = {}
-    if answer.status_code != 200:
-        reason = next((data[k] for k in ("error", "reason", "msg", "message") if data.get(k)), None) if isinstance(data, dict) else None
-        return JSONResponse({"ok": False, "reason": str(reason or f"HTTP {answer.status_code}")}, status_code=409)
-    return JSONResponse({"ok": True, **(data if isinstance(data, dict) else {})})
-
-
-def _durations(data: Any) -> dict[str, float] | None:
-    """The console's durations (seconds), checked: each a number from 0 (the round: above 0) to a day."""
-    raw = data.get("durations") if isinstance(data, dict) else None
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        return None
-    found: dict[str, float] = {}
-    for key in ("warmUp", "round", "post"):
-        value = raw.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_PHASE_S:
-            return None
-        found[key] = float(value)
-    return None if found.get("round") == 0 else found
+def _answer(answer: ControlAnswer) -> JSONResponse:
+    """Next or End round's answer to the console: what it did, or why not (409, in words)."""
+    return JSONResponse(answer.body(), status_code=200 if answer.ok else 409)
 
 
 class ConsoleBus(Subscriber, Protocol):
@@ -150,42 +85,46 @@ class ConsoleBus(Subscriber, Protocol):
 
 @dataclass(frozen=True)
 class Console:
-    """The console's side of the room: its feed of the bus, the day book, the EO whose rounds it
-    drives (None: none configured), the bus it publishes on and the controller that keeps the
-    buyer's name."""
+    """The console's side of the room: its feed of the bus, the day book, the round control its
+    Next and End round drive (None: none), the bus it publishes on and the controller that keeps
+    the buyer's name."""
 
     feed: OperatorFeed
     day: DayBook
-    eo_url: str | None
+    rounds: RoundControl | None
     bus: ConsoleBus
     broker_connected: Callable[[], bool]
     controller: AvatarController
 
     @classmethod
-    def open(cls, config: Config, bus: ConsoleBus, broker_connected: Callable[[], bool], controller: AvatarController) -> Console:
+    def open(cls, config: Config, bus: ConsoleBus, broker_connected: Callable[[], bool], controller: AvatarController,
+             rounds: RoundControl | None = None) -> Console:
         """Subscribe the console's feed on ``bus`` (before the bus starts, so retained statuses
         arrive with the first connection). The day's rounds come from the controller's ledger
         (:class:`DayBook`); the buyer named here is written there and rides on the round state,
-        for whoever files things per round."""
+        for whoever files things per round; the competition's picture comes from ``rounds``."""
         feed = OperatorFeed(bus)
-        try:
-            eo_url: str | None = resolve_eo_url(config.section(OrchestratorSettings))
-            feed.set_link("eo", url=eo_url)
-        except ServiceMapError as exc:
-            eo_url = None
-            feed.set_link("eo", reachable=False, detail=str(exc))
+        if rounds is not None and rounds.eo_url:
+            feed.set_link("eo", url=rounds.eo_url)
+        else:
+            feed.set_link("eo", reachable=False, detail=rounds.problem if rounds is not None else "no round control")
         day = DayBook(controller.ledger, config.core.data_dir / DAY_DIR)
 
         def day_changed(_book: object) -> None:
             summary, changed = day.export()
             if changed:
                 feed.set_day(summary)
+            if rounds is not None:
+                rounds.changed()  # a round's totals move the standings
 
         controller.books.listen(day_changed)
         controller.alert_listeners.append(feed.books_alert)
         feed.on_undelivered = controller.undelivered
         feed.set_day(day.export()[0])
-        return cls(feed, day, eo_url, bus, broker_connected, controller)
+        if rounds is not None:
+            rounds.listeners.append(feed.set_competition)
+            feed.set_competition(rounds.view())
+        return cls(feed, day, rounds, bus, broker_connected, controller)
 
     def name_buyer(self, name: Any, running: bool) -> str:
         """The buyer of the next rounds (and of the running one when ``running``), in the ledger."""
@@ -210,7 +149,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """While the app serves: the feed's hub on the event loop, and the links watched."""
     console = CONSOLE.of(app)
     console.feed.hub.attach(asyncio.get_running_loop())
-    watcher = asyncio.create_task(_watch_links(console.feed, console.broker_connected, console.eo_url))
+    watcher = asyncio.create_task(_watch_links(console.feed, console.broker_connected, console.rounds))
     try:
         yield
     finally:
@@ -228,7 +167,8 @@ def _page() -> str:
     """The console's HTML with the addresses of its files, feed and actions filled in."""
     return fill_page(STATIC_DIR / PAGE_FILE, {
         "static": CONSOLE_STATIC_PATH, "feed": CONSOLE_FEED_PATH, "next": NEXT_ROUND_PATH, "end": END_ROUND_PATH,
-        "buyer": BUYER_PATH, "day_json": DAY_JSON_PATH, "day_csv": DAY_CSV_PATH, "calibrate": CALIBRATE_PATH})
+        "buyer": BUYER_PATH, "day_json": DAY_JSON_PATH, "day_csv": DAY_CSV_PATH, "calibrate": CALIBRATE_PATH,
+        "standings_json": STANDINGS_JSON_PATH, "standings_csv": STANDINGS_CSV_PATH})
 
 
 @router.get(CONSOLE_PATH, include_in_schema=False, response_class=HTMLResponse)
@@ -246,20 +186,26 @@ async def console_feed(websocket: WebSocket, feed: FeedDep) -> None:
 
 @router.post(NEXT_ROUND_PATH, include_in_schema=False)
 async def next_round(request: Request, console: ConsoleDep) -> JSONResponse:
-    """The operator's Next round (with the stand-in EO): the next round with these durations,
-    for the buyer named (the day book files the round under that name)."""
+    """The operator's Next round: the schedule's next round (with a roster), else the avatars'
+    sellers for the buyer named, with these durations (``{"durations": {...}}``; none: the last
+    ones used)."""
     try:
         data = parse_body(await request.body())
     except BodyRefused as exc:
         return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
-    if isinstance(data, dict) and "buyer" in data:
-        console.name_buyer(data["buyer"], running=False)
-    durations = _durations(data)
-    if durations is None:
+    if console.rounds is None:
+        return JSONResponse({"ok": False, "reason": "this Avatar Controller starts no rounds"}, status_code=409)
+    if not isinstance(data, dict):
+        return JSONResponse({"ok": False, "reason": 'the body is {"durations": {...}, "buyer": "name"}'}, status_code=422)
+    durations = data.get("durations")
+    if durations is not None and not isinstance(durations, dict):
         return JSONResponse({"ok": False, "reason": "durations are seconds: warmUp, round (above 0), post"}, status_code=422)
-    answer = await _round_control(console.eo_url, ep.NEXT_ROUND, {"durations": durations} if durations else {})
-    log.info("the operator started the next round: %s", answer.body.decode()[:200])
-    return answer
+    buyer = None
+    if "buyer" in data and not console.rounds.tournament.enabled:
+        buyer = console.name_buyer(data["buyer"], running=False)
+    answer = await console.rounds.next_round(durations, buyer)
+    log.info("the operator's Next round: %s", answer.body())
+    return _answer(answer)
 
 
 @router.post(BUYER_PATH, include_in_schema=False)
@@ -306,7 +252,26 @@ async def calibrate(console: ConsoleDep) -> JSONResponse:
 
 @router.post(END_ROUND_PATH, include_in_schema=False)
 async def end_round(console: ConsoleDep) -> JSONResponse:
-    """The operator's End round (with the stand-in EO): the current phase ends now."""
-    current = console.feed.view()["round"] or {}
-    body = {"roundId": current["round_id"]} if current.get("round_id") is not None else {}
-    return await _round_control(console.eo_url, ep.END_ROUND, body)
+    """The operator's End round: on the stand-in the current phase ends now; on the platform's EO
+    the round ends (its totals come at its own end)."""
+    if console.rounds is None:
+        return JSONResponse({"ok": False, "reason": "this Avatar Controller ends no rounds"}, status_code=409)
+    answer = await console.rounds.end_round()
+    log.info("the operator's End round: %s", answer.body())
+    return _answer(answer)
+
+
+@router.get(STANDINGS_JSON_PATH, include_in_schema=False)
+async def standings_json(console: ConsoleDep) -> JSONResponse:
+    """The competition's standings: per agent its rounds, mean utility and mean social welfare;
+    per buyer their rounds and total utility; the rounds that count in none, with why."""
+    if console.rounds is None:
+        return JSONResponse({"agents": [], "buyers": [], "unscored": []})
+    return JSONResponse(console.rounds.standings().body())
+
+
+@router.get(STANDINGS_CSV_PATH, include_in_schema=False)
+async def standings_csv(console: ConsoleDep) -> Response:
+    text = console.rounds.standings().csv_text() if console.rounds is not None else ""
+    return Response(text, media_type="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="humaine-standings-{console.day.date}.csv"'})

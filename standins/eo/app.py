@@ -92,12 +92,6 @@ def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrc
         rnd = engine.end_phase(await json_body(request))
         return acknowledgement(roundId=rnd.round_id, phase=rnd.phase)
 
-    @app.post(ep.NEXT_ROUND)
-    async def next_round(request: Request) -> dict[str, Any]:
-        """The operator's Next round (a stand-in's own): the next round of the day starts."""
-        rnd = engine.next_round(await json_body(request))
-        return acknowledgement(roundId=rnd.round_id, durations=rnd.durations.body())
-
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:
         return engine.summary()

@@ -7,6 +7,7 @@ the platform's own order.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -15,11 +16,10 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from orchestrator_client import endpoints as ep
+from orchestrator_client.answers import PlatformCallError, RoundCallAnswer, read_answer
+from orchestrator_client.client import EOClient, HttpPoster, Timeouts, answer_of
 from orchestrator_client.models import InitializeRound
-from orchestrator_client.tls import client_tls
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +66,24 @@ def wait_for_services(urls: Iterable[str], timeout: float, stop: threading.Event
             return pending
 
 
-def start_round_sync(eo_url: str, body: InitializeRound, timeout: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
-    """``/initializeRound`` then ``/startRound`` on the EO at ``eo_url``; returns the
-    ``/startRound`` answer. Raises :class:`RoundStartError` with a readable reason."""
-    base = eo_url.rstrip("/")
-    with httpx.Client(timeout=timeout, verify=client_tls()) as client:
-        answer: dict[str, Any] = {}
-        for path, payload in ((ep.INITIALIZE_ROUND, body.body()), (ep.START_ROUND, {"roundId": body.roundId})):
-            try:
-                response = client.post(base + path, json=payload)
-            except httpx.HTTPError as exc:
-                raise RoundStartError(f"{base}{path}: {exc or type(exc).__name__}; is the EO running?") from None
-            if not response.is_success:
-                raise RoundStartError(f"{base}{path} answered HTTP {response.status_code}: {response.text[:300]}")
-            try:
-                answer = response.json()
-            except ValueError:
-                answer = {"raw": response.text[:300]}
-    log.info("round %s started on %s", body.roundId, base)
+def start_round_sync(eo_url: str, body: InitializeRound, timeout: float = REQUEST_TIMEOUT_S) -> Any:
+    """``/initializeRound`` then ``/startRound`` on the EO at ``eo_url`` (from a thread without an
+    event loop: a CLI, a worker's thread); returns the ``/startRound`` answer. Raises
+    :class:`RoundStartError` with a readable reason."""
+    return asyncio.run(_start_round(eo_url, body, timeout))
+
+
+async def _start_round(eo_url: str, body: InitializeRound, timeout: float) -> Any:
+    eo = EOClient(eo_url, HttpPoster(timeouts=Timeouts(connect_s=1.0, read_s=timeout, total_s=timeout + 1.0)))
+    try:
+        answer = answer_of(await eo.initialize_round(body), f"{eo.base_url}{ep.INITIALIZE_ROUND}")
+        refused = read_answer(RoundCallAnswer, answer, eo.base_url).refusal
+        if refused:
+            raise RoundStartError(f"{eo.base_url}{ep.INITIALIZE_ROUND} refused: {refused}")
+        answer = answer_of(await eo.start_round(body.roundId), f"{eo.base_url}{ep.START_ROUND}")
+    except PlatformCallError as exc:
+        raise RoundStartError(f"{exc}; is the EO running?") from None
+    finally:
+        await eo.aclose()
+    log.info("round %s started on %s", body.roundId, eo.base_url)
     return answer

@@ -34,9 +34,8 @@ a laptop's round then never scores cakes the buyer could not bake. The check is 
 generator's, ported (:func:`orchestrator_client.buyer_utility.still_needed`). An allocation it
 cannot read is stored as the EO stores it.
 
-Round ids: Next round (and the worker's automatic first round) take the next ``rN`` not used
-yet today - neither by this process's rounds nor by the room's (``taken_round_ids``), so a
-restarted stand-in never repeats a day's round id.
+Round ids are the caller's (the room allocates them, as the platform's competition manager
+does); like the platform's EO, the stand-in keeps only its own memory of the rounds it was given.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -61,9 +60,7 @@ from orchestrator_client.models import (
     AgentMessage,
     Bid,
     Budget,
-    Durations,
     InitializeRound,
-    RoundId,
     acknowledgement,
     confirm_accept_answer,
     describe_error,
@@ -71,7 +68,7 @@ from orchestrator_client.models import (
     parse_message,
 )
 from orchestrator_client.rules import R3_NO_HUMAN_RATIONALE, Entry, Proposal, TurnQueue, Verdict
-from standins.eo.round_setup import ROUND_ID_PREFIX, auto_round
+from standins.eo.round_setup import ROUND_ID_PREFIX
 from standins.eo.rounds import Ledger, Round, Service, SetupError, round_key
 from standins.eo.settings import StandinSettings
 
@@ -91,8 +88,6 @@ NO_ALLOCATION_BODY = "No body supplied."
 """The platform EO's ``Reason`` when the buyer has no totals (bought nothing) or sent no body."""
 NUMBERED_ROUND = re.compile(rf"{re.escape(ROUND_ID_PREFIX)}([1-9][0-9]*)")
 """A round id of the day's numbering (``r1``, ``r2``, ...)."""
-TakenRoundIds = Callable[[], Iterable[str]]
-"""The round ids the room has already used today (its database), asked at each choice."""
 
 
 class StandinError(Exception):
@@ -143,12 +138,9 @@ class StandinOrchestrator:
         self,
         settings: StandinSettings,
         clock_ms: Callable[[], float] = _monotonic_ms,
-        taken_round_ids: TakenRoundIds | None = None,
     ) -> None:
         self.settings = settings
         self.clock_ms = clock_ms
-        self.taken_round_ids = taken_round_ids
-        """Round ids used today outside this process (a restart forgets its own rounds)."""
         self.poster = HttpPoster(timeouts=self._timeouts(settings.request_timeout_s), retry=FORWARD_RETRIES)
         self.confirm_poster = HttpPoster(timeouts=self._timeouts(settings.confirm_wait_s), retry=FORWARD_RETRIES)
         """``/confirmAccept`` only: the buyer answers it, which takes seconds, not a service's
@@ -270,8 +262,6 @@ class StandinOrchestrator:
         s = self.settings
         if info.get("host") and isinstance(info.get("port"), int):
             return replace(Service.from_info(info, "human"), token=s.human_token)
-        if not self.real_eo:
-            raise SetupError("the body needs 'human': the human-side service's name, host and port")
         found = Service.from_info(
             {"name": s.human_name, "host": s.services_host, "port": s.human_port,
              "utilityFunction": info.get("utilityFunction") or {}},
@@ -353,7 +343,7 @@ class StandinOrchestrator:
             await asyncio.wait_for(rnd.skip.wait(), max(0.0, seconds))
         rnd.skip.clear()
 
-    # -- the operator's round controls (a stand-in's own; the platform EO's rounds are its own) --
+    # -- the operator's End round ---------------------------------------------------------------
     def end_phase(self, body: Any) -> Round:
         """``/endRound {"roundId"}``: end the current phase now. Ending the negotiation leads to
         the post-round phase (the buyer still saves an allocation), ending that to the totals."""
@@ -370,60 +360,11 @@ class StandinOrchestrator:
         rnd.skip.set()
         return rnd
 
-    def next_round(self, body: Any) -> Round:
-        """``/nextRound``: initialize and start the next round of the day from ``[standin]``
-        (sellers, the human-side service, budget), with the durations the body gives
-        (``{"durations": {"warmUp", "round", "post"}}``, seconds) and the round id it gives
-        (``"roundId"``: refused with 409 when already used today) or else the next free ``rN``."""
-        running = [r.round_id for r in self.rounds.values() if r.phase in ("warmup", "round", "post")]
-        if running:
-            raise StandinError(409, f"round {running[-1]!r} is still running: end it first")
-        round_id = self._asked_round_id(body)
-        durations = body.get("durations") if isinstance(body, dict) else None
-        settings = self.settings
-        if isinstance(durations, dict):
-            try:
-                settings = settings.model_copy(update={
-                    "warm_up_s": float(durations.get("warmUp", settings.warm_up_s)),
-                    "round_s": float(durations.get("round", settings.round_s)),
-                    "post_s": float(durations.get("post", settings.post_s)),
-                })
-                StandinSettings.model_validate(settings.model_dump())
-            except (TypeError, ValueError) as exc:
-                raise StandinError(422, f"invalid durations: {exc}") from None
-        setup = auto_round(settings, self.free_round_id() if round_id is None else round_id)
-        rnd = self.initialize(setup.body())
-        return self.start({"roundId": rnd.round_id})
-
-    def _asked_round_id(self, body: Any) -> RoundId | None:
-        """The ``roundId`` a ``/nextRound`` body asks for (None: it asks for none), refused when
-        it is not an id or was already used today."""
-        if not isinstance(body, dict) or body.get("roundId") is None:
-            return None
-        asked = body["roundId"]
-        if isinstance(asked, bool) or not isinstance(asked, int | str) or not str(asked).strip():
-            raise StandinError(422, f"roundId must be a non-empty string or an integer (got {asked!r})")
-        if round_key(asked) in self.used_round_ids():
-            raise StandinError(409, f"round id {asked!r} was already used today; leave roundId out for the next free one "
-                               f"({self.free_round_id()})", roundId=asked)
-        return asked
-
-    def used_round_ids(self) -> set[str]:
-        """Every round id used today: this process's rounds and the room's (``taken_round_ids``;
-        when the room cannot say, this process's alone, with a warning)."""
-        used = set(self.rounds)
-        if self.taken_round_ids is not None:
-            try:
-                used.update(round_key(taken) for taken in self.taken_round_ids())
-            except Exception as exc:  # the room's record is away: a round still starts
-                log.warning("the room's round ids of today are unknown (%s: %s); choosing from this process's rounds alone",
-                            type(exc).__name__, exc)
-        return used
-
     def free_round_id(self) -> str:
-        """The next round id of the day: one past the highest ``rN`` used today (``r1`` on a
-        fresh day), so the day's rounds stay in order and a restart never repeats one."""
-        numbers = [int(found.group(1)) for used in self.used_round_ids() if (found := NUMBERED_ROUND.fullmatch(used))]
+        """The round id ``--auto-round`` takes: one past the highest ``rN`` this process knows
+        (``r1`` when it knows none). The room allocates its own ids (its ledger knows the day's);
+        the stand-in, like the platform's EO, keeps only its own memory."""
+        numbers = [int(found.group(1)) for used in self.rounds if (found := NUMBERED_ROUND.fullmatch(used))]
         return f"{ROUND_ID_PREFIX}{max(numbers, default=0) + 1}"
 
     def _round_totals(self, rnd: Round) -> dict[str, Any]:
@@ -697,12 +638,6 @@ class StandinOrchestrator:
         return rnd
 
     def summary(self) -> dict[str, Any]:
-        """``/health``: the stand-in's mark, its rounds' phases, and the durations Next round
-        takes when it gives none (the console shows them before the operator starts a round)."""
-        s = self.settings
-        return {
-            "status": "ok",
-            ep.STANDIN_MARK: True,
-            "rounds": {key: r.phase for key, r in self.rounds.items()},
-            ep.STANDIN_NEXT_DURATIONS: Durations(warmUp=s.warm_up_s, round=s.round_s, post=s.post_s).body(),
-        }
+        """``/health``: the stand-in's mark (the room ends a phase here, where it ends a round on
+        the platform's EO) and its rounds' phases."""
+        return {"status": "ok", ep.STANDIN_MARK: True, "rounds": {key: r.phase for key, r in self.rounds.items()}}

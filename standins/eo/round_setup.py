@@ -1,9 +1,10 @@
 """Building an ``/initializeRound`` body for a room on one machine.
 
-The utility generator of the platform is not part of a laptop demo, so the utilities here are
-fixed: the sellers' unit costs and the buyer's cake/pancake values are those of a round captured
-from the real platform (``eo-observed-traffic.json``), with Watson's costs shifted so the two
-sellers do not quote the same prices.
+:func:`default_round` gives every round the same utilities - the sellers' unit costs and the
+buyer's cake/pancake values of a round captured from the real platform (``eo-observed-traffic.json``),
+Watson's costs shifted so the two sellers do not quote the same prices - for tests and benchmarks
+that need a round they can reason about. :func:`auto_round`, the stand-in's own round, draws them
+from the platform generator's distributions, as the room's rounds do.
 
 Typical use (the suite's supervisor)::
 
@@ -15,11 +16,13 @@ Typical use (the suite's supervisor)::
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Mapping
 from typing import Any, Final
 
-from orchestrator_client.endpoints import DEFAULT_HUMAN_PORT
+from orchestrator_client.endpoints import BUYER_ROLE, DEFAULT_HUMAN_PORT, SELLER_ROLE
 from orchestrator_client.models import Budget, Durations, InitializeRound, NegotiatorInfo, RoundId
+from orchestrator_client.utility_draw import draw_utility
 from standins.eo.settings import DEFAULT_AGENT_PORTS, DEFAULT_HUMAN_BUDGET, StandinSettings
 
 GOODS: Final = ("egg", "flour", "sugar", "milk", "chocolate", "vanilla", "blueberry")
@@ -174,11 +177,12 @@ def default_round(
     )
 
 
-def auto_round(settings: StandinSettings, round_id: RoundId | None = None) -> InitializeRound:
-    """The round ``humaine-env orchestrator --auto-round`` and Next round start, from
-    ``[standin]``: its id is ``round_id``, else ``[standin] round_id``, else :data:`FIRST_ROUND_ID`."""
+def auto_round(settings: StandinSettings, round_id: RoundId | None = None, rng: random.Random | None = None) -> InitializeRound:
+    """The round ``humaine-env orchestrator --auto-round`` starts, from ``[standin]``: its id is
+    ``round_id``, else ``[standin] round_id``, else :data:`FIRST_ROUND_ID`; every participant's
+    utility drawn from the platform generator's distributions (:mod:`orchestrator_client.utility_draw`)."""
     chosen = round_id if round_id is not None else settings.round_id
-    return default_round(
+    body = default_round(
         settings.agents,
         settings.human_port,
         (settings.warm_up_s, settings.round_s, settings.post_s),
@@ -188,3 +192,8 @@ def auto_round(settings: StandinSettings, round_id: RoundId | None = None) -> In
         budget=settings.human_budget,
         currency=settings.currency,
     )
+    for agent in body.agents:
+        agent.utilityFunction = draw_utility(SELLER_ROLE, rng)
+    if isinstance(body.human, NegotiatorInfo):
+        body.human.utilityFunction = draw_utility(BUYER_ROLE, rng)
+    return body

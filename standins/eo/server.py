@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from orchestrator_client.serving import AppServer, ServerError
 from standins.eo.app import create_app
-from standins.eo.engine import StandinOrchestrator, TakenRoundIds
+from standins.eo.engine import StandinOrchestrator
 from standins.eo.settings import StandinSettings
 
 __all__ = ["AppServer", "ServerError", "StandinServer"]
 
 
 class StandinServer(AppServer):
-    """The stand-in EO on ``[standin] host/port``: ``StandinServer(settings).start()``.
-    ``taken_round_ids`` gives the round ids the room already used today (see
-    :class:`~standins.eo.engine.StandinOrchestrator`)."""
+    """The stand-in EO on ``[standin] host/port``: ``StandinServer(settings).start()``."""
 
-    def __init__(
-        self, settings: StandinSettings | None = None, port: int | None = None, taken_round_ids: TakenRoundIds | None = None
-    ) -> None:
+    def __init__(self, settings: StandinSettings | None = None, port: int | None = None) -> None:
         chosen = settings or StandinSettings()
         self.settings = chosen
-        self.engine = StandinOrchestrator(chosen, taken_round_ids=taken_round_ids)
+        self.engine = StandinOrchestrator(chosen)
         super().__init__(create_app(chosen, self.engine), chosen.host, chosen.port if port is None else port, "stand-in EO")

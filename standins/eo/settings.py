@@ -21,11 +21,11 @@ from typing import ClassVar, Final, Literal
 
 from pydantic import Field
 
-from orchestrator_client.endpoints import DEFAULT_EO_PORT, DEFAULT_HUMAN_PORT, HUMAN_SERVICE_NAMES
+from orchestrator_client.endpoints import DEFAULT_EO_PORT, DEFAULT_HUMAN_PORT, FIRST_SAMPLE_AGENT_PORT, HUMAN_SERVICE_NAMES
 from orchestrator_client.rules import RuleSettings
-from workers.runtime.config import ListenHost, Section
+from workers.runtime.config import DEFAULT_AVATARS, ListenHost, Section
 
-DEFAULT_AGENT_PORTS: Final[dict[str, int]] = {"Celia": 14007, "Watson": 14008}
+DEFAULT_AGENT_PORTS: Final[dict[str, int]] = {name: FIRST_SAMPLE_AGENT_PORT + place for place, name in enumerate(DEFAULT_AVATARS)}
 """The ports the platform's sample sellers use; the demo sellers listen there too."""
 DEFAULT_HUMAN_BUDGET: Final = 50.0
 """The budget seen in the current EO's ``/sendRoundMetadata``."""

@@ -4,53 +4,26 @@ suite's status table shows it like every other worker (it needs no broker to ser
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any, ClassVar
 
 from orchestrator_client import endpoints as ep
 from standins.eo.auto import RoundStartError, service_urls, start_round_sync, wait_for_services
-from standins.eo.engine import TakenRoundIds
 from standins.eo.round_setup import auto_round
 from standins.eo.rounds import round_key
 from standins.eo.server import StandinServer
 from standins.eo.settings import StandinSettings
 from workers.runtime.config import Config
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger, day_of
 from workers.runtime.logs import NOTICE
-from workers.runtime.messages import now_ms
 from workers.runtime.worker import Worker, wait_for_stop
-
-
-def room_round_ids(data_dir: Path) -> TakenRoundIds:
-    """The round ids of today in the room's ledger at ``data_dir`` (none before it exists)."""
-    path = data_dir / LEDGER_FILE
-
-    def taken() -> set[str]:
-        ledger = RoomLedger.reader(path)
-        if ledger is None:
-            return set()
-        try:
-            return ledger.round_ids_on(day_of(now_ms()))
-        finally:
-            ledger.close()
-
-    return taken
 
 
 class StandinWorker(Worker):
     name: ClassVar[str] = "orchestrator"
     serves_http: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        config: Config,
-        auto_start_round: bool = False,
-        worker_id: str | None = None,
-        taken_round_ids: TakenRoundIds | None = None,
-    ) -> None:
-        """``taken_round_ids``: the round ids the room already used today, so neither Next round
-        nor the automatic first round repeats one after a restart; by default those in the
-        room's ledger under ``data_dir`` (written by the Avatar Controller)."""
+    def __init__(self, config: Config, auto_start_round: bool = False, worker_id: str | None = None) -> None:
+        """``auto_start_round`` (or ``[standin] auto_round``): the stand-in alone starts a round of
+        its own once its sellers and human side answer (the room starts its rounds itself)."""
         super().__init__(config, worker_id)
         self.settings = config.section(StandinSettings)
         if not self.settings.human_token:  # the room's own Avatar Controller guarded by a token
@@ -61,7 +34,7 @@ class StandinWorker(Worker):
                 self.settings = self.settings.model_copy(update={"human_token": avatar_token})
         self.auto_start_round = auto_start_round or self.settings.auto_round
         # binds now: a busy port fails before start-up
-        self.server = StandinServer(self.settings, taken_round_ids=taken_round_ids or room_round_ids(config.core.data_dir))
+        self.server = StandinServer(self.settings)
         self.round_note = ""
 
     def health(self) -> dict[str, Any]:
@@ -78,34 +51,14 @@ class StandinWorker(Worker):
         wait_for_stop(stop)
         self.server.stop()
 
-    def _room_round_open(self) -> object | None:
-        """The id of the round the room's ledger has open (warm-up, negotiation or post-round), or None."""
-        ledger = RoomLedger.reader(self.config.core.data_dir / LEDGER_FILE)
-        if ledger is None:
-            return None
-        try:
-            current = ledger.current()
-        finally:
-            ledger.close()
-        return current.round_id if current is not None and current.open else None
-
     def _start_round(self, stop: threading.Event) -> None:
         missing = wait_for_services(service_urls(auto_round(self.settings)), self.settings.wait_for_services_s, stop)
         if stop.is_set():
             return
-        still_open = self._room_round_open()
-        if still_open is not None:
-            # this process was restarted in the middle of the room's round (its own rounds died
-            # with the last one): a round started now would stand over the room's
-            self.log.log(NOTICE, "the room's round %s is still open: no round starts by itself (Next round on the console)",
-                         still_open)
-            return
-        # chosen only now, after the wait: unset [standin] round_id is the next free rN, the
-        # choice Next round makes (which the operator may have used meanwhile)
         engine = self.server.engine
         chosen = self.settings.round_id
-        if chosen is not None and round_key(chosen) in engine.used_round_ids():
-            self.log.warning("starting round %s as [standin] round_id says, although that id was already used today", chosen)
+        if chosen is not None and round_key(chosen) in engine.rounds:
+            self.log.warning("starting round %s as [standin] round_id says, although this stand-in ran it already", chosen)
         body = auto_round(self.settings, engine.free_round_id() if chosen is None else chosen)
         if missing:
             self.log.warning("starting round %s although nothing answers at %s", body.roundId, ", ".join(missing))

@@ -177,7 +177,8 @@ def suite_config(tmp_path: Path, broker_port: int, speaker: str = "", avatars: S
         f'data_dir = "{tmp_path / "data"}"\n'
         f"avatars = {json.dumps(list(avatars))}\n"
         f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
-        f"[standin]\nport = {free_port()}\nwarm_up_s = 0.5\n"
+        f"[standin]\nport = {free_port()}\n"
+        f"[rounds]\nwarm_up_s = 0.5\n"
         f"[demo_agents]\nagents = {{ {sellers} }}\n"
         f'[avatar]\nport = {free_port()}\nspeaker = "{speaker}"\n'
     )

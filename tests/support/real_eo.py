@@ -72,6 +72,9 @@ class RealEO(NodeProcess):
     utility_generator_port: int = field(default_factory=free_port)
     """Nothing listens there: the utilities of the round totals are null, as at a venue
     whose utility generator is away."""
+    beside: dict[str, int] = field(default_factory=dict)
+    """More human-side services the EO calls with everything (name -> port on 127.0.0.1), as a
+    venue's competition-ui beside the Avatar Controller: a test's witness of what the EO sends."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -87,7 +90,7 @@ class RealEO(NodeProcess):
         return self.workdir / "appSettings.json"
 
     def app_settings(self) -> dict[str, Any]:
-        return eo_app_settings(
+        settings = eo_app_settings(
             self.human_host,
             self.human_port,
             environment_uuid=self.environment_uuid,
@@ -97,6 +100,10 @@ class RealEO(NodeProcess):
             human_budget=self.human_budget,
             utility_generator_port=self.utility_generator_port,
         )
+        for name, port in self.beside.items():
+            settings["negotiatorsInfo"].append({"name": name, "type": "human", "role": "buyer"})
+            settings["serviceMap"][name] = {"protocol": "http", "host": "127.0.0.1", "port": port}
+        return settings
 
     def _prepare(self) -> None:
         tree = eo_tree()

@@ -240,6 +240,11 @@ class OrchestratorSettings(Section):
     """The platform's utility generator, e.g. ``http://localhost:7021``: the buyer's page has it
     check and rate the buyer's allocation. Empty: the ``utility-generator`` entry of
     ``app_settings`` when there is one, else the suite's own port of its rules."""
+    standalone: bool | None = None
+    """Whether the EO runs with ``"standalone": true`` in its own settings: the room then starts a
+    round with the whole body on ``/startRound`` (competition-ui's way; that EO calls every round
+    ``"true"``) instead of ``/initializeRound`` and ``/startRound``. Unset: the ``standalone`` of
+    ``app_settings`` when it is the EO's own file, else false."""
     verify_round: bool = True
     """Ask the EO whether it runs the round (``GET /viewQueue/{roundId}``) before relaying a
     message: the current EO exits on a ``/relayMessage`` for a round it does not know (after
@@ -465,6 +470,8 @@ class Config:
                     return f"{where}: {unknown('key', str(err['loc'][0]), model.model_fields)}"
                 if err["type"] == "literal_error" and isinstance(err.get("input"), str):
                     return f"{where}: {unknown('value', err['input'], LITERAL_VALUE.findall(err['ctx']['expected']))}"
+                if err["type"] == "value_error" and err.get("ctx", {}).get("error") is not None:
+                    return f"{where}: {err['ctx']['error']}"  # the model's own words, without pydantic's "Value error, "
                 return f"{where}: {err['msg']}"
 
             raise ConfigError(f"invalid configuration: {'; '.join(problem(err) for err in exc.errors())}") from None

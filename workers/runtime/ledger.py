@@ -36,7 +36,9 @@ LEDGER_FILE: Final = "ledger.sqlite3"
 """Under ``data_dir``: the room's ledger."""
 BUSY_TIMEOUT_MS: Final = 5000
 """How long a reader or the writer waits for the other's lock before giving up."""
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""2: the rounds the room starts (``launches``), the competition's schedule, its utilities and
+the agent programs of each round; ``rounds.launch_id``."""
 
 LedgerPhase = Literal["warmup", "round", "post", "ended", "lost"]
 OPEN_PHASES: Final = ("warmup", "round", "post")
@@ -68,7 +70,8 @@ CREATE TABLE IF NOT EXISTS rounds (
     utility TEXT,
     totals TEXT,
     undelivered INTEGER NOT NULL DEFAULT 0,
-    note TEXT NOT NULL DEFAULT ''
+    note TEXT NOT NULL DEFAULT '',
+    launch_id INTEGER REFERENCES launches (id)
 );
 CREATE INDEX IF NOT EXISTS rounds_by_label ON rounds (round_label, key);
 CREATE INDEX IF NOT EXISTS rounds_by_day ON rounds (day, key);
@@ -118,7 +121,59 @@ CREATE TABLE IF NOT EXISTS allocations (
     value REAL,
     saved_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS launches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    round_id TEXT NOT NULL,
+    round_label TEXT NOT NULL,
+    day TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    buyer TEXT NOT NULL DEFAULT '',
+    slot_id INTEGER REFERENCES schedule (id),
+    seats TEXT NOT NULL,
+    utilities TEXT NOT NULL,
+    durations TEXT NOT NULL,
+    eo TEXT NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    ends_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS launches_by_label ON launches (day, round_label, id);
+CREATE TABLE IF NOT EXISTS schedule (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    roster TEXT NOT NULL,
+    cycle INTEGER NOT NULL,
+    buyer TEXT NOT NULL,
+    seats TEXT NOT NULL,
+    buyer_utility TEXT NOT NULL,
+    twin_set INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'planned',
+    put_back_from INTEGER REFERENCES schedule (id)
+);
+CREATE INDEX IF NOT EXISTS schedule_by_roster ON schedule (roster, state, id);
+CREATE TABLE IF NOT EXISTS utilities (
+    key TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    utility TEXT NOT NULL,
+    source TEXT NOT NULL,
+    drawn_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    launch_id INTEGER NOT NULL REFERENCES launches (id),
+    agent TEXT NOT NULL,
+    avatar TEXT NOT NULL,
+    pid INTEGER,
+    port INTEGER,
+    log TEXT NOT NULL DEFAULT '',
+    started_ms INTEGER NOT NULL,
+    ended_ms INTEGER,
+    outcome TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS agent_runs_by_state ON agent_runs (state);
 """
+_MIGRATIONS: Final = (("rounds", "launch_id", "ALTER TABLE rounds ADD COLUMN launch_id INTEGER REFERENCES launches (id)"),)
+"""Columns a ledger of an earlier schema lacks: ``(table, column, the statement that adds it)``."""
 
 
 class LedgerError(Exception):
@@ -284,6 +339,17 @@ def _deal(row: tuple[Any, ...]) -> Deal:
     return Deal(did, round_key, seller, _loads(goods), price, text, prompt_id, booked, source)
 
 
+def _create(db: sqlite3.Connection) -> None:
+    """The schema, on a new ledger or over one of an earlier version (its rows kept)."""
+    for table, column, statement in _MIGRATIONS:
+        exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        if exists and column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+            db.execute(statement)
+    db.executescript(_SCHEMA)
+    db.execute("INSERT INTO meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+               (str(SCHEMA_VERSION),))
+
+
 def _unbooked(db: sqlite3.Connection, key: int) -> None:
     """The round is over: a yes the EO has not booked by now never will be."""
     db.execute("UPDATE prompts SET outcome = 'unbooked' WHERE round_key = ? AND outcome = 'sent'", (key,))
@@ -307,8 +373,7 @@ class RoomLedger:
             db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")  # a deal written is a deal kept, through a power cut too
-            db.executescript(_SCHEMA)
-            db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            _create(db)
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"the room's ledger cannot be kept at {path}: {exc}") from None
         return cls(db, str(path))
@@ -317,7 +382,7 @@ class RoomLedger:
     def in_memory(cls) -> RoomLedger:
         """A ledger that lives as long as the process (tests; a data directory that takes no writes)."""
         db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        db.executescript(_SCHEMA)
+        _create(db)
         return cls(db, "memory")
 
     @classmethod
@@ -348,6 +413,16 @@ class RoomLedger:
             self._db.close()
 
     @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One transaction of a store that shares this ledger's database (the competition's)."""
+        with self._write() as db:
+            yield db
+
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read of a store that shares this ledger's database."""
+        return self._read(sql, args)
+
+    @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One transaction: all of it is kept, or none."""
         with self._lock:
@@ -368,6 +443,23 @@ class RoomLedger:
         rows = self._read("SELECT value FROM meta WHERE key = 'next_buyer'")
         return str(rows[0][0]) if rows else ""
 
+    def remember(self, key: str, value: Any) -> None:
+        """A fact of the room that outlives its processes (JSON; ``key`` apart from the buyer's)."""
+        with self._write() as db:
+            db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                       (f"fact:{key}", _dumps(value)))
+
+    def recall(self, key: str) -> Any:
+        """What :meth:`remember` kept under ``key`` (None: nothing)."""
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (f"fact:{key}",))
+        return _loads(rows[0][0]) if rows else None
+
+    @staticmethod
+    def next_buyer_in(db: sqlite3.Connection) -> str:
+        """The operator's buyer of the next round, inside a transaction."""
+        row = db.execute("SELECT value FROM meta WHERE key = 'next_buyer'").fetchone()
+        return str(row[0]) if row else ""
+
     def name_buyer(self, label: str, round_key: int | None = None) -> None:
         """The buyer of the next rounds, and of round ``round_key`` when given (the one running)."""
         with self._write() as db:
@@ -387,12 +479,15 @@ class RoomLedger:
                        ("the EO's totals never reached the room",))
             db.execute("UPDATE rounds SET phase = 'lost', note = ? WHERE phase IN ('warmup', 'round')",
                        (f"the EO started round {round_id} before this one ended",))
+            day = day_of(phase_started_ms)
+            launch = db.execute("SELECT id, buyer FROM launches WHERE day = ? AND round_label = ? ORDER BY id DESC LIMIT 1",
+                                (day, round_label(round_id))).fetchone()
+            buyer = launch[1] if launch is not None else self.next_buyer_in(db)
             cursor = db.execute(
                 "INSERT INTO rounds (round_label, round_id, day, started_ms, buyer, phase, phase_started_ms, phase_deadline_ms, "
-                "durations, budget, currency) VALUES (?, ?, ?, ?, (SELECT COALESCE((SELECT value FROM meta WHERE key = "
-                "'next_buyer'), '')), ?, ?, ?, ?, ?, ?)",
-                (round_label(round_id), _dumps(round_id), day_of(phase_started_ms), phase_started_ms, phase, phase_started_ms,
-                 phase_deadline_ms, _dumps(dict(durations)), budget, currency),
+                "durations, budget, currency, launch_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (round_label(round_id), _dumps(round_id), day, phase_started_ms, buyer, phase, phase_started_ms,
+                 phase_deadline_ms, _dumps(dict(durations)), budget, currency, launch[0] if launch is not None else None),
             )
             key = int(cursor.lastrowid or 0)
         found = self.round_by_key(key)

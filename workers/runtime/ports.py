@@ -20,3 +20,10 @@ def taken_port(ports: list[tuple[str, str, int]]) -> str | None:
                     return f"port {port} on {host} for {name} is taken (another run, or another service?); stop it or choose another port"
                 return f"cannot listen on {host}:{port} for {name}: {exc.strerror}"
     return None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the kernel's choice), for a service started next."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])

@@ -77,8 +77,8 @@
     show(row.querySelector(".heard"), span(serverNow() - w.seen));
   }
 
-  // -- links, round ----------------------------------------------------------------------------
-  // the durations the stand-in's next round takes (from its health answer), until the operator edits them
+  // -- links, round, the competition -----------------------------------------------------------
+  // the durations of the next round (the room's last ones, or its configured ones), until the operator edits them
   let durationsEdited = false;
   for (const input of document.querySelectorAll("input.duration")) input.addEventListener("input", () => { durationsEdited = true; });
   function showDurations(durations) {
@@ -93,14 +93,45 @@
     for (const input of document.querySelectorAll("input.duration")) if (input.value !== "") chosen[input.dataset.key] = Number(input.value);
     return chosen;
   }
-  function setDriver(link) {
-    if (link.name !== "eo") return;
-    showDurations(link.durations);
+  const seatsText = (seats) => (seats || []).map((s) => s.agent === s.avatar ? s.avatar : s.agent + " as " + s.avatar).join(", ");
+  let competition = null;
+  function setCompetition(c) {
+    if (!c) return;
+    competition = c;
     const form = el("round-controls");
-    const driver = link.reachable === false || link.standin === undefined ? "unknown" : link.standin ? "standin" : "platform";
-    form.dataset.driver = driver;
-    el("round-driver").textContent = driver === "standin" ? "rounds: yours (stand-in EO)"
-      : driver === "platform" ? "rounds: driven by the platform's EO" : "rounds: EO not reached";
+    form.dataset.driver = c.driver.kind || "unknown";
+    form.dataset.tournament = String(!!c.tournament);
+    el("round-driver").textContent = "rounds on " + c.driver.text;
+    el("round-driver").title = [c.driver.url, "utilities: " + c.driver.utilities].filter(Boolean).join("\n");
+    showDurations(c.durations);
+    const next = c.next;
+    el("next-up").textContent = !next || !c.tournament ? "" : "next: " + next.buyer + " — " + seatsText(next.seats) +
+      (next.replay ? " (played again)" : "") + " · " + c.left + " left in cycle " + next.cycle;
+    setStandings(c.standings, c.tournament);
+    el("agent-programs").textContent = (c.agents || []).length ? "agent programs running: " +
+      c.agents.map((a) => a.agent + " (" + a.avatar + ") on port " + a.port).join(", ") : "";
+  }
+  function setStandings(st, tournament) {
+    el("standings-scope").textContent = tournament ? "the competition" : "today";
+    const fill = (id, rows, cells) => {
+      const body = el(id).tBodies[0];
+      body.textContent = "";
+      for (const r of rows) {
+        const row = node("tr");
+        row.dataset.name = r.name;
+        for (const value of cells(r)) row.appendChild(node("td", "", String(value)));
+        body.appendChild(row);
+      }
+    };
+    fill("standings-agents", st.agents || [], (a) => [a.name, a.rounds, money(a.utility_mean), money(a.welfare_mean)]);
+    fill("standings-buyers", st.buyers || [], (b) => [b.name, b.rounds, money(b.utility_total), ""]);
+    const unscored = st.unscored || [];
+    el("standings-unscored").textContent = unscored.length ? "not scored: " +
+      unscored.map((u) => "round " + u.round + " (" + u.reason + ")").join("; ") : "";
+  }
+  function setDriver(link) {
+    if (link.name !== "eo" || !competition) return;
+    if (link.reachable === false) el("round-controls").dataset.driver = "unknown";
   }
   async function roundControl(path, payload) {
     const status = el("round-control-status");
@@ -112,7 +143,8 @@
       answer = await response.json();
     } catch (e) { answer = { ok: false, reason: String(e) }; }
     status.dataset.ok = String(!!answer.ok);
-    status.textContent = answer.ok ? (answer.roundId !== undefined ? "round " + answer.roundId
+    status.textContent = answer.ok ? (answer.roundId !== undefined ? "round " + answer.roundId +
+        (answer.seats ? ": " + (answer.buyer || "(unnamed)") + " — " + seatsText(answer.seats) : answer.phase ? " " + answer.phase : "")
       : answer.buyer !== undefined ? "buyer: " + (answer.buyer || "(unnamed)") : "done") : (answer.reason || "refused");
   }
   el("next-round").onclick = () => roundControl(document.body.dataset.next, { buyer: el("buyer-name").value, durations: chosenDurations() });
@@ -354,10 +386,12 @@
       for (const a of s.alerts || []) addAlert(a);
       setDay(s.day);
       setCalibration(s.calibration);
+      setCompetition(s.competition);
     },
     calibration: setCalibration,
     camera(c) { camera = c; drawPlot(); },
     day: setDay,
+    competition: setCompetition,
     status: setWorker,
     link: setLink,
     round(v) { setRound(v, v.now); },

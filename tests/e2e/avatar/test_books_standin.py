@@ -1,7 +1,7 @@
 """The operator's day with ``run`` and the stand-in EO, held to the stand-in's books.
 
 ``run`` waits for the operator: no round starts until Next round on the console, whose duration
-fields show what the stand-in will use. The buyer named there gets the round. On the buyer's page
+fields show what the room will use. The buyer named there gets the round. On the buyer's page
 in Chromium a seller's Accept answered after 8 s is booked (the stand-in waits as the platform EO
 does), one left to the timeout gets the configured answer and is booked; after every step the
 page, the display and the day book equal the stand-in's ``/viewTotals``. The allocation is saved,
@@ -40,7 +40,7 @@ from workers.runtime.messages import Status
 from workers.runtime.topics import Topics
 
 DURATIONS = {"warmUp": 1.0, "round": 45.0, "post": 30.0}
-"""The stand-in's ``[standin]`` durations: the console shows them and Next round uses them."""
+"""The room's ``[rounds]`` durations: the console shows them and Next round uses them."""
 CONFIRM_TIMEOUT_S = 10.0
 BUDGET = 50.0
 BUYER = "Ada"
@@ -64,8 +64,8 @@ def _config(tmp_path: Path, broker_port: int, celia: int, watson: int) -> tuple[
     path.write_text(
         f'environment_uuid = "books{broker_port}"\ndata_dir = "{tmp_path / "data"}"\n'
         f'[broker]\nurl = "mqtt://127.0.0.1:{broker_port}"\n'
-        f"[standin]\nport = {standin}\nwarm_up_s = {DURATIONS['warmUp']}\nround_s = {DURATIONS['round']}\n"
-        f"post_s = {DURATIONS['post']}\nhuman_budget = {BUDGET}\n"
+        f"[standin]\nport = {standin}\nhuman_budget = {BUDGET}\n"
+        f"[rounds]\nwarm_up_s = {DURATIONS['warmUp']}\nround_s = {DURATIONS['round']}\npost_s = {DURATIONS['post']}\n"
         f"[demo_agents]\nagents = {{ Celia = {celia}, Watson = {watson} }}\n"
         f'[avatar]\nport = {avatar}\nspeaker = "wav-fast:{tmp_path / "speech"}"\nconfirm_timeout_s = {CONFIRM_TIMEOUT_S}\n'
         f'confirm_timeout_answer = "acknowledged"\neo_books_check_s = 1.0\n'
@@ -111,7 +111,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         bus, rounds = round_observer(config)
         assert wait_for(lambda: _answers(avatar_url), 60), "".join(output)
         console = _page(browser, avatar_url + CONSOLE_PATH, 1280, 800)
-        # the console shows the durations the stand-in's next round takes, and no round starts by itself
+        # the console shows the durations the next round takes, and no round starts by itself
         expect(console.locator("#d-round")).to_have_value(f"{DURATIONS['round']:g}", timeout=UI_TIMEOUT_MS)
         expect(console.locator("#d-post")).to_have_value(f"{DURATIONS['post']:g}")
         time.sleep(NOT_BEFORE_S)

@@ -1,7 +1,8 @@
 """A competition day from the operator console: ``humaine-env run`` with the stand-in EO runs a
 short round; when it is over, the console's Next round starts another without restarting ``run``,
-End round ends a phase; the console raises no false "not heard of" alert, and the terminal stays
-quiet while the console is open."""
+End round ends a phase; each round has utilities of its own and the console's standings count
+both; the console raises no false "not heard of" alert, and the terminal stays quiet while the
+console is open."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from tests.support.helpers import (
 )
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.worker import HEALTH_INTERVAL_S
 
 FIRST_ROUND = (0.5, 3.0, 1.0)
@@ -85,7 +87,7 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
 
         # a second Next round while one runs is refused on the console, with the reason
         page.get_by_role("button", name="Next round").click()
-        expect(page.locator("#round-control-status")).to_contain_text("still running", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#round-control-status")).to_contain_text("End round first", timeout=UI_TIMEOUT_MS)
 
         # End round: the negotiation ends now (the post-round follows), then the post-round
         page.get_by_role("button", name="End round").click()
@@ -101,7 +103,21 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
         assert [(r["round"], r["buyer"]) for r in rows] == [("r1", ""), (str(second.round_id), "Ada Lovelace")], csv_text
         day_files = list((tmp_path / "data" / DAY_DIR).glob("*.csv"))
         assert len(day_files) == 1
-        assert list(csv.DictReader(io.StringIO(day_files[0].read_text()))) == rows
+        # the export is written after the change, on its own thread: the file follows within moments
+        assert wait_for(lambda: list(csv.DictReader(io.StringIO(day_files[0].read_text()))) == rows, 10), day_files[0].read_text()
+
+        # a laptop's rounds have utilities of their own (drawn from the platform generator's
+        # distributions), and after two rounds the console's standings count both
+        ledger = RoomLedger.reader(tmp_path / "data" / LEDGER_FILE)
+        assert ledger is not None
+        try:
+            first_utility, second_utility = (ledger.round_for(r).utility for r in ("r1", second.round_id))  # type: ignore[union-attr]
+        finally:
+            ledger.close()
+        assert first_utility and second_utility and first_utility != second_utility
+        for avatar in ("Celia", "Watson"):
+            expect(page.locator(f"#standings-agents tr[data-name='{avatar}'] td").nth(1)).to_have_text("2", timeout=UI_TIMEOUT_MS)
+        expect(page.locator("#round-driver")).to_have_text("rounds on the stand-in EO")
 
         # the console stays open past the silence limit: no false "not heard of" alert
         time.sleep(3 * HEALTH_INTERVAL_S + 2 - min(3 * HEALTH_INTERVAL_S, time.monotonic() - clicked))

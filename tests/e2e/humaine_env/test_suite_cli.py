@@ -20,12 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from avatar.competition.settings import RoundsSettings
 from humaine_env.cli import commands
 from humaine_env.supervisor import (
     RunSettings,
     choose_workers,
     eo_configured,
     first_round_by_itself,
+    room_overrides,
     stand_in_overrides,
     stand_ins_line,
     stop_stages,
@@ -171,10 +173,11 @@ def test_the_first_round_waits_for_the_operator_when_the_suite_has_a_console(
     The start-up line says which."""
     config = Config(file_data={}, environ={}, overrides=overrides)
     assert first_round_by_itself(config, names) is by_itself
-    extra = stand_in_overrides(config, names)
-    assert extra["standin.auto_round"] == ("true" if by_itself else "false")
+    extra = {**stand_in_overrides(config), **room_overrides(config, names)}
+    assert extra["rounds.auto_start"] == ("true" if by_itself else "false")
     wired = config.with_overrides({key: parse_flag_value(value) for key, value in extra.items()})
-    assert wired.section(StandinSettings).auto_round is by_itself
+    assert wired.section(RoundsSettings).auto_start is by_itself
+    assert wired.section(StandinSettings).auto_round is False  # the room starts its rounds, the stand-in none of its own
     line = stand_ins_line(wired)
     assert line.startswith("humaine-env: no EO configured: stand-in EO at http://127.0.0.1:")
     assert line.endswith("a round starts automatically" if by_itself
@@ -270,10 +273,9 @@ def test_run_starts_the_suite_and_stops_on_one_ctrl_c(tmp_path: Path) -> None:
         assert not [line for line in children if secret in line], children
         assert loopback.get(avatar_url + "/openapi.json", timeout=10).status_code == 401
         assert loopback.get(avatar_url + "/openapi.json", headers={"authorization": f"Bearer {secret}"}, timeout=10).status_code == 200
-        # every service answers and the console is up: the day waits for the operator's Next round,
-        # with the durations it will take shown to the console
+        # every service answers and the console is up: the day waits for the operator's Next round
         standin = loopback.get(f"http://127.0.0.1:{tomllib.loads(config.read_text())['standin']['port']}{ep.HEALTH}", timeout=10).json()
-        assert standin["rounds"] == {} and standin[ep.STANDIN_NEXT_DURATIONS]["warmUp"] == 0.5, standin
+        assert standin["rounds"] == {}, standin
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         rest, _ = process.communicate(timeout=15)
         output += rest

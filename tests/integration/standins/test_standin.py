@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,8 +20,8 @@ from orchestrator_client.models import confirm_accept_answer, ms_to_iso
 from orchestrator_client.recorder import Behavior, RecordingServer
 from orchestrator_client.rules import R1_RATIONALE, R2_RATIONALE, R3_RATIONALE, R4_RATIONALE
 from standins.eo import StandinServer, StandinSettings, default_round
-from standins.eo.engine import SERVICE_FAILED, StandinOrchestrator, TakenRoundIds
-from standins.eo.round_setup import UNIT_COSTS
+from standins.eo.engine import SERVICE_FAILED
+from standins.eo.round_setup import HUMAN_UTILITY, UNIT_COSTS
 from standins.eo.worker import StandinWorker
 from tests.support import loopback
 from tests.support.helpers import free_port, wait_for
@@ -86,7 +85,7 @@ def offer(kind: str = "SellOffer", eggs: int = 2, price: float | None = 3.5) -> 
     return bid
 
 
-def make_room(taken_round_ids: TakenRoundIds | None = None, **settings: Any) -> Iterator[StandinRoom]:
+def make_room(**settings: Any) -> Iterator[StandinRoom]:
     """The documented rules unless asked otherwise (the real EO's are tested in
     test_eo_conformance); R0 is off unless asked for (as in the current EO): the tests speak
     faster than 5 s."""
@@ -104,7 +103,7 @@ def make_room(taken_round_ids: TakenRoundIds | None = None, **settings: Any) -> 
         # the rounds Next round starts (from [standin]) have this room's services too
         settings.setdefault("human_port", human_side.port)
         settings.setdefault("agents", {"Celia": celia.port, "Watson": watson.port})
-        eo = StandinServer(StandinSettings(port=0, **settings), taken_round_ids=taken_round_ids).start()
+        eo = StandinServer(StandinSettings(port=0, **settings)).start()
         try:
             yield StandinRoom(eo, human_side, celia, watson, http)
         finally:
@@ -386,62 +385,45 @@ def test_an_allocation_that_needs_more_than_was_bought_is_refused_with_the_short
         assert stored["allocation"] == _products("pancake") and stored["quantity"] == {"milk": 2, "egg": 1, "flour": 2}
 
 
-def test_no_round_id_twice_in_a_day_and_health_gives_the_next_durations() -> None:
-    """Next round takes the next ``rN`` after every id the room used today (a restarted
-    stand-in no longer says "r1" again), refuses an id already used, and ``/health`` gives the
-    durations the next round takes."""
-    room_ids = ["r1", "r2", "practice"]
-    with room_of(taken_round_ids=lambda: list(room_ids), rules="real_eo", warm_up_s=0.0, round_s=0.2, post_s=0.0) as room:
+def test_health_says_it_is_the_standin_and_names_the_rounds_it_was_given() -> None:
+    """The stand-in keeps its own memory of rounds, as the platform's EO does: the room gives it
+    the round ids (the room's ledger knows the day's; the stand-in never reads it)."""
+    with room_of(rules="real_eo", warm_up_s=0.0, round_s=0.2, post_s=0.0) as room:
         health = room.http.get(room.eo.url + ep.HEALTH).json()
-        assert health[ep.STANDIN_MARK] is True and health["rounds"] == {}
-        assert health[ep.STANDIN_NEXT_DURATIONS] == {"warmUp": 0.0, "round": 0.2, "post": 0.0}
-
-        used = room.post(ep.NEXT_ROUND, {"roundId": "r2"})
-        assert used.status_code == 409 and "already used" in used.json()["error"] and "r3" in used.json()["error"]
-        assert room.post(ep.NEXT_ROUND, {"roundId": True}).status_code == 422
-        first = room.post(ep.NEXT_ROUND, {})
-        assert first.status_code == 200 and first.json()["roundId"] == "r3", first.text
+        assert health == {"status": "ok", ep.STANDIN_MARK: True, "rounds": {}}
+        body = default_round({"Celia": room.celia.port, "Watson": room.watson.port}, room.human.port, (0, 0.2, 0), round_id="r7")
+        assert room.post(ep.INITIALIZE_ROUND, body.body()).status_code == 200
+        assert room.post(ep.START_ROUND, {"roundId": "r7"}).status_code == 200
         assert room.human.wait_for(1, ep.RECEIVE_ROUND_TOTALS, timeout=10)
-
-        assert room.post(ep.NEXT_ROUND, {"roundId": "r3"}).status_code == 409  # its own, too
-        room_ids.append("r7")  # the room's record changes between two rounds
-        assert room.post(ep.NEXT_ROUND, {}).json()["roundId"] == "r8"
-        assert room.human.wait_for(2, ep.RECEIVE_ROUND_TOTALS, timeout=10)
-        named = room.post(ep.NEXT_ROUND, {"roundId": "final", "durations": {"warmUp": 0, "round": 30, "post": 0}})
-        assert named.status_code == 200 and named.json()["roundId"] == "final"
-        rounds = room.http.get(room.eo.url + ep.HEALTH).json()["rounds"]
-        assert list(rounds) == ["r3", "r8", "final"] and rounds["r3"] == rounds["r8"] == "ended"
+        assert room.http.get(room.eo.url + ep.HEALTH).json()["rounds"] == {"r7": "ended"}
+        assert room.eo.engine.free_round_id() == "r8"  # what its own --auto-round would take next
 
 
-def test_the_room_record_away_leaves_the_choice_to_the_stand_in(caplog: pytest.LogCaptureFixture) -> None:
-    def away() -> list[str]:
-        raise OSError("database is locked")
-
-    engine = StandinOrchestrator(StandinSettings(), taken_round_ids=away)
-    with caplog.at_level(logging.WARNING, logger="standins.eo.engine"):
-        assert engine.free_round_id() == "r1"
-    assert any("database is locked" in r.getMessage() for r in caplog.records)
-
-
-def test_the_worker_says_how_long_an_accept_waits_and_starts_the_next_free_round(
+def test_the_worker_says_how_long_an_accept_waits_and_starts_a_round_with_drawn_utilities(
     make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The automatic first round takes the same choice as Next round (not a fixed "r1"), and
-    the worker says in one NOTICE line how long a seller's Accept may wait."""
+    """The stand-in alone (``--auto-round``) starts a round of its own, its utilities drawn from
+    the platform generator's distributions (not fixed), and says in one NOTICE line how long a
+    seller's Accept may wait."""
     with RecordingServer() as human_side, RecordingServer() as celia:
         human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
         config = make_config(f"mqtt://127.0.0.1:{free_port()}", **{
             "standin.port": 0, "standin.human_port": human_side.port, "standin.agents": {"Celia": celia.port},
             "standin.warm_up_s": 0.0, "standin.round_s": 60.0, "standin.post_s": 0.0, "standin.wait_for_services_s": 5.0,
         })
-        worker = StandinWorker(config, auto_start_round=True, taken_round_ids=lambda: ["r1", "r2"])
+        worker = StandinWorker(config, auto_start_round=True)
         stop = threading.Event()
         with caplog.at_level(NOTICE, logger="humaine.orchestrator"):
             thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
             thread.start()
             try:
                 assert human_side.wait_for(1, ep.SEND_ROUND_METADATA, timeout=20)
-                assert human_side.bodies(ep.SEND_ROUND_METADATA)[0]["roundId"] == "r3"
+                assert human_side.bodies(ep.SEND_ROUND_METADATA)[0]["roundId"] == "r1"
+                assert human_side.wait_for(1, ep.SET_UTILITY, timeout=20) and celia.wait_for(1, ep.SET_UTILITY, timeout=20)
+                cake = human_side.bodies(ep.SET_UTILITY)[0]["utility"]["cake"]["parameters"]["unitvalue"]
+                egg = celia.bodies(ep.SET_UTILITY)[0]["utility"]["egg"]["parameters"]["unitcost"]
+                assert 15 <= cake <= 30 and 0.25 <= egg <= 0.5  # the generator's ranges
+                assert (cake, egg) != (HUMAN_UTILITY["cake"]["parameters"]["unitvalue"], UNIT_COSTS["Celia"]["egg"])
             finally:
                 stop.set()
                 thread.join(15)

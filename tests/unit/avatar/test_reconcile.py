@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 
 from avatar.controller import AvatarController
-from avatar.reconcile import Reconciler, differences, eo_books, ledger_books
+from avatar.reconcile import CHECK_RETRIES, Reconciler, differences, eo_books, ledger_books
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, WavSink
+from orchestrator_client.client import EOClient, HttpPoster
 from workers.runtime.ledger import RoomLedger
 from workers.runtime.messages import Envelope, now_ms
 from workers.runtime.topics import Topic, Topics
@@ -51,7 +52,7 @@ def controller(tmp_path: Path, phase: str = "round", deadline: int | None = None
     return ctl, alerts
 
 
-def eo_answering(*answers: httpx.Response | Exception) -> httpx.AsyncClient:
+def eo_answering(*answers: httpx.Response | Exception) -> httpx.MockTransport:
     """An EO that gives these answers to ``/viewTotals``, one per check, then the last again."""
     queue = list(answers)
 
@@ -61,7 +62,7 @@ def eo_answering(*answers: httpx.Response | Exception) -> httpx.AsyncClient:
             raise answer
         return answer
 
-    return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    return httpx.MockTransport(handle)
 
 
 def totals(celia: tuple[float, dict[str, int]], watson: tuple[float, dict[str, int]] | None = None) -> httpx.Response:
@@ -77,11 +78,13 @@ def totals(celia: tuple[float, dict[str, int]], watson: tuple[float, dict[str, i
     return httpx.Response(200, json=body)
 
 
-def checks(ctl: AvatarController, http: httpx.AsyncClient, count: int) -> list[str]:
+def checks(ctl: AvatarController, eo: httpx.MockTransport, count: int) -> list[str]:
     async def run() -> list[str]:
-        reconciler = Reconciler(ctl, EO)
-        async with http:
-            return [await reconciler.check(http) for _ in range(count)]
+        reconciler = Reconciler(ctl, EO, EOClient(EO, HttpPoster(transport=eo, retry=CHECK_RETRIES)))
+        try:
+            return [await reconciler.check() for _ in range(count)]
+        finally:
+            await reconciler.eo.aclose()
 
     return asyncio.run(run())
 

@@ -48,8 +48,12 @@ def test_the_camera_has_a_target_for_each_of_the_rooms_avatars_and_no_other() ->
 def test_the_demo_sellers_are_the_rooms_avatars_unless_configured() -> None:
     assert seller_ports(DEFAULT_AVATARS) == DEFAULT_AGENT_PORTS
     config = Config.load(None, environ={}, overrides={"avatars": list(ROOM)})
-    overrides = stand_in_overrides(config, ["orchestrator", "demo-agents"])
+    overrides = stand_in_overrides(config)
     assert overrides["demo_agents.agents"] == "{ Ada = 14007, Max = 14008 }" == overrides["standin.agents"]
     pinned = config.with_overrides({"demo_agents.agents": {"Ada": 15001, "Max": 15002}})
-    overrides = stand_in_overrides(pinned, ["orchestrator", "demo-agents"])
+    overrides = stand_in_overrides(pinned)
     assert "demo_agents.agents" not in overrides and overrides["standin.agents"] == "{ Ada = 15001, Max = 15002 }"
+    # the room's Next round names the same sellers in each round (unless [rounds] sellers says others)
+    assert overrides["rounds.sellers"] == '{ Ada = "http://127.0.0.1:15001", Max = "http://127.0.0.1:15002" }'
+    elsewhere = pinned.with_overrides({"rounds.sellers": {"Ada": "http://10.0.0.5:7000"}})
+    assert "rounds.sellers" not in stand_in_overrides(elsewhere)

@@ -1,0 +1,418 @@
+"""The room's Next round and End round, on whatever EO it is wired to, and the competition's turn.
+
+The Avatar Controller replaces the platform's competition-ui, whose Start and End buttons are
+what starts and ends rounds at the venue (``server.js``: ``newRound``, ``endRound``); the EO
+starts nothing by itself. Next round here:
+
+1. takes the next round of the roster's fair schedule (:mod:`avatar.competition.tournament`), or -
+   without ``[tournament]`` - the avatars' configured sellers and the buyer the operator named;
+2. draws its utilities (:class:`~avatar.competition.utilities.UtilitySource`); a scheduled round's
+   are drawn once per key and kept, so both meetings of a twin set and every buyer's set get the
+   same functions;
+3. allocates a round id no round of the day has used (``r1``, ``r2``, ... also across restarts:
+   the ledger says which are used);
+4. starts the agents that run per round and checks that the others answer;
+5. calls the EO as the platform does (:class:`~avatar.competition.eo_rounds.EORounds`).
+
+Anything that fails before the EO took the round refuses in one line naming the cause, and uses
+nothing of the schedule. End round ends the stand-in's current phase; on the platform's EO the
+round is over for the room at once, its totals coming at its own end
+(:mod:`orchestrator_client.end_round`). What happens to a round afterwards is
+:class:`~avatar.competition.watch.RoundWatch`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from avatar.competition.agents import AgentPrograms, AgentStartError, answers
+from avatar.competition.eo_rounds import KIND_WORDS, STANDALONE_ROUND_ID, EOKind, EORounds, RoundCallRefused, service_entry
+from avatar.competition.schedule import SEATS
+from avatar.competition.settings import RoundsSettings, TournamentSettings
+from avatar.competition.standings import Standings
+from avatar.competition.store import HUMAN_SERVICES_FACT, CompetitionStore, Launch, ScheduledSlot, SeatPlan
+from avatar.competition.tournament import ScheduleError, Tournament
+from avatar.competition.utilities import UtilitySource
+from avatar.competition.watch import PHASE_KEYS, RoundWatch
+from orchestrator_client import endpoints as ep
+from orchestrator_client.answers import PlatformCallError
+from orchestrator_client.models import HUMAN, Durations, InitializeRound, NegotiatorInfo, ServiceEntry
+from orchestrator_client.service_map import ServiceMapError, resolve_utility_generator_url
+from workers.runtime.config import OrchestratorSettings
+from workers.runtime.ledger import LedgerRound, RoomLedger, day_of
+from workers.runtime.messages import MAX_PHASE_S, PHASE_NAMES, now_ms
+
+log = logging.getLogger(__name__)
+
+DURATIONS_FACT: Final = "durations"
+"""The ledger's fact of the durations the operator last started a round with."""
+AUTO_START_WAIT_S: Final = 60.0
+"""How long a room that starts its first round by itself waits for the EO and the sellers."""
+AUTO_START_POLL_S: Final = 0.5
+BUSY: Final = "a round is being started or ended: wait for it"
+
+
+class Refused(Exception):
+    """Next or End round cannot be done now; the message says why, in words, in one line."""
+
+
+@dataclass(frozen=True)
+class ControlAnswer:
+    """What Next or End round did (or why not), as the console shows it."""
+
+    ok: bool
+    reason: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def body(self) -> dict[str, Any]:
+        return {"ok": self.ok, **({"reason": self.reason} if self.reason else {}), **self.fields}
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """The round Next round is about to start."""
+
+    buyer: str
+    slot: ScheduledSlot | None
+    seats: tuple[tuple[str, str], ...]
+    """``(avatar, agent)`` in avatar order."""
+    utility_keys: dict[str, str]
+    """``Human`` or an avatar -> the schedule's key of its utility (absent: drawn afresh)."""
+
+
+def checked_durations(given: Mapping[str, Any] | None, defaults: Mapping[str, float]) -> dict[str, float]:
+    """The durations of the next round: the operator's (seconds, each from 0 to a day, the
+    negotiation above 0) over ``defaults``; :class:`Refused` naming what is wrong."""
+    chosen = dict(defaults)
+    for key, value in (given or {}).items():
+        if key not in PHASE_KEYS:
+            raise Refused(f"unknown duration {key!r}: the durations are {', '.join(PHASE_KEYS)} (seconds)")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PHASE_S:
+            raise Refused(f"duration {key} = {value!r}: seconds from 0 to {MAX_PHASE_S:g}")
+        chosen[key] = float(value)
+    if chosen["round"] <= 0:
+        raise Refused("the negotiation must last more than 0 s")
+    return chosen
+
+
+def totals_due(rnd: LedgerRound) -> int:
+    """When the EO sends the totals of ``rnd`` (the end of its post-round, as first timed)."""
+    left = {"warmup": ("round", "post"), "round": ("post",)}.get(rnd.phase, ())
+    return int((rnd.phase_deadline_ms or now_ms()) + sum(float(rnd.durations.get(k, 0.0)) for k in left) * 1000)
+
+
+class RoundControl:
+    """Next round, End round and the competition of one room."""
+
+    def __init__(self, ledger: RoomLedger, avatars: Sequence[str], *, rounds: RoundsSettings, tournament: TournamentSettings,
+                 eo: OrchestratorSettings, data_dir: Path, human: ServiceEntry,
+                 alert: Callable[[str, str], None] = lambda _kind, _text: None,
+                 refresh: Callable[[], None] = lambda: None) -> None:
+        """``human``: where the EO reaches this Avatar Controller; ``alert``: the console's alerts;
+        ``refresh``: the round state and every view, after the room changed a round itself."""
+        self.ledger = ledger
+        self.avatars = list(avatars)
+        self.rounds = rounds
+        self.tournament = tournament
+        self.human = human
+        self.alert = alert
+        self.refresh = refresh
+        self.store = CompetitionStore(ledger)
+        try:
+            generator_url = resolve_utility_generator_url(eo)
+        except ServiceMapError:
+            generator_url = None  # the EO's own settings say it; the room draws with the suite's port
+        self.eo = EORounds(eo, rounds.start_timeout_s, generator_url)
+        self.utilities = UtilitySource(generator_url, random.Random(tournament.seed) if tournament.seed is not None else None)
+        self.agents = AgentPrograms(self.store, tournament, data_dir)
+        self.competition = Tournament(self.store, tournament, avatars)
+        self.watch = RoundWatch(self.store, self.agents, self.competition.roster, alert, self.changed)
+        self.kind: EOKind | None = None
+        """What the last look at the EO found it to be."""
+        self._busy = asyncio.Lock()
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        """Told the console's picture of the competition whenever it changed."""
+        self._view: dict[str, Any] | None = None
+
+    @property
+    def eo_url(self) -> str | None:
+        return self.eo.url
+
+    @property
+    def problem(self) -> str:
+        return self.eo.problem
+
+    def serve_at(self, human: ServiceEntry) -> None:
+        """Where the EO reaches this Avatar Controller, once its port is known (``port = 0``)."""
+        self.human = human
+
+    # -- what the EO is ------------------------------------------------------------------------------
+    async def look(self) -> EOKind | None:
+        """Whether the EO answers and what it is (the console's driver line follows it)."""
+        kind = await self.eo.look()
+        if kind != self.kind:
+            self.kind = kind
+            self.changed()
+        return kind
+
+    def driver(self) -> dict[str, Any]:
+        """Which EO the room drives, in words (the console's round controls line)."""
+        if self.eo.url is None:
+            text = self.eo.problem or "no EO is configured"
+        else:
+            text = KIND_WORDS.get(self.kind or "", "the EO, not reached")
+        return {"kind": self.kind, "url": self.eo.url or "", "text": text, "utilities": self.utilities.source}
+
+    # -- Next round ----------------------------------------------------------------------------------
+    async def next_round(self, durations: Mapping[str, Any] | None = None, buyer: str | None = None) -> ControlAnswer:
+        """Start the next round (its buyer: the schedule's, else ``buyer``, else the one named on
+        the console); refused in words, with nothing of the schedule used, when it cannot."""
+        if self._busy.locked():
+            return ControlAnswer(False, BUSY)
+        async with self._busy:
+            try:
+                return await self._next_round(durations, buyer)
+            except Refused as exc:
+                log.warning("Next round refused: %s", exc)
+                return ControlAnswer(False, str(exc))
+            finally:
+                self.changed()
+
+    async def _next_round(self, given: Mapping[str, Any] | None, buyer: str | None) -> ControlAnswer:
+        if self.eo.url is None:
+            raise Refused(self.eo.problem or "no EO is configured ([eo] url)")
+        chosen = checked_durations(given, self.durations())
+        current = self.ledger.current()
+        if current is not None and current.open:
+            raise Refused(f"round {current.round_id} is still in its {PHASE_NAMES.get(current.phase, current.phase)}: "
+                          "End round first")
+        kind = await self.look()
+        if kind is None:
+            raise Refused(f"the EO at {self.eo.url} does not answer: start it, or fix [eo] url")
+        self.watch.settle()
+        plan = self._plan(buyer)
+        utilities = await self._utilities(plan)
+        round_id = STANDALONE_ROUND_ID if kind == "standalone" else self.store.free_round_id(day_of(now_ms()))
+        seats = [SeatPlan(avatar, agent, "", plan.utility_keys.get(avatar, "")) for avatar, agent in plan.seats]
+        launch = self.store.add_launch(round_id, now_ms(), plan.buyer, plan.slot.id if plan.slot else None, seats, utilities,
+                                       chosen, kind)
+        try:
+            seats = await self._agents_for(launch, plan)
+        except Refused:
+            self._forget(launch)
+            raise
+        self.store.seats_of(launch.id, seats)
+        self.ledger.remember(DURATIONS_FACT, chosen)
+        agents = []
+        for seat in seats:
+            where = service_entry(seat.url)
+            agents.append(NegotiatorInfo(name=seat.avatar, protocol=where.protocol, host=where.host, port=where.port,
+                                         utilityFunction=utilities[seat.avatar]))
+        body = InitializeRound(roundId=round_id, agents=agents, human={"utilityFunction": utilities[HUMAN]},
+                               durations=Durations.model_validate(chosen))
+        try:
+            await self.eo.start(kind, body)
+        except RoundCallRefused as exc:
+            self.store.set_launch(launch.id, "failed", str(exc))
+            await asyncio.to_thread(self.agents.stop_round, launch.id, "the EO did not start the round")
+            raise Refused(str(exc)) from None
+        self.store.set_launch(launch.id, "started")
+        if plan.slot is not None:
+            self.store.set_slot(plan.slot.id, "playing")
+        who = ", ".join(f"{s.agent} as {s.avatar}" if s.agent != s.avatar else s.avatar for s in seats)
+        log.info("round %s started on %s: buyer %s, %s; utilities from %s", round_id, KIND_WORDS[kind], plan.buyer or "-", who,
+                 self.utilities.source)
+        return ControlAnswer(True, fields={"roundId": round_id, "buyer": plan.buyer, "durations": chosen,
+                                           "seats": [{"avatar": s.avatar, "agent": s.agent} for s in seats]})
+
+    def durations(self) -> dict[str, float]:
+        """The durations of the next round when the operator gives none: the last ones used, else ``[rounds]``'s."""
+        last = self.ledger.recall(DURATIONS_FACT)
+        defaults = self.rounds.durations()
+        if isinstance(last, dict):
+            with contextlib.suppress(Refused):
+                return checked_durations({k: v for k, v in last.items() if k in PHASE_KEYS}, defaults)
+        return defaults
+
+    def _plan(self, buyer: str | None) -> RoundPlan:
+        if self.competition.roster is None:
+            named = buyer if buyer is not None else self.ledger.next_buyer()
+            return RoundPlan(named, None, tuple((avatar, avatar) for avatar in self.avatars), {})
+        if len(self.avatars) != SEATS:
+            raise Refused(f"a competition's round has {SEATS} sellers, and the room has {len(self.avatars)} avatars ([core] avatars)")
+        try:
+            slot = self.competition.next_slot()
+        except ScheduleError as exc:
+            raise Refused(str(exc)) from None
+        if slot is None:
+            raise Refused("the schedule has no round left")
+        seats = tuple((avatar, seat.agent) for avatar, seat in zip(self.avatars, slot.slot.seats, strict=True))
+        keys = {avatar: seat.utility for avatar, seat in zip(self.avatars, slot.slot.seats, strict=True)}
+        keys[HUMAN] = slot.slot.buyer_utility
+        return RoundPlan(slot.slot.buyer, slot, seats, keys)
+
+    async def _utilities(self, plan: RoundPlan) -> dict[str, dict[str, Any]]:
+        """Each participant's utility function: a scheduled key's first draw (kept), else a new draw."""
+        roles = {HUMAN: ep.BUYER_ROLE, **{avatar: ep.SELLER_ROLE for avatar, _agent in plan.seats}}
+        found: dict[str, dict[str, Any]] = {}
+        for who, role in roles.items():
+            key = plan.utility_keys.get(who, "")
+            kept = self.store.utility(key) if key else None
+            if kept is not None:
+                found[who] = kept
+                continue
+            try:
+                drawn = await self.utilities.draw(role)
+            except PlatformCallError as exc:
+                raise Refused(f"no {role} utility: {exc}") from None
+            found[who] = self.store.keep_utility(key, role, drawn, self.utilities.source, now_ms()) if key else drawn
+        return found
+
+    async def _agents_for(self, launch: Launch, plan: RoundPlan) -> list[SeatPlan]:
+        """Every seat's agent, answering: the ones with a ``command`` started for this round."""
+        seats: list[SeatPlan] = []
+        sellers = self.rounds.seller_urls(self.avatars)
+        try:
+            for seat, (avatar, agent) in zip(launch.seats, plan.seats, strict=True):
+                entry = self.tournament.agents.get(agent) if self.competition.roster is not None else None
+                if entry is not None and entry.command:
+                    running = await self.agents.start(launch, agent, avatar, entry)
+                    seats.append(SeatPlan(avatar, agent, running.url, seat.utility_key))
+                    continue
+                url = entry.url if entry is not None else sellers[avatar]
+                if not await answers(url):
+                    key = f"[tournament] agents.{agent}.url" if entry is not None else f"[rounds] sellers.{avatar}"
+                    raise Refused(f"agent {agent} ({avatar}) does not answer at {url}: start it, or fix {key}")
+                seats.append(SeatPlan(avatar, agent, url.rstrip("/"), seat.utility_key))
+        except AgentStartError as exc:
+            raise Refused(str(exc)) from None
+        return seats
+
+    def _forget(self, launch: Launch) -> None:
+        """A start that never reached the EO: its programs stopped (they did not listen: at once),
+        its id free again."""
+        self.agents.stop_round(launch.id, "its round did not start")
+        self.store.forget_launch(launch.id)
+
+    # -- End round -----------------------------------------------------------------------------------
+    async def end_round(self) -> ControlAnswer:
+        """End the round now: on the stand-in its current phase; on the platform's EO the round
+        (its totals come at its own end, and the EO stays up)."""
+        if self._busy.locked():
+            return ControlAnswer(False, BUSY)
+        async with self._busy:
+            try:
+                return await self._end_round()
+            except Refused as exc:
+                log.warning("End round refused: %s", exc)
+                return ControlAnswer(False, str(exc))
+            finally:
+                self.changed()
+
+    async def _end_round(self) -> ControlAnswer:
+        if self.eo.url is None:
+            raise Refused(self.eo.problem or "no EO is configured ([eo] url)")
+        current = self.ledger.current()
+        if current is None or not current.open:
+            raise Refused("no round is running")
+        kind = await self.look()
+        if kind is None:
+            raise Refused(f"the EO at {self.eo.url} does not answer")
+        phase = PHASE_NAMES.get(current.phase, current.phase)
+        try:
+            ended = await self.eo.end(current.round_id)
+        except RoundCallRefused as exc:
+            raise Refused(str(exc)) from None
+        if kind == "standin":
+            log.info("round %s: the operator ended the %s", current.round_id, phase)
+            return ControlAnswer(True, fields={"roundId": current.round_id, "phase": ended.phase})
+        try:
+            await self.eo.keep_alive(current.round_id, self.avatars, self.human, self.ledger.recall(HUMAN_SERVICES_FACT) or [])
+        except RoundCallRefused as exc:
+            self.alert("round_lost", f"round {current.round_id} ended, but the EO was not told to stay up ({exc}): it may exit "
+                                     "at the round's own end")
+        due = totals_due(current)
+        note = (f"ended by the operator in its {phase}; the EO sends its totals at "
+                f"{datetime.datetime.fromtimestamp(due / 1000).strftime('%H:%M:%S')}, the round's own end")
+        launch = self.store.launch_of(current)
+        if launch is not None:
+            self.store.set_launch(launch.id, "ended_early", note, ends_ms=due)
+        self.ledger.set_phase(current.key, "ended", now_ms(), None, note=note)
+        log.info("round %s: %s", current.round_id, note)
+        self.refresh()
+        return ControlAnswer(True, fields={"roundId": current.round_id, "phase": "ended", "totals_at": due})
+
+    # -- the first round by itself, and the end ------------------------------------------------------------
+    async def auto_start(self) -> None:
+        """``[rounds] auto_start``: once the EO and the sellers answer, the first round starts by
+        itself (not when the ledger has one open: a restarted room takes that one up)."""
+        current = self.ledger.current()
+        if current is not None and current.open:
+            log.info("round %s is still open: no round starts by itself", current.round_id)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + AUTO_START_WAIT_S
+        while loop.time() < deadline:
+            if await self.look() is not None and await self._sellers_answer():
+                break
+            await asyncio.sleep(AUTO_START_POLL_S)
+        answer = await self.next_round()
+        if not answer.ok:
+            self.alert("round_refused", f"the first round did not start by itself: {answer.reason}")
+
+    async def _sellers_answer(self) -> bool:
+        if self.competition.roster is not None:
+            return True  # a roster's agents are started or checked by Next round itself
+        return all([await answers(url) for url in self.rounds.seller_urls(self.avatars).values()])
+
+    async def close(self) -> None:
+        """The controller stops: the agent programs it started stop too (the day is over)."""
+        stopped = await asyncio.to_thread(self.agents.stop_all, "the Avatar Controller stopped")
+        if stopped:
+            log.info("stopped %d agent program(s)", stopped)
+        await self.eo.aclose()
+        await self.utilities.aclose()
+
+    # -- the console's picture ----------------------------------------------------------------------------
+    def standings(self) -> Standings:
+        return self.competition.standings()
+
+    def view(self) -> dict[str, Any]:
+        """What the console shows of the competition."""
+        next_round = None
+        left = 0
+        if self.competition.roster is not None:
+            planned = self.competition.upcoming()
+            left = len(planned)
+            if planned:
+                slot = planned[0]
+                next_round = {"buyer": slot.slot.buyer, "cycle": slot.cycle, "replay": slot.put_back_from is not None,
+                              "seats": [{"avatar": a, "agent": s.agent} for a, s in zip(self.avatars, slot.slot.seats, strict=False)]}
+        elif self.eo.url is not None:
+            next_round = {"buyer": self.ledger.next_buyer(), "cycle": None, "replay": False,
+                          "seats": [{"avatar": a, "agent": a, "url": u} for a, u in self.rounds.seller_urls(self.avatars).items()]}
+        agents = [{"agent": r.agent, "avatar": r.avatar, "port": r.port, "log": r.log} for r in self.store.running_agents()]
+        return {"driver": self.driver(), "tournament": self.competition.roster is not None, "next": next_round, "left": left,
+                "durations": self.durations(), "standings": self.standings().body(), "agents": agents}
+
+    def changed(self) -> None:
+        """Tell the listeners the console's picture, when it changed."""
+        try:
+            view = self.view()
+        except Exception as exc:  # a view that cannot be read must never cost the EO an answer
+            log.warning("the competition's view cannot be read: %s: %s", type(exc).__name__, exc)
+            return
+        if view == self._view:
+            return
+        self._view = view
+        for listener in self.listeners:
+            with contextlib.suppress(Exception):
+                listener(view)

@@ -1,0 +1,43 @@
+"""Where a round's utility functions come from.
+
+As competition-ui's Start does, the room asks the platform's utility generator for one buyer and
+two seller utility functions per round (``GET /generateUtility/<role>``) when one is configured
+(``[eo] utility_generator_url``, or the ``utility-generator`` entry of ``[eo] app_settings``). A
+room without one - a laptop with the stand-ins - draws them from the same distributions with the
+suite's port of the generator (:mod:`orchestrator_client.utility_draw`, held equal to it by
+``tests/integration/orchestrator_client/test_utility_draw_real.py``): every round has its own.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Final
+
+from orchestrator_client.utility_draw import draw_utility
+from orchestrator_client.utility_generator import UtilityGeneratorClient
+
+SUITE_SOURCE: Final = "the suite's port of the utility generator"
+
+
+class UtilitySource:
+    """Draws utility functions: from the generator at ``generator_url``, else with the port."""
+
+    def __init__(self, generator_url: str | None, rng: random.Random | None = None) -> None:
+        self.generator = UtilityGeneratorClient(generator_url) if generator_url else None
+        self.rng = rng or random.Random()
+
+    @property
+    def source(self) -> str:
+        """Where the utilities come from, for the console and the ledger."""
+        return f"the utility generator at {self.generator.base_url}" if self.generator is not None else SUITE_SOURCE
+
+    async def draw(self, role: str) -> dict[str, Any]:
+        """A utility function of ``role`` (``buyer`` or ``seller``): ``{"currencyUnit", "utility"}``.
+        Raises :class:`~orchestrator_client.answers.PlatformCallError` when the generator fails."""
+        if self.generator is None:
+            return draw_utility(role, self.rng)
+        return (await self.generator.generate(role)).body()
+
+    async def aclose(self) -> None:
+        if self.generator is not None:
+            await self.generator.aclose()
