@@ -134,6 +134,10 @@ class RoundControl:
         self.utilities = UtilitySource(generator_url, random.Random(tournament.seed) if tournament.seed is not None else None)
         self.agents = AgentPrograms(self.store, tournament, data_dir)
         self.competition = Tournament(self.store, tournament, avatars)
+        try:
+            self.competition.plan()  # the console shows the next round before the first Next round
+        except ScheduleError as exc:
+            log.error("%s", exc)  # said again, in its words, by every Next round
         self.watch = RoundWatch(self.store, self.agents, self.competition.roster, alert, self.changed)
         self.kind: EOKind | None = None
         """What the last look at the EO found it to be."""

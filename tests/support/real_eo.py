@@ -72,6 +72,8 @@ class RealEO(NodeProcess):
     utility_generator_port: int = field(default_factory=free_port)
     """Nothing listens there: the utilities of the round totals are null, as at a venue
     whose utility generator is away."""
+    standalone: bool = False
+    """The EO's ``standalone`` mode: ``/startRound`` takes the whole round, every round is "true"."""
     beside: dict[str, int] = field(default_factory=dict)
     """More human-side services the EO calls with everything (name -> port on 127.0.0.1), as a
     venue's competition-ui beside the Avatar Controller: a test's witness of what the EO sends."""
@@ -100,6 +102,7 @@ class RealEO(NodeProcess):
             human_budget=self.human_budget,
             utility_generator_port=self.utility_generator_port,
         )
+        settings["standalone"] = self.standalone
         for name, port in self.beside.items():
             settings["negotiatorsInfo"].append({"name": name, "type": "human", "role": "buyer"})
             settings["serviceMap"][name] = {"protocol": "http", "host": "127.0.0.1", "port": port}

@@ -124,6 +124,10 @@
       }
     };
     fill("standings-agents", st.agents || [], (a) => [a.name, a.rounds, money(a.utility_mean), money(a.welfare_mean)]);
+    // the two categories of winners: the best mean utility (the first row) and the best mean social welfare
+    const played = (st.agents || []).filter((a) => a.rounds > 0);
+    const best = played.length ? played.reduce((b, a) => a.welfare_mean > b.welfare_mean ? a : b) : null;
+    for (const row of el("standings-agents").tBodies[0].rows) row.classList.toggle("welfare-best", !!best && row.dataset.name === best.name);
     fill("standings-buyers", st.buyers || [], (b) => [b.name, b.rounds, money(b.utility_total), ""]);
     const unscored = st.unscored || [];
     el("standings-unscored").textContent = unscored.length ? "not scored: " +

@@ -52,19 +52,21 @@ def room(make_config: Callable[..., Config], mosquitto: Any, tmp_path: Path) -> 
     agents = {name: {"command": agent_command(eo_url, margin)} for name, margin in (("A", 1.0), ("B", 0.5), ("C", 0.25))}
     config = make_config(mosquitto.url, **{
         "avatar.port": avatar_port, "avatar.speaker": f"wav-fast:{tmp_path / 'wav'}", "avatar.confirm_accept": "auto",
+        "avatar.eo_books_check_s": 0.5,
         "eo.url": eo_url, "tournament.buyers": BUYERS, "tournament.agents": agents, "tournament.seed": 4,
     })
     eo = StandinServer(StandinSettings(port=eo_port, human_port=avatar_port, rules="real_eo")).start()
     local = LocalAvatar(config).start()
+    room = {"config": config, "eo": eo, "avatar": local}
     try:
-        yield {"config": config, "eo": eo, "avatar": local}
+        yield room
     finally:
         local.stop()
-        eo.stop()
+        room["eo"].stop()
 
 
-def _next(url: str) -> dict[str, Any]:
-    answer = loopback.post(url + NEXT_ROUND_PATH, json={"durations": DURATIONS}, timeout=30)
+def _next(url: str, durations: dict[str, float] = DURATIONS) -> dict[str, Any]:
+    answer = loopback.post(url + NEXT_ROUND_PATH, json={"durations": durations}, timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.json()
 
@@ -76,7 +78,7 @@ def test_the_schedules_rounds_start_their_agents_and_stop_them_after_the_totals_
     store = CompetitionStore(local.controller.ledger)
     roster = local.worker.rounds.competition.roster
     planned = store.slots(roster) if roster else []
-    assert planned == []  # nothing is planned before the first Next round
+    assert len(planned) == 6 and {s.state for s in planned} == {"planned"}  # planned when the controller starts
     played = []
     for number in (1, 2):
         started = _next(local.url)
@@ -127,6 +129,33 @@ def test_the_schedules_rounds_start_their_agents_and_stop_them_after_the_totals_
         room["avatar"] = local  # stopped already: the fixture's stop is a second one
         local.stop = lambda: None  # type: ignore[method-assign]
     assert not alerts
+
+
+def test_a_round_the_eo_loses_is_played_again_at_the_end_of_the_schedule_once(room: dict[str, Any]) -> None:
+    """The stand-in restarts mid-round and forgets it: the room marks it lost, stops its agents,
+    and puts the scheduled round back at the end of the schedule; the next round is the next one."""
+    local = room["avatar"]
+    alerts: list[tuple[str, str]] = []
+    local.controller.alert_listeners.append(lambda kind, text: alerts.append((kind, text)))
+    store = CompetitionStore(local.controller.ledger)
+    roster = local.worker.rounds.competition.roster or ""
+    first, second = store.slots(roster)[:2]
+    started = _next(local.url, {"warmUp": 0.0, "round": 60.0, "post": 0.0})
+    ledger = local.controller.ledger
+    assert wait_for(lambda: ledger.round_for("r1") is not None and ledger.round_for("r1").phase == "round", 10)
+    assert wait_for(lambda: (local.controller.books_check or {}).get("found") in ("agree", "no totals yet"), 10)
+    settings = room["eo"].settings
+    room["eo"].stop()
+    room["eo"] = StandinServer(settings).start()  # the EO restarted: it knows no round
+    assert wait_for(lambda: ledger.round_for("r1").phase == "lost", 15), ledger.round_for("r1")
+    assert wait_for(lambda: any("is played again at the end of the schedule" in text for _, text in alerts), 10), alerts
+    launch = store.launch_of(ledger.round_for("r1"))
+    assert wait_for(lambda: all(r.state == "stopped" for r in store.agent_runs(launch.id)), 15)
+    schedule = store.slots(roster)
+    assert store.slot(first.id).state == "lost"  # type: ignore[union-attr]
+    assert schedule[-1].put_back_from == first.id and schedule[-1].slot == first.slot and schedule[-1].state == "planned"
+    following = _next(local.url)
+    assert following["roundId"] == "r2" and following["buyer"] == second.slot.buyer == started["buyer"].replace("Ada", "Ben")
 
 
 def _control(tmp_path: Path, eo_url: str, agents: dict[str, AgentEntry], generator: str = "") -> RoundControl:
