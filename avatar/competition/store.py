@@ -259,11 +259,13 @@ class CompetitionStore:
             return db.execute("UPDATE schedule SET state = 'dropped' WHERE roster != ? AND state = 'planned'",
                               (keep_roster,)).rowcount
 
-    def launches_of_slots(self, roster: str) -> list[tuple[ScheduledSlot, Launch]]:
-        """Every scheduled round that was started, with its start (latest start of each slot)."""
+    def launches_of_slots(self, roster: str, states: Sequence[SlotState] | None = None) -> list[tuple[ScheduledSlot, Launch]]:
+        """Every scheduled round that was started (``states``: of slots in these states only), with
+        its start, in the order they started."""
+        where = f" AND s.state IN ({', '.join('?' for _ in states)})" if states else ""
         rows = self.ledger.query(
             f"SELECT {', '.join('l.' + c.strip() for c in _LAUNCH_COLUMNS.split(','))}, s.id FROM launches l JOIN schedule s "
-            "ON l.slot_id = s.id WHERE s.roster = ? ORDER BY l.id", (roster,))
+            f"ON l.slot_id = s.id WHERE s.roster = ?{where} ORDER BY l.id", (roster, *(states or ())))
         found = []
         for row in rows:
             slot = self.slot(int(row[-1]))

@@ -85,8 +85,8 @@ class RoundWatch:
         """Each scheduled round that ended: played (it has its totals) or lost (put back once)."""
         if self.roster is None:
             return
-        for slot, launch in self.store.launches_of_slots(self.roster):
-            if slot.state != "playing" or launch.state not in ("started", "ended_early"):
+        for slot, launch in self.store.launches_of_slots(self.roster, ("playing",)):
+            if launch.state not in ("started", "ended_early"):
                 continue
             found = over(self.store, launch)
             if found is None:

@@ -114,8 +114,8 @@ class Console:
             summary, changed = day.export()
             if changed:
                 feed.set_day(summary)
-            if rounds is not None:
-                rounds.changed()  # a round's totals move the standings
+                if rounds is not None:
+                    rounds.changed()  # a round's phase or totals move the competition's picture
 
         controller.books.listen(day_changed)
         controller.alert_listeners.append(feed.books_alert)
