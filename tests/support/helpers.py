@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import json
 import os
@@ -13,10 +14,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sessions.generate import SessionSpec
 from tests.support.paths import ROOT
@@ -27,6 +28,7 @@ from workers.runtime.messages import Envelope, RoundState
 from workers.runtime.topics import Topic, Topics
 
 E = TypeVar("E", bound=Envelope)
+T = TypeVar("T")
 
 # Session tests: the sessions are espeak-ng negotiation speech, what pocketsphinx's domain model is tuned for
 # (it is off by default: on other speech it invents deal terms).
@@ -227,3 +229,24 @@ def collect(config: Config, topic: Topic, model: type[E], name: str = "observer"
 def round_observer(config: Config) -> tuple[Bus, list[RoundState]]:
     """A bus client of the room that collects every round state it sees."""
     return collect(config, Topics(config.core.environment_uuid).round_state(), RoundState, "console-test")
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coroutine)`` on a thread of its own: the test process's main thread may hold a
+    running event loop already (Playwright's sync API keeps one there once a browser started), and
+    ``asyncio.run`` refuses to start another beside it."""
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(asyncio.run(coroutine))
+        except BaseException as exc:  # handed to the test's own thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="test-asyncio")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]

@@ -37,6 +37,7 @@ from tests.support.paths import ROOT
 from tests.support.real_eo import RealEO
 from tests.support.real_utility_generator import RealUtilityGenerator
 from workers.runtime.config import Config
+from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.messages import RoundState
 
 AGENT = ROOT / "tests" / "support" / "tournament_agent.py"
@@ -159,6 +160,7 @@ def test_a_competition_on_the_platforms_eo_from_the_console(
         console.screenshot(path=str(artifacts_dir / "competition-console-after-a-cycle.png"))
 
         # the rounds ran in the schedule's order: its buyers taking turns, the agents it named
+        assert wait_for(lambda: _states(data_dir)[:CYCLE] == ["played"] * CYCLE, 10), _states(data_dir)  # settled each second
         schedule = json.loads(_cli_plan(config_path))
         told = _received(data_dir)
         for slot in schedule["rounds"][:CYCLE]:
@@ -223,6 +225,17 @@ def test_a_competition_on_the_platforms_eo_from_the_console(
             avatar.stop()
         observer.stop()
         (artifacts_dir / "competition-avatar.log").write_text(avatar.log_path.read_text(errors="replace"))
+
+
+def _states(data_dir: Path) -> list[str]:
+    """The schedule's rounds' states, in order, as the room's ledger has them."""
+    ledger = RoomLedger.reader(data_dir / LEDGER_FILE)
+    if ledger is None:
+        return []
+    try:
+        return [row[0] for row in ledger.query("SELECT state FROM schedule ORDER BY id")]
+    finally:
+        ledger.close()
 
 
 def _cli_plan(config_path: Path) -> str:

@@ -14,7 +14,7 @@ from avatar.competition.settings import RoundsSettings, TournamentSettings
 from orchestrator_client import endpoints as ep
 from orchestrator_client.models import ServiceEntry
 from orchestrator_client.recorder import Behavior, RecordingServer
-from tests.support.helpers import wait_for
+from tests.support.helpers import run_async, wait_for
 from tests.support.real_eo import RealEO
 from workers.runtime.config import OrchestratorSettings
 from workers.runtime.ledger import RoomLedger
@@ -33,7 +33,7 @@ def test_a_standalone_eo_takes_the_whole_round_on_start_and_survives_end_round(t
             tournament=TournamentSettings(), eo=OrchestratorSettings(url=eo.url, standalone=True), data_dir=tmp_path,
             human=ServiceEntry(host="127.0.0.1", port=human.port))
         try:
-            asyncio.run(_start_and_end(control, ledger, human, celia, watson))
+            run_async(_start_and_end(control, ledger, human, celia, watson))
             assert ledger.round_for("true").phase == "ended"  # type: ignore[union-attr]
             own_end = time.monotonic() + DURATIONS["round"] + DURATIONS["post"]
             assert wait_for(lambda: human.bodies(ep.RECEIVE_ROUND_TOTALS), DURATIONS["round"] + 20), eo.log_tail()

@@ -9,7 +9,6 @@ does not, a command that exits, a utility generator that is down.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sys
@@ -28,7 +27,7 @@ from orchestrator_client.models import ServiceEntry
 from orchestrator_client.recorder import RecordingServer
 from standins.eo import StandinServer, StandinSettings
 from tests.support import loopback
-from tests.support.helpers import free_port, wait_for
+from tests.support.helpers import free_port, run_async, wait_for
 from tests.support.paths import ROOT
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.ledger import RoomLedger, day_of
@@ -200,7 +199,7 @@ def test_next_round_refuses_in_one_line_naming_the_cause_and_uses_nothing(
             finally:
                 await control.close()
 
-        answers = asyncio.run(twice())
+        answers = run_async(twice())
         for answer in answers:
             assert not answer.ok and words in answer.reason and "\n" not in answer.reason, answer
         _unused(control)
@@ -221,6 +220,6 @@ def test_next_round_refuses_when_the_eo_does_not_answer(tmp_path: Path) -> None:
         finally:
             await control.close()
 
-    answer = asyncio.run(once())
+    answer = run_async(once())
     assert not answer.ok and answer.reason.startswith("the EO at http://127.0.0.1:") and "does not answer" in answer.reason
     _unused(control)
