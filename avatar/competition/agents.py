@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from avatar.competition.settings import AgentEntry, TournamentSettings
 from avatar.competition.store import AgentRun, CompetitionStore, Launch
+from workers.runtime.instance import pid_running
 from workers.runtime.messages import now_ms
 from workers.runtime.ports import free_port
 
@@ -81,35 +82,21 @@ def _tail(path: Path) -> str:
 
 
 def _started_ms(pid: int) -> int | None:
-    """When process ``pid`` started (Linux ``/proc``), or None when there is no such process."""
+    """When process ``pid`` started (Linux ``/proc``), or None when that cannot be read."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
     except (OSError, StopIteration, IndexError, ValueError):
         return None
-    if fields[0] == "Z":
-        return None  # a zombie has ended
     return round((boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")) * 1000)
 
 
 def _alive(run: AgentRun) -> bool:
     """Whether the program ``run`` started still runs (not another one under its reused pid)."""
-    if run.pid is None:
+    if run.pid is None or not pid_running(run.pid):
         return False
     started = _started_ms(run.pid)
-    if started is None:
-        return Path("/proc").is_dir() is False and _signal_alive(run.pid)
-    return abs(started - run.started_ms) <= START_SLACK_MS
-
-
-def _signal_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return started is None or abs(started - run.started_ms) <= START_SLACK_MS
 
 
 class AgentPrograms:
@@ -190,9 +177,7 @@ class AgentPrograms:
 
     @staticmethod
     def _running(process: subprocess.Popen[bytes] | None, pid: int) -> bool:
-        if process is not None:
-            return process.poll() is None
-        return _signal_alive(pid) and _started_ms(pid) is not None
+        return process.poll() is None if process is not None else pid_running(pid)
 
     def stop_round(self, launch_id: int, why: str) -> int:
         """Stop every program still running for a round (blocking: call it off the event loop)."""
