@@ -158,22 +158,30 @@ class AgentPrograms:
         self.store.end_agent_run(run_id, "exited" if state == "exited" else "stopped", outcome, now_ms())
 
     def _stop_one(self, run_id: int, pid: int | None, outcome: str) -> None:
-        """SIGTERM to the program's session, SIGKILL after ``[tournament] agent_stop_s`` (blocking)."""
-        process = self._children.get(run_id)
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGTERM)
-            deadline = time.monotonic() + self.settings.agent_stop_s
-            while time.monotonic() < deadline and self._running(process, pid):
-                time.sleep(POLL_S)
-            if self._running(process, pid):
-                log.warning("agent program %s did not stop in %g s; killing it", pid, self.settings.agent_stop_s)
+        self._stop_together([(run_id, pid)], outcome)
+
+    def _stop_together(self, runs: list[tuple[int, int | None]], outcome: str) -> None:
+        """SIGTERM to each program's session, SIGKILL to those still running after ``[tournament]
+        agent_stop_s`` (blocking, one deadline for them all)."""
+        for _run_id, pid in runs:
+            if pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
-                if process is not None:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        process.wait(self.settings.agent_stop_s)
-        self._ended(run_id, "stopped", outcome)
+                    os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.settings.agent_stop_s
+        running = [(run_id, pid) for run_id, pid in runs if pid is not None]
+        while running and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+            running = [(run_id, pid) for run_id, pid in running if self._running(self._children.get(run_id), pid)]
+        for run_id, pid in running:
+            log.warning("agent program %s did not stop in %g s; killing it", pid, self.settings.agent_stop_s)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            process = self._children.get(run_id)
+            if process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(self.settings.agent_stop_s)
+        for run_id, _pid in runs:
+            self._ended(run_id, "stopped", outcome)
 
     @staticmethod
     def _running(process: subprocess.Popen[bytes] | None, pid: int) -> bool:
@@ -181,17 +189,13 @@ class AgentPrograms:
 
     def stop_round(self, launch_id: int, why: str) -> int:
         """Stop every program still running for a round (blocking: call it off the event loop)."""
-        return self._stop([r for r in self.store.agent_runs(launch_id) if r.state == "running"], why)
+        return self.stop([r for r in self.store.agent_runs(launch_id) if r.state == "running"], why)
 
-    def stop_all(self, why: str) -> int:
-        """Every program still running (the controller stops cleanly: the day is over)."""
-        return self._stop(self.store.running_agents(), why)
-
-    def _stop(self, runs: list[AgentRun], why: str) -> int:
-        for run in runs:
-            # one this process started, or one an earlier run of it started that still runs under its pid
-            mine = run.id in self._children or _alive(run)
-            self._stop_one(run.id, run.pid if mine else None, f"stopped: {why}")
+    def stop(self, runs: list[AgentRun], why: str) -> int:
+        """Stop these programs, together; how many."""
+        # one this process started, or one an earlier run of it started that still runs under its pid
+        self._stop_together([(run.id, run.pid if run.id in self._children or _alive(run) else None) for run in runs],
+                            f"stopped: {why}")
         return len(runs)
 
     def exited(self) -> list[tuple[AgentRun, str]]:

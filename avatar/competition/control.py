@@ -48,6 +48,7 @@ from orchestrator_client.models import HUMAN, Durations, InitializeRound, Negoti
 from orchestrator_client.service_map import ServiceMapError, resolve_utility_generator_url
 from workers.runtime.config import OrchestratorSettings
 from workers.runtime.ledger import LedgerRound, RoomLedger, day_of
+from workers.runtime.logs import NOTICE
 from workers.runtime.messages import MAX_PHASE_S, PHASE_NAMES, now_ms
 
 log = logging.getLogger(__name__)
@@ -378,10 +379,23 @@ class RoundControl:
         return all([await answers(url) for url in self.rounds.seller_urls(self.avatars).values()])
 
     async def close(self) -> None:
-        """The controller stops: the agent programs it started stop too (the day is over)."""
-        stopped = await asyncio.to_thread(self.agents.stop_all, "the Avatar Controller stopped")
-        if stopped:
-            log.info("stopped %d agent program(s)", stopped)
+        """The controller stops. The agent programs of a round that is over stop now; those of a
+        round still open go on (the EO's round does: the next start of the controller takes them
+        over and stops them after its totals)."""
+        finished, left, open_rounds = [], [], set()
+        for run in self.store.running_agents():
+            launch = self.store.launch(run.launch_id)
+            rnd = self.store.round_of(launch) if launch is not None else None
+            if rnd is not None and rnd.open:
+                left.append(run)
+                open_rounds.add(str(rnd.round_id))
+            else:
+                finished.append(run)
+        if finished:
+            await asyncio.to_thread(self.agents.stop, finished, "its round is over and the Avatar Controller stopped")
+        if left:
+            log.log(NOTICE, "%d agent program(s) of round %s left running: the EO's round goes on, and the next start of the "
+                    "Avatar Controller stops them after its totals", len(left), ", ".join(sorted(open_rounds)))
         await self.eo.aclose()
         await self.utilities.aclose()
 

@@ -22,7 +22,7 @@ from avatar.competition.control import RoundControl
 from avatar.competition.settings import AgentEntry, RoundsSettings, TournamentSettings
 from avatar.competition.store import CompetitionStore
 from avatar.harness import LocalAvatar
-from avatar.operator.routes import NEXT_ROUND_PATH
+from avatar.operator.routes import END_ROUND_PATH, NEXT_ROUND_PATH
 from orchestrator_client.models import ServiceEntry
 from orchestrator_client.recorder import RecordingServer
 from standins.eo import StandinServer, StandinSettings
@@ -30,6 +30,7 @@ from tests.support import loopback
 from tests.support.helpers import free_port, run_async, wait_for
 from tests.support.paths import ROOT
 from workers.runtime.config import Config, OrchestratorSettings
+from workers.runtime.instance import pid_running
 from workers.runtime.ledger import RoomLedger, day_of
 from workers.runtime.messages import now_ms
 
@@ -85,6 +86,7 @@ def test_the_schedules_rounds_start_their_agents_and_stop_them_after_the_totals_
         slot = schedule[number - 1]
         assert started["roundId"] == f"r{number}" and started["buyer"] == BUYERS[(number - 1) % 2] == slot.slot.buyer
         assert [s["agent"] for s in started["seats"]] == [seat.agent for seat in slot.slot.seats]
+        assert wait_for(lambda rid=started["roundId"]: local.controller.ledger.round_for(rid) is not None, 10)
         rnd = local.controller.ledger.round_for(started["roundId"])
         assert rnd is not None and rnd.buyer == slot.slot.buyer
         assert wait_for(lambda rid=started["roundId"]: (local.controller.ledger.round_for(rid).totals is not None), 20)
@@ -155,6 +157,35 @@ def test_a_round_the_eo_loses_is_played_again_at_the_end_of_the_schedule_once(ro
     assert schedule[-1].put_back_from == first.id and schedule[-1].slot == first.slot and schedule[-1].state == "planned"
     following = _next(local.url)
     assert following["roundId"] == "r2" and following["buyer"] == second.slot.buyer == started["buyer"].replace("Ada", "Ben")
+
+
+def test_the_agents_of_a_round_outlive_a_controller_stopped_mid_round_and_the_next_one_stops_them(room: dict[str, Any]) -> None:
+    """The EO's round goes on while the Avatar Controller restarts: its agent programs too; the
+    controller started next takes them over (by pid) and stops them after the round's totals."""
+    config, local = room["config"], room["avatar"]
+    _next(local.url, {"warmUp": 0.0, "round": 60.0, "post": 30.0})
+    store = CompetitionStore(local.controller.ledger)
+    assert wait_for(lambda: _phase(local, "r1") == "round", 10)
+    launch = store.launch_of(local.controller.ledger.round_for("r1"))
+    pids = [r.pid for r in store.agent_runs(launch.id)]
+    local.stop()
+    local.stop = lambda: None  # type: ignore[method-assign]
+    assert all(pid is not None and pid_running(pid) for pid in pids)  # left running with their round
+    again = LocalAvatar(config).start()
+    room["avatar"] = again
+    ended = loopback.post(again.url + END_ROUND_PATH, timeout=30)  # the stand-in: the negotiation ends...
+    assert ended.status_code == 200, ended.text
+    assert wait_for(lambda: _phase(again, "r1") == "post", 10)
+    assert loopback.post(again.url + END_ROUND_PATH, timeout=30).status_code == 200  # ...and the post-round: the totals
+    assert wait_for(lambda: again.controller.ledger.round_for("r1").totals is not None, 10)
+    store = CompetitionStore(again.controller.ledger)
+    assert wait_for(lambda: all(r.state == "stopped" for r in store.agent_runs(launch.id)), 15), store.agent_runs(launch.id)
+    assert wait_for(lambda: not any(pid_running(pid) for pid in pids if pid is not None), 10)
+
+
+def _phase(local: LocalAvatar, round_id: str) -> str | None:
+    found = local.controller.ledger.round_for(round_id)
+    return None if found is None else found.phase
 
 
 def _control(tmp_path: Path, eo_url: str, agents: dict[str, AgentEntry], generator: str = "") -> RoundControl:
