@@ -27,9 +27,12 @@ from typing import Any, Final, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from orchestrator_client.endpoints import ACK_STATUS, CONFIRM_ACCEPT_STATUS
+from workers.runtime.messages import SaneRoundId
 
-RoundId = int | str
-"""``1`` in the platform doc, ``"r1"`` in the current EO: kept as received."""
+RoundId = SaneRoundId
+"""``1`` in the platform doc, ``"r1"`` in the current EO: kept as received - when it is a round id
+at all: one with control characters (a NUL, a newline) or of absurd length is refused here, at the
+edge, and never reaches the ledger, a file name or a page (:func:`~workers.runtime.messages.sane_round_id`)."""
 Number = int | float
 """Quantities and amounts: ints stay ints so a re-serialised body equals the original."""
 

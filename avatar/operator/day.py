@@ -71,7 +71,7 @@ class DayBook:
 
     def _row(self, book: RoundBook) -> dict[str, Any]:
         rnd = book.round
-        sellers = self._sellers(rnd.totals)
+        sellers = self._sellers(book)
         human = human_totals(rnd.totals) or {}
         return {
             "date": rnd.day,
@@ -83,18 +83,27 @@ class DayBook:
             "paid": book.spent,
             "allocation_saved": book.allocation is not None,
             "buyer_utility": _utility(human.get("utility")),
-            "seller_revenue": round(sum(s["revenue"] or 0.0 for s in sellers.values()), 2) if sellers else None,
-            "seller_utility": round(sum(s["utility"] or 0.0 for s in sellers.values()), 2) if sellers else None,
+            "seller_revenue": book.spent,  # the same booked deals as "paid": the day's two sides add up
+            "seller_utility": (round(sum(s["utility"] or 0.0 for s in sellers.values()), 2)
+                               if any(s["utility"] is not None for s in sellers.values()) else None),
             "undelivered": rnd.undelivered,
             "note": rnd.note,
         }
 
     @staticmethod
-    def _sellers(totals: Mapping[str, Any] | None) -> dict[str, dict[str, float | None]]:
-        if not isinstance(totals, Mapping):
-            return {}
-        return {str(name): {"revenue": number(e.get("revenue")), "utility": _utility(e.get("utility"))}
-                for name, e in totals.items() if isinstance(e, Mapping) and "revenue" in e}
+    def _sellers(book: RoundBook) -> dict[str, dict[str, float | None]]:
+        """Per seller of the round: its revenue from the deals the EO booked (what the buyer paid,
+        seen from the other side: a round the EO lost before its totals still sold what it sold),
+        and its utility from the EO's totals when they came."""
+        totals = book.round.totals if isinstance(book.round.totals, Mapping) else {}
+        found: dict[str, dict[str, float | None]] = {}
+        for deal in book.deals:
+            seller = found.setdefault(deal.seller, {"revenue": 0.0, "utility": None})
+            seller["revenue"] = round((seller["revenue"] or 0.0) + deal.price, 2)
+        for name, entry in totals.items():
+            if isinstance(entry, Mapping) and "revenue" in entry:
+                found.setdefault(str(name), {"revenue": 0.0, "utility": None})["utility"] = _utility(entry.get("utility"))
+        return found
 
     def summary(self, books: list[RoundBook] | None = None) -> dict[str, Any]:
         """The day per round, per buyer and per seller (of ``books``, read once by the caller, or now)."""
@@ -108,7 +117,7 @@ class DayBook:
             buyer["deals"] += row["deals"]
             buyer["paid"] = round(buyer["paid"] + row["paid"], 2)
             buyer["utility"] = round(buyer["utility"] + (row["buyer_utility"] or 0.0), 2)
-            for name, figures in self._sellers(book.round.totals).items():
+            for name, figures in self._sellers(book).items():
                 seller = sellers.setdefault(name, {"rounds": 0, "revenue": 0.0, "utility": 0.0})
                 seller["rounds"] += 1
                 seller["revenue"] = round(seller["revenue"] + (figures["revenue"] or 0.0), 2)

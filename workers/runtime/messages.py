@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 ENVELOPE_VERSION = 1
 NOBODY = ""
@@ -392,12 +392,29 @@ MAX_WIRE_INT = 2**53
 """Ids and ms times beyond this are not exact in JavaScript (the display) and never real."""
 
 
+def sane_round_id(value: object) -> int | str:
+    """A round id the room can keep, file and show: an int in the wire's exact range, or 1 to
+    :data:`MAX_ROUND_ID_CHARS` printable characters (a NUL or a newline in it would end up in a
+    folder name, a CSV row, a page). A bool is refused (pydantic would take ``true`` for 1)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError("a round id is an int or a string")
+    if isinstance(value, int) and not 0 <= value <= MAX_WIRE_INT:
+        raise ValueError(f"round id {value} is out of range")
+    if isinstance(value, str) and (not value or len(value) > MAX_ROUND_ID_CHARS or not value.isprintable()):
+        raise ValueError(f"a round id is 1 to {MAX_ROUND_ID_CHARS} printable characters")
+    return value
+
+
+SaneRoundId = Annotated[int | str, BeforeValidator(sane_round_id)]
+"""A round id as :func:`sane_round_id` takes it: on the bus and at the platform's edge alike."""
+
+
 class RoundState(Envelope):
     """Retained state of the current round, published by the Avatar Controller from the EO's
     round events. ``round_id`` is ``None`` when no round is known."""
 
     type: Literal["round_state"] = "round_state"
-    round_id: int | str | None = None
+    round_id: SaneRoundId | None = None
     phase: RoundPhase = "idle"
     durations: dict[str, float] = Field(default_factory=dict)
     """Seconds: ``warmUp``, ``round``, ``post`` (the platform's names)."""
@@ -409,21 +426,6 @@ class RoundState(Envelope):
     whoever files something per round (the day book, the round's recorded session) files it
     under the same name."""
 
-    @field_validator("round_id", mode="before")
-    @classmethod
-    def _not_bool(cls, value: object) -> object:
-        if isinstance(value, bool):  # pydantic would take true for 1
-            raise ValueError("round_id must be an int or a string")
-        return value
-
-    @field_validator("round_id")
-    @classmethod
-    def _sane_id(cls, value: int | str | None) -> int | str | None:
-        if isinstance(value, int) and not 0 <= value <= MAX_WIRE_INT:
-            raise ValueError(f"round_id {value} is out of range")
-        if isinstance(value, str) and (not value or len(value) > MAX_ROUND_ID_CHARS or not value.isprintable()):
-            raise ValueError(f"round_id must be 1 to {MAX_ROUND_ID_CHARS} printable characters")
-        return value
 
     @field_validator("durations")
     @classmethod

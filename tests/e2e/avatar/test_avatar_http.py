@@ -120,6 +120,28 @@ def test_whatever_the_eo_sends_is_acknowledged_and_confirm_accept_always_says_ye
     assert {(v.via, v.permitted, v.rationale) for v in verdicts} == {("log", False, None), ("rejection", False, "")}
 
 
+HOSTILE_ROUND_IDS = ("r1\u0000x", "r1\nr2", "", "x" * 500, True)
+"""Round ids no round has: a NUL, a newline (a folder name, a CSV row), nothing, too long, a bool."""
+
+
+@pytest.mark.parametrize("path", [ep.SET_UTILITY, ep.SEND_ROUND_METADATA, ep.START_ROUND, ep.RECEIVE_ROUND_TOTALS])
+def test_a_round_id_that_is_no_round_id_is_acknowledged_ignored_and_never_stored(start_avatar: AvatarRunner, path: str) -> None:
+    """The EO's body with a round id holding a control character (or none, or a bool) is read
+    liberally as ever - acknowledged - but not taken: nothing is stored under it, and ``/health``
+    and the round state go on answering."""
+    local, _ = start_avatar()
+    bodies = {ep.SET_UTILITY: {"name": "competition-ui", "utility": {"cake": {}}},
+              ep.SEND_ROUND_METADATA: captured("/sendRoundMetadata"), ep.START_ROUND: captured("/startRound"),
+              ep.RECEIVE_ROUND_TOTALS: {"roundTotals": {}}}
+    with loopback.client(base_url=local.url, timeout=HTTP_TIMEOUT) as http:
+        for round_id in HOSTILE_ROUND_IDS:
+            response = http.post(path, json={**bodies[path], "roundId": round_id})
+            assert (response.status_code, response.json()) == (200, {"status": "Acknowledged"}), (round_id, response.text)
+        health = http.get("/health")
+        assert health.status_code == 200 and health.json()["round"]["round_id"] is None, health.text
+    assert local.controller.ledger.current() is None
+
+
 def test_body_limit_token_health_openapi_and_loopback(start_avatar: AvatarRunner) -> None:
     local, _ = start_avatar(**{"avatar.max_body_bytes": 2048, "avatar.token": "s3cret"})
     assert AvatarSettings().host == "127.0.0.1"

@@ -39,7 +39,10 @@ def test_rounds_per_buyer_and_seller_from_the_ledger_in_files(tmp_path: Path) ->
     assert [(r["round"], r["buyer"], r["deals"], r["paid"], r["buyer_utility"], r["undelivered"]) for r in summary["rounds"]] == [
         ("r1", "Ada", 1, 3.0, 20.5, 1), ("r2", ("Grace Hopper " + "x" * 200)[:MAX_BUYER_CHARS], 2, 5.0, None, 0)]
     assert summary["buyers"]["Ada"] == {"rounds": 1, "deals": 1, "paid": 3.0, "utility": 20.5}
-    assert summary["sellers"]["Celia"] == {"rounds": 1, "revenue": 3.0, "utility": 2.0}
+    # r2's deals were booked, its totals never came: sold all the same, as the buyer paid them
+    assert summary["sellers"]["Celia"] == {"rounds": 2, "revenue": 8.0, "utility": 2.0}
+    assert sum(b["paid"] for b in summary["buyers"].values()) == sum(s["revenue"] for s in summary["sellers"].values()) == 8.0
+    assert [r["seller_revenue"] for r in summary["rounds"]] == [r["paid"] for r in summary["rounds"]] == [3.0, 5.0]
     rows = list(csv.DictReader(io.StringIO((tmp_path / "day" / "2026-11-24.csv").read_text())))
     assert [r["round"] for r in rows] == ["r1", "r2"] and rows[0]["buyer_utility"] == "20.5"
     exported = json.loads((tmp_path / "day" / "2026-11-24.json").read_text())
