@@ -14,7 +14,8 @@ asks the EO for its totals every ``[avatar] eo_books_check_s``:
   EO does when the service it waits on goes away): the round is lost, and the console says so.
 
 The EO books an Accept a moment before it forwards it, so a difference counts only when two
-checks in a row see the same one.
+checks in a row see the same one. A round the EO says it does not know, having once answered its
+books (a fact kept in the ledger, so a restarted room still has it), is lost at that first check.
 """
 
 from __future__ import annotations
@@ -116,10 +117,9 @@ class Reconciler:
         """The round key and what the last check saw, and how often in a row."""
         self._seen = 0
         self.checks = 0
-        self._known: set[int] = set()
-        """Rounds (ledger keys) whose totals the EO has answered: only an EO that knew a round and
-        answers ``/viewTotals`` at all can be said to have lost it (an EO without the endpoint, or
-        one that has not set the round up yet, answers an error too)."""
+        self._seen_known: set[int] = set()
+        """Rounds whose knowing this process has written already (the ledger keeps the fact:
+        :meth:`~workers.runtime.ledger.RoomLedger.eo_knew`)."""
         self._said: set[tuple[int, str]] = set()
         """Differences said already (one the room cannot mend stays on the console once)."""
 
@@ -168,7 +168,9 @@ class Reconciler:
         eo = eo_books(outcome.answer) if not isinstance(outcome, Failed) else None
         if eo is None:
             return "no totals yet"
-        self._known.add(rnd.key)
+        if rnd.key not in self._seen_known:
+            ledger.eo_saw(rnd.key, now_ms())  # in the ledger: a restarted room still knows the EO knew it
+            self._seen_known.add(rnd.key)
         diffs = differences(eo, ledger_books(book))
         if not diffs:
             self._last, self._seen = None, 0
@@ -192,19 +194,21 @@ class Reconciler:
         return "differ"
 
     def _unknown(self, book: RoundBook) -> str:
-        """The EO does not know the round the ledger has open."""
+        """The EO does not know the round the ledger has open. Only an EO that answered this
+        round's books before (the ledger says so, whatever restarted since) can have forgotten it:
+        one without ``/viewTotals``, or one that has not set the round up yet, answers an error
+        too. Then the first such answer decides: the EO's own word that it has no such round."""
         rnd = book.round
-        if not self._again(rnd.key, "unknown"):
-            return "unknown (once)"
         ledger = self.controller.ledger
         late = rnd.phase == "post" and rnd.phase_deadline_ms is not None and now_ms() > rnd.phase_deadline_ms + POST_GRACE_MS
-        if not late and rnd.key not in self._known:
+        if not late and not ledger.eo_knew(rnd.key):
             return "unknown (never known)"  # no proof the EO ever had it: nothing is decided on it
         if late:
             text = f"round {rnd.round_id} is over at the EO, but its totals never reached the room"
             ledger.set_phase(rnd.key, "ended", now_ms(), None, note=text)
         else:
-            text = f"round {rnd.round_id} lost by the EO: the EO no longer knows it (it restarted, or the round was ended there)"
+            text = (f"round {rnd.round_id} lost by the EO: the EO no longer knows it (it restarted, or the round was ended "
+                    "there); what was booked stays booked")
             ledger.set_phase(rnd.key, "lost", now_ms(), None, note=text)
         self._settled("round_lost", text)
         return "unknown"

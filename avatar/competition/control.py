@@ -139,7 +139,7 @@ class RoundControl:
             self.competition.plan()  # the console shows the next round before the first Next round
         except ScheduleError as exc:
             log.error("%s", exc)  # said again, in its words, by every Next round
-        self.watch = RoundWatch(self.store, self.agents, self.competition.roster, alert, self.changed)
+        self.watch = RoundWatch(self.store, self.agents, self.competition.roster, alert, self.changed, self.after_a_loss)
         self.kind: EOKind | None = None
         """What the last look at the EO found it to be."""
         self._busy = asyncio.Lock()
@@ -357,21 +357,34 @@ class RoundControl:
 
     # -- the first round by itself, and the end ------------------------------------------------------------
     async def auto_start(self) -> None:
-        """``[rounds] auto_start``: once the EO and the sellers answer, the first round starts by
-        itself (not when the ledger has one open: a restarted room takes that one up)."""
-        current = self.ledger.current()
-        if current is not None and current.open:
-            log.info("round %s is still open: no round starts by itself", current.round_id)
-            return
+        """``[rounds] auto_start``: once the EO and the sellers answer, a round starts by itself -
+        unless the round the ledger has open still runs at the EO (a restarted room takes it up).
+        One the EO no longer has is decided lost by the books' check first (after a clean stop as
+        after a crash: the EO's word, not the room's guess), and the next round starts."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + AUTO_START_WAIT_S
         while loop.time() < deadline:
-            if await self.look() is not None and await self._sellers_answer():
+            current = self.ledger.current()
+            if current is not None and current.open:
+                if await self.eo.knows(current.round_id):
+                    log.info("round %s still runs at the EO: no round starts by itself", current.round_id)
+                    return
+            elif await self.look() is not None and await self._sellers_answer():
                 break
             await asyncio.sleep(AUTO_START_POLL_S)
+        await self._start_by_itself("the first round")
+
+    async def _start_by_itself(self, which: str) -> None:
         answer = await self.next_round()
         if not answer.ok:
-            self.alert("round_refused", f"the first round did not start by itself: {answer.reason}")
+            self.alert("round_refused", f"{which} did not start by itself: {answer.reason}")
+
+    async def after_a_loss(self, lost: LedgerRound) -> None:
+        """The EO lost the room's round (it restarted, say): with ``[rounds] auto_start`` the next
+        round starts by itself, as the first one did; else the operator's Next round starts it."""
+        if self.rounds.auto_start:
+            log.info("round %s was lost: the next round starts by itself ([rounds] auto_start)", lost.round_id)
+            await self._start_by_itself(f"the round after {lost.round_id}")
 
     async def _sellers_answer(self) -> bool:
         if self.competition.roster is not None:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.answers import PlatformCallError, RoundCallAnswer, read_answer, read_start_answer
-from orchestrator_client.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of
+from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, answer_of
 from orchestrator_client.end_round import NOWHERE, keep_alive_body
 from orchestrator_client.models import AppSettings, InitializeRound, RoundId, ServiceEntry
 from orchestrator_client.service_map import ServiceMapError, load_app_settings, resolve_eo_url
@@ -86,6 +86,16 @@ class EORounds:
         if not probe.reachable:
             return None
         return "standin" if probe.standin else "standalone" if self.standalone else "platform"
+
+    async def knows(self, round_id: RoundId) -> bool | None:
+        """Whether the EO still has round ``round_id`` (its ``/viewTotals`` answers it), None when
+        it does not answer at all. Both EOs answer an error status for a round they do not have."""
+        if self.url is None:
+            return None
+        outcome = await self.looks.view_totals(round_id)
+        if isinstance(outcome, Failed) and outcome.status_code is None:
+            return None
+        return not (isinstance(outcome, Failed) and not 200 <= outcome.status_code < 300)
 
     def _where(self, path: str) -> str:
         return f"the EO at {self.calls.base_url}{path}"

@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from avatar.competition.agents import AgentPrograms
 from avatar.competition.standings import TOTALS_GRACE_MS
 from avatar.competition.store import CompetitionStore, Launch
-from workers.runtime.ledger import OPEN_PHASES
+from workers.runtime.ledger import OPEN_PHASES, LedgerRound
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
@@ -48,12 +48,18 @@ class RoundWatch:
     """Looks after the started rounds of one room."""
 
     def __init__(self, store: CompetitionStore, agents: AgentPrograms, roster: str | None,
-                 alert: Callable[[str, str], None], changed: Callable[[], None]) -> None:
+                 alert: Callable[[str, str], None], changed: Callable[[], None],
+                 lost: Callable[[LedgerRound], Awaitable[None]] | None = None) -> None:
+        """``lost``: told of the room's current round once it is lost while this process runs."""
         self.store = store
         self.agents = agents
         self.roster = roster
         self.alert = alert
         self.changed = changed
+        self.lost = lost
+        current = store.ledger.current()
+        self._lost_seen = current.key if current is not None and current.phase == "lost" else None
+        """The last lost round told of (one lost before this process started is not news)."""
 
     async def run(self) -> None:
         while True:
@@ -65,7 +71,12 @@ class RoundWatch:
 
     async def look_after(self) -> None:
         """One look: exited programs said, ended scheduled rounds settled, the programs of rounds
-        that are over stopped."""
+        that are over stopped, a round just lost told."""
+        current = self.store.ledger.current()
+        if current is not None and current.phase == "lost" and current.key != self._lost_seen:
+            self._lost_seen = current.key
+            if self.lost is not None:
+                await self.lost(current)
         for run, how in self.agents.exited():
             launch = self.store.launch(run.launch_id)
             rnd = self.store.round_of(launch) if launch is not None else None

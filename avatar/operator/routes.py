@@ -126,6 +126,18 @@ class Console:
             feed.set_competition(rounds.view())
         return cls(feed, day, rounds, bus, broker_connected, controller)
 
+    async def round_still_runs(self) -> bool:
+        """Whether the room's open round still runs at the EO, so that a buyer named now is its
+        buyer too. A round the EO no longer has (it restarted; the books' check is about to mark the
+        round lost) keeps the buyer it was played by; an EO that does not answer cannot say, and
+        the round the room shows is taken at its word."""
+        current = self.controller.ledger.current()
+        if current is None or not current.open:
+            return False
+        if self.rounds is None:
+            return True
+        return await self.rounds.eo.knows(current.round_id) is not False
+
     def name_buyer(self, name: Any, running: bool) -> str:
         """The buyer of the next rounds (and of the running one when ``running``), in the ledger."""
         label = clean_buyer(name)
@@ -218,8 +230,9 @@ async def set_buyer(request: Request, console: ConsoleDep) -> JSONResponse:
         return JSONResponse({"ok": False, "reason": f"not a JSON body: {exc.detail}"}, status_code=400)
     if not isinstance(data, dict) or not isinstance(data.get("buyer"), str):
         return JSONResponse({"ok": False, "reason": 'the body is {"buyer": "name"}'}, status_code=422)
-    label = console.name_buyer(data["buyer"], running=True)
-    return JSONResponse({"ok": True, "buyer": label})
+    running = await console.round_still_runs()
+    label = console.name_buyer(data["buyer"], running=running)
+    return JSONResponse({"ok": True, "buyer": label, "running": running})
 
 
 @router.get(DAY_JSON_PATH, include_in_schema=False)

@@ -38,7 +38,7 @@ BUSY_TIMEOUT_MS: Final = 5000
 """How long a reader or the writer waits for the other's lock before giving up."""
 SCHEMA_VERSION: Final = 2
 """2: the rounds the room starts (``launches``), the competition's schedule, its utilities and
-the agent programs of each round; ``rounds.launch_id``."""
+the agent programs of each round; ``rounds.launch_id``; ``rounds.eo_seen_ms``."""
 
 LedgerPhase = Literal["warmup", "round", "post", "ended", "lost"]
 OPEN_PHASES: Final = ("warmup", "round", "post")
@@ -71,7 +71,8 @@ CREATE TABLE IF NOT EXISTS rounds (
     totals TEXT,
     undelivered INTEGER NOT NULL DEFAULT 0,
     note TEXT NOT NULL DEFAULT '',
-    launch_id INTEGER REFERENCES launches (id)
+    launch_id INTEGER REFERENCES launches (id),
+    eo_seen_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS rounds_by_label ON rounds (round_label, key);
 CREATE INDEX IF NOT EXISTS rounds_by_day ON rounds (day, key);
@@ -172,7 +173,8 @@ CREATE TABLE IF NOT EXISTS agent_runs (
 );
 CREATE INDEX IF NOT EXISTS agent_runs_by_state ON agent_runs (state);
 """
-_MIGRATIONS: Final = (("rounds", "launch_id", "ALTER TABLE rounds ADD COLUMN launch_id INTEGER REFERENCES launches (id)"),)
+_MIGRATIONS: Final = (("rounds", "launch_id", "ALTER TABLE rounds ADD COLUMN launch_id INTEGER REFERENCES launches (id)"),
+                      ("rounds", "eo_seen_ms", "ALTER TABLE rounds ADD COLUMN eo_seen_ms INTEGER"))
 """Columns a ledger of an earlier schema lacks: ``(table, column, the statement that adds it)``."""
 
 
@@ -528,6 +530,17 @@ class RoomLedger:
                 db.execute("UPDATE rounds SET note = ? WHERE key = ?", (note, key))
             if phase in ("ended", "lost"):
                 _unbooked(db, key)
+
+    def eo_saw(self, key: int, at_ms: int) -> None:
+        """The EO answered its books of this round: it knew it (first time kept). A round it
+        later says it does not know, it forgot: a fact that must outlive the process that saw it."""
+        with self._write() as db:
+            db.execute("UPDATE rounds SET eo_seen_ms = ? WHERE key = ? AND eo_seen_ms IS NULL", (at_ms, key))
+
+    def eo_knew(self, key: int) -> bool:
+        """Whether the EO was once seen to know round ``key`` (:meth:`eo_saw`)."""
+        rows = self._read("SELECT eo_seen_ms FROM rounds WHERE key = ?", (key,))
+        return bool(rows and rows[0][0] is not None)
 
     def note(self, key: int, note: str) -> None:
         with self._write() as db:

@@ -127,11 +127,20 @@ def test_a_round_the_eo_forgot_is_lost_or_over(tmp_path: Path) -> None:
     forgot = httpx.Response(500, text="TypeError")
     assert checks(ctl, eo_answering(forgot), 3)[-1] == "unknown (never known)"  # no proof the EO ever had it
     assert ctl.ledger.current().phase == "round" and alerts == []  # type: ignore[union-attr]
-    assert checks(ctl, eo_answering(totals((1.0, {"egg": 2})), forgot), 3) == ["agree", "unknown (once)", "unknown"]
+    assert checks(ctl, eo_answering(totals((1.0, {"egg": 2})), forgot), 2) == ["agree", "unknown"]  # at the first check
     assert ctl.ledger.current().phase == "lost" and alerts[0][0] == "round_lost"  # type: ignore[union-attr]
+    assert "what was booked stays booked" in ctl.ledger.current().note  # type: ignore[union-attr]
+
+    # that the EO knew the round is the ledger's: a room restarted after the EO forgot it still knows
+    again, alerts = controller(tmp_path / "again")
+    assert checks(again, eo_answering(totals((1.0, {"egg": 2}))), 1) == ["agree"]
+    restarted = AvatarController(AvatarSettings(), ["Celia", "Watson"], QuietBus(), Speaker(WavSink(tmp_path, realtime=False)),
+                                 ledger=again.ledger)
+    assert checks(restarted, eo_answering(forgot), 1) == ["unknown"]
+    assert restarted.ledger.current().phase == "lost"  # type: ignore[union-attr]
 
     late, alerts = controller(tmp_path / "late", phase="post", deadline=now_ms() - 60_000)
-    assert checks(late, eo_answering(httpx.Response(500)), 2)[-1] == "unknown"
+    assert checks(late, eo_answering(httpx.Response(500)), 1) == ["unknown"]
     current = late.ledger.current()
     assert current is not None and current.phase == "ended" and "totals never reached" in current.note
 
