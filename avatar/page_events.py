@@ -348,7 +348,8 @@ class PageDecision(BaseModel):
 # -- the operator console's feed -------------------------------------------------------------------
 AlertKind = Literal["worker_offline", "worker_error", "worker_silent", "blocked", "undelivered", "maybe_delivered",
                     "books_differ", "round_lost", "agent_exited", "round_refused"]
-AlertLevel = Literal["error", "warning"]
+AlertLevel = Literal["error", "warning", "notice"]
+"""``notice``: a documented fallback the room goes on without (no webcam on a laptop), said, not a fault."""
 REPLY_WINDOW_MS: Final = 60_000
 """An agent message received this long after the buyer's relay is no longer its reply."""
 REPLIES_KEPT: Final = 4
@@ -471,13 +472,18 @@ class UtteranceView(PageModel):
 
 
 class Alert(PageModel):
-    """Something the operator should look at."""
+    """Something the operator should look at, a fact of the day (:mod:`avatar.operator.alerts`)."""
 
     id: str = Field(default_factory=new_id)
     at: int = Field(default_factory=now_ms)
     kind: AlertKind
     level: AlertLevel
     text: str
+    subject: str = ""
+    """What it is about, when something can make it untrue (a worker's name)."""
+    resolved: int | None = None
+    """When what it says stopped being true (ms); None while it holds."""
+    resolution: str = ""
 
 
 class ConsoleSnapshot(PageEvent):
@@ -605,7 +611,7 @@ class LinkEvent(PageEvent):
 
 
 class AlertEvent(Alert, PageEvent):
-    """A new alert for the console's list."""
+    """A new alert for the console's list, or one resolved (the same ``id``, ``resolved`` set)."""
 
     type: Literal["alert"] = "alert"
     pages = frozenset({"console"})

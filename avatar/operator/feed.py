@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 from pydantic import BaseModel
 
 from avatar.display import EventHub
+from avatar.operator.alerts import ALERTS_KEPT, AlertBook
 from avatar.page_events import (
     TIMELINE,
     Alert,
@@ -47,6 +48,7 @@ from avatar.page_events import (
     WorkerView,
 )
 from orchestrator_client.models import HUMAN
+from workers.runtime.ledger import day_of
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (
     PHASE_NAMES,
@@ -71,7 +73,6 @@ log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
 
 UTTERANCES_KEPT: Final = 20
-ALERTS_KEPT: Final = 50
 POSES_KEPT: Final = 45
 """Three seconds of head pose at the camera's 15 Hz: the trail on the plot."""
 ENGINES_KEPT: Final = 256
@@ -80,6 +81,8 @@ AVATARS_KEPT: Final = 16
 """Avatars whose speaking state is followed (a room has two)."""
 WORKERS_KEPT: Final = 64
 """Statuses kept; beyond, the one heard of least recently is forgotten (bus clients come and go)."""
+WORKER_ALERTS: Final[tuple[AlertKind, ...]] = ("worker_offline", "worker_error", "worker_silent")
+"""What a worker's alerts can say; each is resolved once the worker is online again."""
 MISSED_REFRESHES: Final = 3
 """A worker that is not offline refreshes its status every ``refresh_s`` it states: this many
 missed refreshes and it is reported silent (hung, or cut off from the broker without its last
@@ -116,9 +119,11 @@ class FeedHub(EventHub[ConsoleEvent]):
 class OperatorFeed:
     """Subscribes to the room's topics on ``bus`` and keeps what the console shows."""
 
-    def __init__(self, bus: Subscriber) -> None:
+    def __init__(self, bus: Subscriber, alert_book: AlertBook | None = None) -> None:
+        """``alert_book``: where the day's alerts are kept (None: this process's memory only)."""
         self.topics = bus.topics
         self.hub = FeedHub(self.view)
+        self.alert_book = alert_book
         self._day: dict[str, Any] | None = None
         self.on_undelivered: Callable[[Any], None] | None = None
         """Told the round of each of the buyer's utterances that never reached the EO (the day book)."""
@@ -133,6 +138,11 @@ class OperatorFeed:
         self._speaking: dict[str, bool] = {}
         self._utterances: collections.deque[UtteranceView] = collections.deque(maxlen=UTTERANCES_KEPT)
         self._alerts: collections.deque[Alert] = collections.deque(maxlen=ALERTS_KEPT)
+        if alert_book is not None:
+            try:
+                self._alerts.extend(alert_book.of_day(day_of(now_ms()), ALERTS_KEPT))  # the day's, through any restart
+            except Exception as exc:  # a ledger that cannot be read must not keep the console away
+                _notes.warning(("alerts", type(exc).__name__), "the day's alerts cannot be read: %s: %s", type(exc).__name__, exc)
         self._engines: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._links: dict[str, dict[str, Any]] = {"broker": {"connected": False}, "eo": {"url": "", "reachable": None, "detail": ""}}
         bus.subscribe(self.topics.all_status(), Status, self.on_status)
@@ -206,11 +216,15 @@ class OperatorFeed:
                 del self._workers[next(iter(self._workers))]
         self.hub.emit(StatusEvent(**view(worker)))
         changed = before is None or before.state != status.state or before.detail != status.detail
+        # a documented fallback (no webcam on a laptop) is said, not raised as a fault
+        level: AlertLevel = "notice" if status.fallback else "error"
         if changed and status.state == "offline":
-            self._alert("worker_offline", "error", f"{status.worker} is offline ({status.detail or 'no reason given'}); "
-                                                   f"last seen on {status.host}, pid {status.pid}")
+            self._alert("worker_offline", level, f"{status.worker} is offline ({status.detail or 'no reason given'}); "
+                                                 f"last seen on {status.host}, pid {status.pid}", subject=status.worker)
         elif changed and status.state == "error":
-            self._alert("worker_error", "error", f"{status.worker}: {status.detail or 'error'}")
+            self._alert("worker_error", level, f"{status.worker}: {status.detail or 'error'}", subject=status.worker)
+        elif status.state == "online" and before is not None and (before.state != "online" or before.silent):
+            self._resolve(WORKER_ALERTS, status.worker, f"{status.worker} is online again")
 
     def on_round(self, _topic: str, state: RoundState) -> None:
         round_view = state.model_dump(include={"round_id", "phase", "durations", "phase_started", "phase_deadline"})
@@ -323,7 +337,8 @@ class OperatorFeed:
         for worker_view in views:
             self.hub.emit(StatusEvent(**worker_view))
             self._alert("worker_silent", "warning", f"{worker_view['worker']} has not been heard of for "
-                                                    f"{(now - worker_view['seen']) // 1000} s (last state {worker_view['state']})")
+                                                    f"{(now - worker_view['seen']) // 1000} s (last state {worker_view['state']})",
+                        subject=worker_view["worker"])
 
     def set_day(self, summary: dict[str, Any]) -> None:
         """The day's rounds, per buyer and seller (:class:`~avatar.operator.day.DayBook`)."""
@@ -355,8 +370,33 @@ class OperatorFeed:
         known: dict[str, AlertKind] = {"round_lost": "round_lost", "agent_exited": "agent_exited", "round_refused": "round_refused"}
         self._alert(known.get(kind, "books_differ"), "error", text)
 
-    def _alert(self, kind: AlertKind, level: AlertLevel, text: str) -> None:
-        alert = Alert(kind=kind, level=level, text=text)
+    def _alert(self, kind: AlertKind, level: AlertLevel, text: str, subject: str = "") -> None:
+        alert = Alert(kind=kind, level=level, text=text, subject=subject)
+        if self.alert_book is not None:
+            try:
+                self.alert_book.add(alert)
+            except Exception as exc:  # shown all the same; the log says it was not kept
+                _notes.warning(("alert", type(exc).__name__), "an alert was not kept in the ledger: %s: %s", type(exc).__name__, exc)
         with self._lock:
             self._alerts.append(alert)
         self.hub.emit(AlertEvent(**view(alert)))
+
+    def _resolve(self, kinds: tuple[AlertKind, ...], subject: str, why: str) -> None:
+        """The alerts of these kinds about ``subject`` no longer hold: marked resolved (kept)."""
+        at = now_ms()
+        with self._lock:
+            open_ids = {a.id for a in self._alerts if a.kind in kinds and a.subject == subject and a.resolved is None}
+        resolved: list[Alert] = []
+        if self.alert_book is not None:
+            try:
+                resolved = self.alert_book.resolve(kinds, subject, at, why)
+            except Exception as exc:
+                _notes.warning(("resolve", type(exc).__name__), "alerts not resolved in the ledger: %s: %s", type(exc).__name__, exc)
+        kept = {a.id: a for a in resolved}
+        with self._lock:
+            for place, alert in enumerate(self._alerts):
+                if alert.id in open_ids or alert.id in kept:
+                    self._alerts[place] = kept.get(alert.id, alert.model_copy(update={"resolved": at, "resolution": why}))
+            changed = [a for a in self._alerts if a.id in open_ids or a.id in kept]
+        for alert in changed:
+            self.hub.emit(AlertEvent(**view(alert)))

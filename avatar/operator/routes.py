@@ -27,6 +27,7 @@ from avatar.competition.control import ControlAnswer, RoundControl
 from avatar.controller import AvatarController
 from avatar.deps import StateKey
 from avatar.display.socket import serve_hub
+from avatar.operator.alerts import AlertBook
 from avatar.operator.day import DAY_DIR, DayBook, clean_buyer
 from avatar.operator.feed import OperatorFeed, Subscriber
 from avatar.pages import add_files, fill_page
@@ -103,7 +104,7 @@ class Console:
         arrive with the first connection). The day's rounds come from the controller's ledger
         (:class:`DayBook`); the buyer named here is written there and rides on the round state,
         for whoever files things per round; the competition's picture comes from ``rounds``."""
-        feed = OperatorFeed(bus)
+        feed = OperatorFeed(bus, AlertBook(controller.ledger))
         if rounds is not None and rounds.eo_url:
             feed.set_link("eo", url=rounds.eo_url)
         else:

@@ -237,6 +237,7 @@ class Bus:
         self._state = "starting"
         self._ready_on_connect = ready
         self._detail = ""
+        self._fallback = False
         self._subscriptions: list[_Subscription] = []
         self._lock = threading.Lock()
         self._connected = threading.Event()
@@ -372,11 +373,14 @@ class Bus:
             health=health,
             reads=list(self.reads),
             refresh_s=self.refresh_s,
+            fallback=self._fallback,
         )
 
-    def set_status(self, state: str, detail: str = "") -> None:
-        """Publish the retained status (``online`` or ``error`` with a readable detail)."""
+    def set_status(self, state: str, detail: str = "", fallback: bool = False) -> None:
+        """Publish the retained status (``online`` or ``error`` with a readable detail; with
+        ``fallback``, this and the ``offline`` that follows say the room goes on without it by design)."""
         self._state, self._detail = state, detail
+        self._fallback = self._fallback or fallback
         if self._connected.is_set() and self.taken_over is None:
             self.publish(self._status_topic, self._status(state, detail))
 

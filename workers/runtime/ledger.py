@@ -38,7 +38,8 @@ BUSY_TIMEOUT_MS: Final = 5000
 """How long a reader or the writer waits for the other's lock before giving up."""
 SCHEMA_VERSION: Final = 2
 """2: the rounds the room starts (``launches``), the competition's schedule, its utilities and
-the agent programs of each round; ``rounds.launch_id``; ``rounds.eo_seen_ms``."""
+the agent programs of each round; ``rounds.launch_id``; ``rounds.eo_seen_ms``; the console's
+alerts."""
 
 LedgerPhase = Literal["warmup", "round", "post", "ended", "lost"]
 OPEN_PHASES: Final = ("warmup", "round", "post")
@@ -172,6 +173,18 @@ CREATE TABLE IF NOT EXISTS agent_runs (
     state TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS agent_runs_by_state ON agent_runs (state);
+CREATE TABLE IF NOT EXISTS alerts (
+    id TEXT PRIMARY KEY,
+    day TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    level TEXT NOT NULL,
+    subject TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL,
+    resolved_ms INTEGER,
+    resolution TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS alerts_by_day ON alerts (day, at_ms);
 """
 _MIGRATIONS: Final = (("rounds", "launch_id", "ALTER TABLE rounds ADD COLUMN launch_id INTEGER REFERENCES launches (id)"),
                       ("rounds", "eo_seen_ms", "ALTER TABLE rounds ADD COLUMN eo_seen_ms INTEGER"))

@@ -108,6 +108,9 @@ class Status(Envelope):
     """How often the sender publishes this status again while it runs (a worker: its health
     interval). ``None``: never (the supervisor, a tool, a test's observer), so its silence says
     nothing about whether it is alive."""
+    fallback: bool = False
+    """The worker does not run here by a documented fallback the room goes on without (no webcam
+    on a laptop: the addressee comes from names): said, not raised as a fault."""
 
 
 # -- camera ------------------------------------------------------------------------------------

@@ -239,7 +239,7 @@ def run_worker(worker: Worker, install_signals: bool = True, say_failure: bool =
         worker.failure = str(exc)
         if say_failure:
             worker.log.log(NOTICE, "%s", worker.failure)  # the documented fallback: a notice, not an error
-        worker.bus.set_status("error", worker.failure)
+        worker.bus.set_status("error", worker.failure, fallback=True)
         code = EXIT_UNAVAILABLE
         worker.bus.wait_connected(FAILURE_STATUS_WAIT_S)
     except WorkerUnavailable as exc:

@@ -340,17 +340,26 @@
   }
 
   // -- alerts ----------------------------------------------------------------------------------
+  // an alert is added once; the same alert again is its resolution (what it said no longer
+  // holds: kept in the list, dimmed, and out of the badge, which counts the alerts still true)
   function addAlert(a) {
-    if (el("alert-" + a.id)) return;
-    const li = node("li", "alert");
-    li.id = "alert-" + a.id;
+    let li = el("alert-" + a.id);
+    if (!li) {
+      li = node("li", "alert");
+      li.id = "alert-" + a.id;
+      li.appendChild(node("span", "time", clock(a.at)));
+      li.appendChild(node("span", "text", a.text));
+      li.appendChild(node("span", "resolution"));
+      el("alerts").prepend(li);
+      while (el("alerts").children.length > 50) el("alerts").lastChild.remove();
+    }
     li.dataset.kind = a.kind;
     li.dataset.level = a.level;
-    li.appendChild(node("span", "time", clock(a.at)));
-    li.appendChild(node("span", "text", a.text));
-    el("alerts").prepend(li);
-    while (el("alerts").children.length > 50) el("alerts").lastChild.remove();
-    el("alert-count").textContent = String(el("alerts").children.length);
+    if (a.resolved != null) {
+      li.dataset.resolved = "true";
+      li.querySelector(".resolution").textContent = " — " + (a.resolution || "resolved") + " (" + clock(a.resolved) + ")";
+    }
+    el("alert-count").textContent = String(el("alerts").querySelectorAll(".alert:not([data-resolved])").length);
   }
 
   // -- a room that stopped says so: the feed is gone, and with it the truth of every timer ----------
@@ -387,6 +396,7 @@
       el("utterances").textContent = "";
       for (const u of s.utterances || []) setUtterance(u);
       el("alerts").textContent = "";
+      el("alert-count").textContent = "0";
       for (const a of s.alerts || []) addAlert(a);
       setDay(s.day);
       setCalibration(s.calibration);

@@ -20,6 +20,7 @@ from playwright.sync_api import Page, expect
 from websockets.sync.client import connect as ws_connect
 
 from avatar.operator import CONSOLE_PATH
+from avatar.operator.alerts import AlertBook
 from avatar.operator.feed import ALERTS_KEPT, MISSED_REFRESHES, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
 from orchestrator_client import endpoints as ep
@@ -39,6 +40,7 @@ from tests.support.helpers import (
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.ledger import RoomLedger
 from workers.runtime.messages import (
     Attention,
     CameraGeometry,
@@ -91,6 +93,25 @@ def _outgoing(text: str, outcome: str, stages: dict[str, int], reason: str = "",
             "source": "mic", "utteranceIds": list(ids)}
     return OutgoingMessage(source="transcript", message=body, outcome=outcome, reason=reason, stages=stages,  # type: ignore[arg-type]
                            origin=origin)
+
+
+def test_alerts_are_facts_of_the_day_resolved_when_no_longer_true_and_kept_through_a_restart() -> None:
+    """A worker's offline and error alerts are resolved (kept, with why) once it is online again;
+    the day's alerts are in the ledger, so a restarted controller's console has them as they were;
+    a documented fallback (no webcam on a laptop) is a notice, not an error."""
+    ledger = RoomLedger.in_memory()
+    feed = OperatorFeed(_Subscriptions(), AlertBook(ledger))
+    _heard(feed, _status("online", worker="orchestrator"))
+    _heard(feed, _status("offline", "connection lost", worker="orchestrator"))
+    _heard(feed, _status("error", "no camera at index 0", worker="camera").model_copy(update={"fallback": True}))
+    assert [(a.kind, a.level, a.resolved) for a in feed.alerts()] == [("worker_offline", "error", None),
+                                                                      ("worker_error", "notice", None)]
+    _heard(feed, _status("online", worker="orchestrator"))  # run restarted it
+    offline = feed.alerts()[0]
+    assert offline.resolved is not None and offline.resolution == "orchestrator is online again"
+    again = OperatorFeed(_Subscriptions(), AlertBook(ledger))  # the controller restarted
+    assert [(a.id, a.resolved is not None) for a in again.alerts()] == [(offline.id, True), (feed.alerts()[1].id, False)]
+    assert [a["kind"] for a in again.view()["alerts"]] == ["worker_offline", "worker_error"]
 
 
 def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> None:
@@ -168,6 +189,8 @@ def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> Non
     assert feed.view()["workers"]["supervisor-4242"]["silent"] is False
     _heard(feed, _status("online", worker="camera"))
     assert feed.view()["workers"]["camera"]["silent"] is False
+    silent = feed.alerts()[-1]
+    assert silent.resolved is not None and silent.resolution == "camera is online again"  # kept, no longer true
 
     # bounded, and the snapshot is strict JSON
     for i in range(2 * WORKERS_KEPT):

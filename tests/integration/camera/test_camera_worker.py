@@ -242,5 +242,6 @@ def test_cli_without_a_camera_is_one_line_an_error_status_and_unavailable(
     try:
         assert wait_for(lambda: bool(seen), 10)
         assert seen[-1].state == "offline" and f"no camera at index {absent}" in seen[-1].detail
+        assert seen[-1].fallback  # a documented fallback: the console says it, as a notice
     finally:
         bus.stop()
