@@ -207,6 +207,7 @@ class AvatarController:
         self.bus.subscribe(self.topics.confirm_answer(), ConfirmAnswer, self._on_confirm_answer)
         if self.ledger.current() is not None:
             self.refresh_round()  # the ledger's round over whatever the broker kept
+            self._restore_history()
         self._publish_pending()  # a confirmation a previous run left waiting is gone with it
 
     def _take_up_the_round(self) -> None:
@@ -217,8 +218,8 @@ class AvatarController:
         self.cut_prompts = len(cut)
         current = self.ledger.current()
         if cut and current is not None:
-            text = (f"the Avatar Controller stopped while {len(cut)} confirmation(s) of round {current.round_id} waited "
-                    f"(the platform EO exits when that happens)")
+            text = (f"the Avatar Controller stopped while {len(cut)} confirmation(s) of round {current.round_id} waited: the EO "
+                    f"got no answer to them (the platform's EO exits then; the stand-in does not book them)")
             log.error("%s", text)
             self.ledger.note(current.key, text)
         if current is not None and current.open:
@@ -524,9 +525,34 @@ class AvatarController:
             if not permitted and any((i["speaker"], i["text"], i["permitted"]) == key for i in recent):
                 return False
             state.log = [*state.log, item][-DISPLAY_LOG_KEPT:]
+            self._keep_log_line(item)
             return True
 
         self.hub.emit(event, update)
+
+    def _keep_log_line(self, item: dict[str, Any]) -> None:
+        """The history line in the ledger too: a restarted controller's display shows it again."""
+        current = self.ledger.current()
+        if current is None:
+            return
+        try:
+            self.ledger.add_log_line(current.key, item["at"], item["speaker"], item["text"], item["permitted"], item["rationale"])
+        except Exception as exc:  # shown all the same: the EO's answer must not wait on the disk
+            _notes.warning(("log line", type(exc).__name__), "a history line was not kept: %s: %s", type(exc).__name__, exc)
+
+    def _restore_history(self) -> None:
+        """The current round's history as the display showed it before a restart."""
+        current = self.ledger.current()
+        if current is None:
+            return
+        lines = self.ledger.log_lines(current.key, DISPLAY_LOG_KEPT)
+        if not lines:
+            return
+
+        def restore(state: DisplayState) -> None:
+            state.log = [LogEvent(**line).payload() for line in lines]
+
+        self.hub.emit(LogEvent(**lines[-1]), restore)
 
     def _publish_verdict(self, via: Literal["log", "rejection"], permitted: bool, rationale: str | None,
                          echoed: LogEntry | Rejection) -> None:

@@ -297,8 +297,13 @@ class BuyerEvent(PageEvent):
     spent: Number
     left: Number | None
     offers: list[View]
+    offered: bool
+    """A seller made an offer this round (an empty list then means none is open now, not none yet)."""
     deals: list[View]
     waiting_eo: list[View]
+    cut: list[View]
+    """What became of each deal that waited for the buyer's answer when the room restarted
+    (:func:`avatar.buyer.book.cut_fates`)."""
     have: dict[str, int]
     saved: View | None
     human_totals: View | None

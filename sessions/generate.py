@@ -100,15 +100,21 @@ def mouth_track(clip: np.ndarray, at_ms: np.ndarray) -> np.ndarray:
     return np.round(opening * MOUTH_LEVELS) / MOUTH_LEVELS
 
 
+LOCKS_DIR = ".locks"
+"""Beside the generated sessions, hidden: the lock files of the sessions being written."""
+
+
 def generate(spec: SessionSpec, out_dir: Path | None = None, camera: Camera | None = None) -> Path:
     """Write the session of ``spec`` (cached: an existing complete folder is reused). Processes
     that ask for the same session at once (the test workers) take turns on a lock file: the
     first writes it, the others find it written."""
     folder = (out_dir or CACHE) / spec.key
+    folder.with_name(folder.name + ".lock").unlink(missing_ok=True)  # where earlier versions left it
     if (folder / SESSION_FILE).is_file():
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.with_name(folder.name + ".lock"), "w") as lock:
+    locks = folder.parent / LOCKS_DIR  # not beside the sessions: `eval DIR/s1-*` takes session folders only
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / (folder.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (folder / SESSION_FILE).is_file():
             return folder

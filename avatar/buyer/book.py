@@ -20,6 +20,7 @@ from orchestrator_client import buyer_utility as bu
 from orchestrator_client.models import HUMAN
 from workers.runtime.ledger import RoundBook
 from workers.runtime.logs import RateLimitedLog
+from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
@@ -109,13 +110,42 @@ def round_result(human: Mapping[str, Any] | None) -> str | None:
     return f"{said}; you paid {written.money(paid, unit)}, so you {'gained' if gain >= 0 else 'lost'} {written.money(abs(gain), unit)}."
 
 
+CUT_SETTLED_MS = 15_000
+"""How long after a restart the room's books have been held against the EO's (two checks of
+``[avatar] eo_books_check_s``, with room to spare): a deal the EO booked is in them by then."""
+
+
+def cut_fates(book: RoundBook, now: int) -> list[dict[str, Any]]:
+    """What became of each deal that waited for the buyer's answer when the Avatar Controller
+    stopped (its next run found it ``cut``): ``booked`` when the EO's books have it (a deal of the
+    same seller, goods and price booked since), ``not_booked`` once the round is over or its books
+    have been checked without it, ``unknown`` until then."""
+    fates = []
+    claimed: set[int] = set()
+    for prompt in book.prompts:
+        if prompt.outcome != "cut":
+            continue
+        match = next((d for d in book.deals if d.id not in claimed and d.seller == prompt.seller and d.goods == prompt.goods
+                      and (prompt.price is None or abs(d.price - prompt.price) < 0.005) and d.booked_ms >= prompt.received_ms), None)
+        if match is not None:
+            claimed.add(match.id)
+            fate, why = "booked", "the EO booked it"
+        elif not book.round.open or now - (prompt.answered_ms or prompt.received_ms) > CUT_SETTLED_MS:
+            fate, why = "not_booked", "the room stopped before your answer reached the EO, which did not book it"
+        else:
+            fate, why = "unknown", "the room restarted while it waited for your answer: the EO's books will tell"
+        fates.append({"id": prompt.id, "seller": prompt.seller, "goods": prompt.goods, "price": prompt.price, "fate": fate,
+                      "why": why})
+    return fates
+
+
 def buyer_view(book: RoundBook | None) -> dict[str, Any]:
     """Everything the buyer page shows of the round ``book`` (None: no round yet)."""
     utility, problem = parsed_utility(book)
     if book is None:
         view: dict[str, Any] = {"round_id": None, "phase": None, "budget": None, "spent": 0.0, "left": None, "offers": [],
-                                "deals": [], "waiting_eo": [], "have": {}, "saved": None, "human_totals": None,
-                                "round_totals": None, "result": None}
+                                "offered": False, "deals": [], "waiting_eo": [], "cut": [], "have": {}, "saved": None,
+                                "human_totals": None, "round_totals": None, "result": None}
     else:
         rnd = book.round
         human = human_totals(rnd.totals)
@@ -126,10 +156,12 @@ def buyer_view(book: RoundBook | None) -> dict[str, Any]:
             "spent": book.spent,
             "left": book.left,
             "offers": [{"seller": o.seller, "goods": o.goods, "price": o.price, "text": o.text, "at": o.at_ms} for o in book.offers],
+            "offered": bool(book.offers or book.deals or book.prompts),  # a booked deal takes its offer off the table
             "deals": [{"seller": d.seller, "goods": d.goods, "price": d.price, "at": d.booked_ms, "source": d.source}
                       for d in book.deals],
             "waiting_eo": [{"id": p.id, "seller": p.seller, "goods": p.goods, "price": p.price}
                            for p in book.prompts if p.outcome == "sent"],
+            "cut": cut_fates(book, now_ms()),
             "have": book.bought(),
             "saved": None if book.allocation is None else {"products": book.allocation.products, "value": book.allocation.value,
                                                            "at": book.allocation.saved_ms},

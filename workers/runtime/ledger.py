@@ -39,7 +39,7 @@ BUSY_TIMEOUT_MS: Final = 5000
 SCHEMA_VERSION: Final = 2
 """2: the rounds the room starts (``launches``), the competition's schedule, its utilities and
 the agent programs of each round; ``rounds.launch_id``; ``rounds.eo_seen_ms``; the console's
-alerts."""
+alerts; the display's history of each round."""
 
 LedgerPhase = Literal["warmup", "round", "post", "ended", "lost"]
 OPEN_PHASES: Final = ("warmup", "round", "post")
@@ -185,6 +185,16 @@ CREATE TABLE IF NOT EXISTS alerts (
     resolution TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS alerts_by_day ON alerts (day, at_ms);
+CREATE TABLE IF NOT EXISTS room_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    round_key INTEGER NOT NULL REFERENCES rounds (key),
+    at_ms INTEGER NOT NULL,
+    speaker TEXT NOT NULL,
+    text TEXT NOT NULL,
+    permitted INTEGER NOT NULL,
+    rationale TEXT
+);
+CREATE INDEX IF NOT EXISTS room_log_by_round ON room_log (round_key, id);
 """
 _MIGRATIONS: Final = (("rounds", "launch_id", "ALTER TABLE rounds ADD COLUMN launch_id INTEGER REFERENCES launches (id)"),
                       ("rounds", "eo_seen_ms", "ALTER TABLE rounds ADD COLUMN eo_seen_ms INTEGER"))
@@ -564,9 +574,11 @@ class RoomLedger:
             db.execute("UPDATE rounds SET utility = ? WHERE key = ?", (_dumps(dict(utility)), key))
 
     def set_totals(self, key: int, totals: Mapping[str, Any], ended_ms: int) -> None:
-        """The EO's final totals: the round is over and scored."""
+        """The EO's final totals: the round is over and scored; a note of what might have gone
+        wrong with it (a controller stopped while a deal waited, a round ended early) no longer
+        holds and leaves it."""
         with self._write() as db:
-            db.execute("UPDATE rounds SET totals = ?, phase = 'ended', phase_started_ms = ?, phase_deadline_ms = NULL "
+            db.execute("UPDATE rounds SET totals = ?, phase = 'ended', phase_started_ms = ?, phase_deadline_ms = NULL, note = '' "
                        "WHERE key = ?", (_dumps(dict(totals)), ended_ms, key))
             _unbooked(db, key)
 
@@ -577,6 +589,20 @@ class RoomLedger:
                                 "(SELECT key FROM rounds WHERE round_label = ? ORDER BY key DESC LIMIT 1)",
                                 (round_label(round_id),))
             return cursor.rowcount > 0
+
+    # -- the display's history -----------------------------------------------------------------
+    def add_log_line(self, key: int, at_ms: int, speaker: str, text: str, permitted: bool, rationale: str | None) -> None:
+        """One line of the round's history as the display shows it (a restarted room shows it again)."""
+        with self._write() as db:
+            db.execute("INSERT INTO room_log (round_key, at_ms, speaker, text, permitted, rationale) VALUES (?, ?, ?, ?, ?, ?)",
+                       (key, at_ms, speaker, text, int(permitted), rationale))
+
+    def log_lines(self, key: int, kept: int) -> list[dict[str, Any]]:
+        """The round's last ``kept`` history lines, oldest first."""
+        rows = self._read("SELECT at_ms, speaker, text, permitted, rationale FROM room_log WHERE round_key = ? ORDER BY id DESC "
+                          "LIMIT ?", (key, kept))
+        return [{"at": at, "speaker": speaker, "text": text, "permitted": bool(permitted), "rationale": rationale}
+                for at, speaker, text, permitted, rationale in reversed(rows)]
 
     # -- offers --------------------------------------------------------------------------------
     def set_offer(self, key: int, seller: str, goods: Mapping[str, int], price: float, text: str, at_ms: int) -> None:
@@ -615,11 +641,12 @@ class RoomLedger:
                        (int(accepted), by, answered_ms, "sent" if accepted else "declined", prompt_id))
 
     def cut_waiting_prompts(self) -> list[Prompt]:
-        """Prompts a stopped controller left unanswered (its process ended while the EO waited)."""
+        """Prompts a stopped controller left unanswered (its process ended while the EO waited):
+        ``cut``, with when the next run found them (their ``answered_ms``)."""
         rows = self._read(f"SELECT {_PROMPT_COLUMNS} FROM prompts WHERE outcome = 'waiting'")
         if rows:
             with self._write() as db:
-                db.execute("UPDATE prompts SET outcome = 'cut' WHERE outcome = 'waiting'")
+                db.execute("UPDATE prompts SET outcome = 'cut', answered_ms = ? WHERE outcome = 'waiting'", (now_ms(),))
         return [_prompt(r) for r in rows]
 
     # -- deals ---------------------------------------------------------------------------------

@@ -75,6 +75,7 @@
     const offers = el("offers");
     offers.textContent = "";
     el("offers-empty").hidden = (b.offers || []).length > 0;
+    el("offers-empty").textContent = b.offered ? "No offer open now: ask a seller for one." : "No offer yet: ask a seller.";
     for (const offer of b.offers || []) {
       const li = document.createElement("li");
       li.dataset.seller = offer.seller;
@@ -92,6 +93,16 @@
     // answered yes, not yet booked: the EO's books are the truth, and it has not booked these yet
     el("waiting-eo").textContent = (b.waiting_eo || []).map((d) =>
       "Sent to the EO, waiting for it to book: " + d.seller + ", " + goodsText(d.goods) + " for " + money(d.price) + ".").join(" ");
+    // a deal that waited for the buyer's answer when the room restarted: what became of it
+    const cut = el("cut-deals");
+    cut.textContent = "";
+    for (const d of b.cut || []) {
+      const li = document.createElement("li");
+      li.dataset.fate = d.fate;
+      li.textContent = d.seller + "'s deal, " + goodsText(d.goods) + " for " + money(d.price) + ": " +
+        (d.fate === "booked" ? "booked" : d.fate === "not_booked" ? "not booked" : "not known yet") + " — " + d.why + ".";
+      cut.appendChild(li);
+    }
     if (b.plan) {
       el("plan").textContent = planText(b.plan.products) + " — worth " + money(b.plan.value);
       const more = b.plan.needed_for_one_more || {};

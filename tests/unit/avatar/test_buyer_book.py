@@ -96,3 +96,30 @@ def test_the_round_result_says_what_the_score_is_and_what_it_gained() -> None:
         "Your allocation is worth $0.00 to you; you paid $6.50, so you lost $6.50."
     assert round_result({"utility": 25}) == "Your allocation is worth $25.00 to you."
     assert round_result({"cost": 2.5, "utility": None}) == "The EO gave no score for your allocation; you paid $2.50."
+
+
+def test_a_taken_offer_leaves_the_page_saying_none_is_open_not_none_yet() -> None:
+    ledger = RoomLedger.in_memory()
+    key = a_round(ledger)
+    assert buyer_view(ledger.book(key))["offered"] is False
+    ledger.set_offer(key, "Celia", {"egg": 2}, 3.5, "Two eggs...", T0)
+    ledger.book_deal(key, "Celia", {"egg": 2}, 3.5, "Deal.", "m1", T0 + 1)
+    view = buyer_view(ledger.book(key))
+    assert view["offers"] == [] and view["offered"] is True
+
+
+def test_what_became_of_each_deal_a_restart_cut() -> None:
+    """Deals that waited for the buyer when the controller stopped: the EO's books say booked (a
+    deal of the same seller, goods and price since), or, once the round is over or its books were
+    held against the EO's, not booked; until then, not known yet."""
+    ledger = RoomLedger.in_memory()
+    key = a_round(ledger)
+    ledger.add_prompt("p1", key, "Celia", "Deal.", {"type": "Accept"}, {"egg": 2}, 1.0, T0)
+    ledger.add_prompt("p2", key, "Watson", "Deal.", {"type": "Accept"}, {"milk": 1}, 0.5, T0)
+    ledger.cut_waiting_prompts()  # the next run of the controller finds them waiting
+    ledger.add_reconciled_deal(key, "Celia", {"egg": 2}, 1.0, T0 + 5)  # the EO's totals had it
+    fates = {f["id"]: f["fate"] for f in buyer_view(ledger.book(key))["cut"]}
+    assert fates == {"p1": "booked", "p2": "unknown"}
+    ledger.set_totals(key, {"Human": {"cost": 1.0}}, T0 + 90_000)  # the round is over: p2 was never booked
+    fates = {f["id"]: (f["fate"], f["why"]) for f in buyer_view(ledger.book(key))["cut"]}
+    assert fates["p2"] == ("not_booked", "the room stopped before your answer reached the EO, which did not book it")

@@ -105,8 +105,8 @@ def test_the_wire_keeps_numbers_types_and_leaves_out_what_was_not_given() -> Non
     message = pe.MessageEvent(message_id="m1", speaker="Human", addressee="Celia", text="hi", bid=None, at=5)
     assert list(message.wire()) == ["type", "message_id", "speaker", "addressee", "text", "bid", "at"]
     assert message.model_copy(update={"verdict": "queued"}).wire()["verdict"] == "queued"
-    buyer_view = pe.BuyerEvent(round_id=3, phase="round", budget=50, spent=0, left=47.5, offers=[], deals=[], waiting_eo=[],
-                               have={}, saved=None, human_totals=None, round_totals=None, result=None, utility=None, utility_problem=None,
+    buyer_view = pe.BuyerEvent(round_id=3, phase="round", budget=50, spent=0, left=47.5, offers=[], offered=False, deals=[],
+                               waiting_eo=[], cut=[], have={}, saved=None, human_totals=None, round_totals=None, result=None, utility=None, utility_problem=None,
                                plan=None, recipe={}).wire()
     assert [type(buyer_view[k]) for k in ("round_id", "budget", "spent", "left")] == [int, int, int, float]
     link = pe.LinkEvent(name="eo", url="http://eo", reachable=None, detail="")

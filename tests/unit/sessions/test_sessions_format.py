@@ -10,7 +10,7 @@ import pytest
 from hardware.audio import SAMPLE_RATE
 from hardware.audio_files import load_audio
 from hardware.video import VideoFileSource
-from sessions.format import CameraInfo, Session, SessionFormatError, SessionInfo, SessionWriter, Truth, TruthUtterance
+from sessions.format import SESSION_FILE, CameraInfo, Session, SessionFormatError, SessionInfo, SessionWriter, Truth, TruthUtterance
 from sessions.generate import TARGETS, generate
 from sessions.scenario import build_timeline, plan_lines
 from tests.support.helpers import QUICK_SESSION
@@ -75,3 +75,18 @@ def test_generated_session_is_consistent(quick_session: Session) -> None:
         b = (utt.end_ms - info.start_ms) * SAMPLE_RATE // 1000
         assert np.abs(audio[a:b].astype(np.int32)).max() > 3000
     assert np.abs(audio[: SAMPLE_RATE // 2].astype(np.int32)).max() < 500
+
+
+def test_generated_sessions_leave_their_lock_files_out_of_the_sessions_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``humaine-env eval .cache/sessions/s1-*`` takes what the glob finds: session folders only."""
+    from sessions import generate as generator
+
+    def written(_spec: object, folder: Path, _camera: object) -> Path:  # the session itself is not what is tested
+        folder.mkdir(parents=True)
+        (folder / SESSION_FILE).write_text("{}")
+        return folder
+
+    monkeypatch.setattr(generator, "_generate", written)
+    (tmp_path / f"{QUICK_SESSION.key}.lock").write_text("")  # where an earlier version left one
+    folder = generate(QUICK_SESSION, tmp_path)
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == [folder.name]
