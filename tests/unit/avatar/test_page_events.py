@@ -106,8 +106,8 @@ def test_the_wire_keeps_numbers_types_and_leaves_out_what_was_not_given() -> Non
     assert list(message.wire()) == ["type", "message_id", "speaker", "addressee", "text", "bid", "at"]
     assert message.model_copy(update={"verdict": "queued"}).wire()["verdict"] == "queued"
     buyer_view = pe.BuyerEvent(round_id=3, phase="round", budget=50, spent=0, left=47.5, offers=[], offered=False, deals=[],
-                               waiting_eo=[], cut=[], have={}, saved=None, human_totals=None, round_totals=None, result=None, utility=None, utility_problem=None,
-                               plan=None, recipe={}).wire()
+                               waiting_eo=[], cut=[], have={}, saved=None, human_totals=None, round_totals=None, result=None,
+                               utility=None, utility_problem=None, plan=None, recipe={}).wire()
     assert [type(buyer_view[k]) for k in ("round_id", "budget", "spent", "left")] == [int, int, int, float]
     link = pe.LinkEvent(name="eo", url="http://eo", reachable=None, detail="")
     assert link.wire() == {"type": "link", "name": "eo", "url": "http://eo", "reachable": None, "detail": ""}
