@@ -2,7 +2,7 @@
 
 ``humaine-env run --without mic,camera`` starts the embedded broker, the stand-in EO, the demo
 sellers, the Avatar Controller (speaking into WAV files at the pace of a sound card) and the
-Rich Transcript worker; then ``humaine-env mic --source replay:REC`` plays a recording of
+Rich Transcript worker; then ``humaine-env microphone --source replay:REC`` plays a recording of
 negotiation utterances, each naming the seller it addresses, at real time into the microphone
 worker, exactly as a microphone would deliver it (the default engine). Everything is measured
 from the stage timestamps the messages carry (``workers.runtime.messages.Stage``) as seen on MQTT:
@@ -115,7 +115,7 @@ def run(count: int) -> dict[str, Any]:
                 raise SystemExit("bench/voice_to_voice.py: the suite did not start a round:\n" + "".join(output))
             time.sleep(0.1)
         mic = subprocess.Popen(
-            [*CLI, "mic", "--config", str(config_path), "--source", f"replay:{wav}", "--log-level", "WARNING"],
+            [*CLI, "microphone", "--config", str(config_path), "--source", f"replay:{wav}", "--log-level", "WARNING"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=workdir, env=CHILD_ENV,
         )
         duration_s = len(load_audio(wav)) / SAMPLE_RATE

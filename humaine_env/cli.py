@@ -64,6 +64,18 @@ def commands() -> dict[str, Command]:
     return found
 
 
+@functools.cache
+def command_names() -> dict[str, str]:
+    """Every name a command is known by (its own and its earlier spellings) -> its name."""
+    return {**{alias: name for name, command in commands().items() for alias in command.aliases},
+            **{name: name for name in commands()}}
+
+
+def command_named(name: str) -> str | None:
+    """The command ``name`` stands for (an earlier spelling: the command's name), or None."""
+    return command_names().get(name)
+
+
 def status_name(command: str) -> str:
     """The worker name under which ``command`` publishes its retained status."""
     return commands()[command].worker or command
@@ -115,7 +127,7 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     for name, command in commands().items():
         if not available(name):
             continue
-        child = sub.add_parser(name, help=command.summary, description=command.summary,
+        child = sub.add_parser(name, aliases=list(command.aliases), help=command.summary, description=command.summary,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         add_common_arguments(child, in_subcommand=True)
         if name == chosen:
@@ -137,21 +149,37 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
             continue
         if arg in takes_value:
             skip = True
-        elif arg in commands():
-            return arg
+        elif arg in command_names():
+            return command_names()[arg]
         elif not arg.startswith("-"):
             return None
     return None
 
 
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    """Every flag ``parser`` and its subcommands' parsers take."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(option for option in action.option_strings if option.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found |= _flags(child)
+    return found
+
+
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse the command line; common flags may stand before or after the command name."""
+    """Parse the command line; common flags may stand before or after the command name. A flag
+    it does not know is one line with the closest one it does (``--withuot`` -> ``--without``)."""
     parser = build_parser(_chosen_command(argv))
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        mistyped = next((arg.split("=", 1)[0] for arg in extras if arg.startswith("-")), None)
+        parser.error(unknown("flag", mistyped, _flags(parser)) if mistyped else f"unrecognized arguments: {' '.join(extras)}")
     args.overrides = [*args.overrides, *getattr(args, OVERRIDES_AFTER_COMMAND, []), *getattr(args, OVERRIDES_AFTER_ACTION, [])]
     if not args.command:
         parser.print_help()
         raise SystemExit(EXIT_CONFIG)
+    args.command = command_names().get(args.command, args.command)  # an earlier spelling: the command it names
     return args
 
 

@@ -21,9 +21,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         print(json.dumps({"microphones": microphones, "cameras": cameras}))
         return 0
-    print("Microphones (use with: humaine-env mic --source mic:INDEX or mic:NAME)")
+    print("Microphones (use with: humaine-env microphone --source mic:INDEX or mic:NAME)")
     if not microphones:
-        print("  none found — the microphone worker falls back to typed input at a terminal (humaine-env mic --typed)")
+        print("  none found — the microphone worker falls back to typed input at a terminal (humaine-env microphone --typed)")
     for device in microphones:
         mark = "*" if device.get("default") else " "
         details = f"{device.get('channels', '?')} ch, {device.get('default_samplerate', '?')} Hz, {device.get('hostapi', '')}"

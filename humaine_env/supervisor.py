@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from avatar.competition.settings import RoundsSettings, TournamentSettings
 from formats import written
 from formats.unknown import unknown
-from humaine_env.cli import available, commands, status_name
+from humaine_env.cli import available, command_named, commands, status_name
 from humaine_env.terminal import BuyerPrompt, feed_line, keyboard_feed
 from orchestrator_client.models import Bid
 from orchestrator_client.wiring import reachable_host
@@ -72,13 +72,13 @@ KILL_GRACE_S = 3.0
 together and share the CPU while they do."""
 KILL_AFTER_S = STOP_DEADLINE_S + KILL_GRACE_S
 """How long after SIGTERM ``run`` kills a child that has not ended."""
-ROOM_WORKERS = ("avatar", "transcript", "record-rounds", "mic", "camera")
+ROOM_WORKERS = ("avatar", "transcript", "record-rounds", "microphone", "camera")
 """The room's own workers, in start order: services that others call first, then the recorder
 of the rounds (before anything is said), sensors last."""
 STAND_INS = ("orchestrator", "demo-agents")
 """Started before the room when no EO is configured: the stand-in EO and the demo sellers."""
 SUITE_ORDER = STAND_INS + ROOM_WORKERS
-STOP_ORDER = (("camera", "mic"), ("transcript",), ("orchestrator",), ("demo-agents",), ("avatar",), ("record-rounds",))
+STOP_ORDER = (("camera", "microphone"), ("transcript",), ("orchestrator",), ("demo-agents",), ("avatar",), ("record-rounds",))
 """The stages in which ``run`` stops its children, each stage gone before the next gets its
 SIGTERM: what starts a turn first (the senses, the transcript), then each service after every
 service that calls it, so that a call in flight is answered rather than cut. The EO finishes
@@ -184,13 +184,17 @@ def choose_workers(args: argparse.Namespace, settings: RunSettings, with_stand_i
     only = [w.strip() for w in (args.only or "").split(",") if w.strip()]
     without = [w.strip() for w in args.without.split(",") if w.strip()]
     known = [name for name in SUITE_ORDER if name in commands()]
+    named: dict[str, list[str]] = {}
     for where, given in (("--only", only), ("--without", without), ("[run] workers", settings.workers),
                          ("[run] exclude", settings.exclude)):
+        named[where] = []
         for name in given:
-            if name not in known:
+            found = command_named(name)  # an earlier spelling (mic) is the worker it names
+            if found not in known:
                 raise ConfigError(f"{where}: {unknown('worker', name, known)}")
-    wanted = only or settings.workers
-    excluded = set(without) | set(settings.exclude)
+            named[where].append(found)
+    wanted = named["--only"] or named["[run] workers"]
+    excluded = set(named["--without"]) | set(named["[run] exclude"])
     default = SUITE_ORDER if with_stand_ins else ROOM_WORKERS
     names = wanted or [name for name in default if available(name) and (config is None or switched_on(name, config))]
     return [n for n in names if n not in excluded]
@@ -351,7 +355,7 @@ def _run_suite(
     broker_url = config.broker.url
     stop = threading.Event()
     install_stop_signals(stop.set)
-    console_taker = "mic" if "mic" in names and sys.stdin is not None and sys.stdin.isatty() else None
+    console_taker = "microphone" if "microphone" in names and sys.stdin is not None and sys.stdin.isatty() else None
     env = child_env(args)
     keyboard = keyboard_feed() if console_taker else None  # (ours, the microphone worker's)
     children = [Child(n, child_argv(n, args, broker_url, extra, children_level), env, console=(n == console_taker),

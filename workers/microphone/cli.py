@@ -1,4 +1,4 @@
-"""``humaine-env mic``: run the microphone worker (speech or typed lines → transcripts)."""
+"""``humaine-env microphone``: run the microphone worker (speech or typed lines → transcripts)."""
 
 from __future__ import annotations
 
@@ -32,14 +32,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     try:
         settings = config.section(MicrophoneSettings)
     except ConfigError as exc:
-        print(f"humaine-env mic: {exc}", file=sys.stderr)
+        print(f"humaine-env microphone: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     recognizer = None
     if not settings.typed and not types_for_want_of_a_device(settings):
         try:  # load before connecting, so a missing model is one line, not a status loop
             recognizer = load_recognizer(settings, config.core.data_dir, config.core.avatars)
         except EngineUnavailable as exc:
-            print(f"humaine-env mic: {exc}", file=sys.stderr)
+            print(f"humaine-env microphone: {exc}", file=sys.stderr)
             return EXIT_UNAVAILABLE
     clock: Clock | None = VirtualClock(speed=args.speed) if args.speed else None
     return run_worker(MicrophoneWorker(config, clock=clock, recognizer=recognizer))

@@ -3,8 +3,8 @@
 from workers.runtime.registry import Command
 
 COMMANDS = (
-    Command("mic", "workers.microphone.cli", "microphone worker: voice activity and speech-to-text", worker="microphone",
-            section="microphone"),
+    Command("microphone", "workers.microphone.cli", "microphone worker: voice activity and speech-to-text",
+            section="microphone", aliases=("mic",)),
     Command("transcribe", "workers.microphone.transcribe_cli", "audio files to transcripts (one JSON line per utterance)",
             section="microphone"),
     Command("models", "workers.microphone.models_cli", "download the speech models (needs a network)"),

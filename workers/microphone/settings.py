@@ -34,7 +34,7 @@ class MicrophoneSettings(Section):
     source: str = "mic"
     """``mic``, ``mic:DEVICE`` (index or part of its name), ``wav:PATH``, ``raw:PATH``, ``replay:PATH``."""
     typed: bool = False
-    """Read console lines instead of audio (``humaine-env mic --typed``)."""
+    """Read console lines instead of audio (``humaine-env microphone --typed``)."""
     typed_fallback: bool = True
     """Use typed input when no capture device exists at all."""
     engine: EngineChoice = "auto"

@@ -314,6 +314,15 @@ def environment_names(model: type[Section], field_name: str) -> list[str]:
     return keys
 
 
+def _unknown_top_level(key: str) -> str:
+    """A top-level key the suite does not have: the closest top-level key, or, when sections have
+    a key of that name (``port``), those keys as they are set (``avatar.port``)."""
+    owners = sorted(f"{model.section_name}.{key}" for model in section_models() if model.section_name and key in model.model_fields)
+    if owners:
+        return f"unknown top-level key {key!r}; did you mean {' or '.join(repr(o) for o in owners)}?"
+    return unknown("top-level key", key, CoreSettings.model_fields)
+
+
 def _check_sections(data: Mapping[str, Any], overrides: Mapping[str, Any], path: Path | None) -> None:
     """A misspelled section (``[avatr]``) or top-level key fails as a misspelled key does,
     in the file and in ``--set`` alike."""
@@ -324,13 +333,13 @@ def _check_sections(data: Mapping[str, Any], overrides: Mapping[str, Any], path:
             if key not in known:
                 raise ConfigError(f"config file {path}: {unknown('section', f'[{key}]', [f'[{k}]' for k in known])}")
         elif key not in core:
-            raise ConfigError(f"config file {path}: {unknown('top-level key', key, core)}")
+            raise ConfigError(f"config file {path}: {_unknown_top_level(key)}")
     for key in overrides:
         section, dot, _ = key.partition(".")
         if dot and section not in known:
             raise ConfigError(f"--set {key}: {unknown('section', section, known)}")
         if not dot and key not in core:
-            raise ConfigError(f"--set {key}: {unknown('top-level key', key, core)}")
+            raise ConfigError(f"--set {key}: {_unknown_top_level(key)}")
 
 
 def _known_environment_names() -> set[str]:

@@ -34,6 +34,8 @@ class Command:
     enabled_by: str = ""
     """``section.key`` of a boolean setting that switches the worker on in ``run`` (empty: always
     on): the setting is the operator's, the command line stays the same."""
+    aliases: tuple[str, ...] = ()
+    """Earlier spellings still taken (the command line, ``run``'s ``--only``/``--without``)."""
 
 
 def registered(group: str) -> list[EntryPoint]:

@@ -26,7 +26,7 @@ def test_every_package_registers_its_commands_and_each_resolves() -> None:
     found = commands()
     packages = {command.module.split(".")[0] for command in found.values()}
     assert packages == {"humaine_env", "workers", "transcript", "avatar", "standins", "sessions"}
-    assert {"run", "camera", "mic", "transcript", "avatar", "orchestrator", "demo-agents", "check-wiring", "config"} <= set(found)
+    assert {"run", "camera", "microphone", "transcript", "avatar", "orchestrator", "demo-agents", "check-wiring", "config"} <= set(found)
     for command in found.values():
         module = __import__(command.module, fromlist=["main"])
         assert callable(module.main) and callable(module.configure_parser), command.name

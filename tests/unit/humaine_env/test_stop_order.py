@@ -13,7 +13,7 @@ def test_every_worker_run_starts_has_its_stage() -> None:
 def test_each_service_stops_after_those_that_call_it() -> None:
     stages = stop_stages(list(SUITE_ORDER))
     order = {name: i for i, stage in enumerate(stages) for name in stage}
-    for caller, service in [("mic", "transcript"), ("transcript", "orchestrator"), ("orchestrator", "demo-agents"),
+    for caller, service in [("microphone", "transcript"), ("transcript", "orchestrator"), ("orchestrator", "demo-agents"),
                             ("orchestrator", "avatar"), ("avatar", "record-rounds")]:
         assert order[caller] < order[service], stages
 
