@@ -22,7 +22,7 @@ from typing import Final
 from fastapi import FastAPI
 
 from avatar import human_side
-from avatar.auth import TOKEN
+from avatar.auth import TOKEN, PageNeedsToken, page_needs_token
 from avatar.buyer import routes as buyer
 from avatar.competition.control import RoundControl
 from avatar.controller import AvatarController
@@ -100,6 +100,7 @@ def create_app(controller: AvatarController, pages: PageSources | None = None) -
         hidden_loc=("human", "agent"),
     )
     TOKEN.put(app, settings.token)
+    app.add_exception_handler(PageNeedsToken, page_needs_token)
     human_side.CONTROLLER.put(app, controller)
     if pages is not None and pages.rounds is not None:
         ROUNDS.put(app, pages.rounds)

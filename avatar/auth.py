@@ -12,12 +12,14 @@ in their addresses. Without the token: 401 (a WebSocket: closed with :data:`WS_U
 from __future__ import annotations
 
 import hmac
+import html
 import logging
 from http.cookies import SimpleCookie
 from typing import Annotated, Any, Final
 from urllib.parse import parse_qs, quote, unquote
 
 from fastapi import Depends, HTTPException, Response, WebSocketException
+from fastapi.responses import HTMLResponse
 from starlette.requests import HTTPConnection
 
 from avatar.deps import StateKey
@@ -78,6 +80,8 @@ async def require_token(connection: HTTPConnection, response: Response, token: A
                          scope.get("method", "WebSocket"), scope.get("path"))
         if scope["type"] == "websocket":
             raise WebSocketException(WS_UNAUTHORIZED)
+        if scope.get("method") == "GET" and b"text/html" in dict(scope.get("headers") or []).get(b"accept", b""):
+            raise PageNeedsToken(str(scope.get("path") or "/"))
         raise HTTPException(401, DENIED, headers={"WWW-Authenticate": "Bearer"})
     if source == "query" and scope["type"] == "http":
         response.headers.append("set-cookie", f"{TOKEN_COOKIE}={quote(expected, safe='')}; HttpOnly; SameSite=Strict; Path=/")
@@ -85,3 +89,30 @@ async def require_token(connection: HTTPConnection, response: Response, token: A
 
 TOKEN_REQUIRED: Final = Depends(require_token)
 """The router dependency of every route but ``/health``."""
+
+
+class PageNeedsToken(Exception):
+    """A browser asked for a page without the token: it gets a page saying how to open it
+    (:func:`page_needs_token`), not a JSON error."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+NEEDS_TOKEN_PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>HUMAINE - this page needs the room's token</title>
+<style>body{{font:18px/1.5 system-ui,sans-serif;background:#111318;color:#e9ecf2;max-width:40em;margin:10vh auto;padding:0 1em}}
+code{{background:#23262f;padding:.1em .3em;border-radius:4px}}</style></head>
+<body><h1>This page needs the room's token</h1>
+<p>The room's Avatar Controller has a token (<code>[avatar] token</code>). Open this page with it:
+<code>{path}?token=&hellip;</code> &mdash; the address <code>humaine-env run</code> printed has it.
+Once opened that way, the browser keeps it for the room's other pages.</p></body></html>
+"""
+
+
+async def page_needs_token(_request: object, exc: Exception) -> HTMLResponse:
+    """The app's answer to :class:`PageNeedsToken`: 401, and a page that says what to do."""
+    path = html.escape(exc.path if isinstance(exc, PageNeedsToken) else "/")
+    return HTMLResponse(NEEDS_TOKEN_PAGE.format(path=path), status_code=401, headers={"WWW-Authenticate": "Bearer"})

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
+from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -264,13 +265,17 @@ def stand_ins_line(config: Config) -> str:
 
 
 def display_url(config: Config, path: str | None = None) -> str:
-    """The address of a page of the Avatar Controller (the display page unless ``path``)."""
+    """The address of a page of the Avatar Controller (the display page unless ``path``), with
+    the room's token when it has one: an address that opens the page (the browser keeps the
+    token for the room's other pages)."""
+    from avatar.auth import TOKEN_QUERY
     from avatar.display.routes import DISPLAY_PATH
     from avatar.settings import AvatarSettings
 
     avatar = config.section(AvatarSettings)
     host = reachable_host(avatar.host)
-    return f"http://{host}:{avatar.port}{DISPLAY_PATH if path is None else path}"
+    query = f"?{urlencode({TOKEN_QUERY: avatar.token})}" if avatar.token else ""
+    return f"http://{host}:{avatar.port}{DISPLAY_PATH if path is None else path}{query}"
 
 
 def child_argv(name: str, args: argparse.Namespace, broker_url: str, extra: dict[str, str], log_level: str = "") -> list[str]:

@@ -155,6 +155,11 @@ def test_body_limit_token_health_openapi_and_loopback(start_avatar: AvatarRunner
         assert http.get("/health").status_code == 200  # liveness probes need no token
         assert http.get("/").status_code == 401
         assert http.get("/?token=s3cret").status_code == 200
+        # a browser without the token gets a page saying how to open it, not a JSON error
+        page = loopback.get(local.url + "/buyer", headers={"accept": "text/html,application/xhtml+xml"}, timeout=HTTP_TIMEOUT)
+        assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
+        assert "needs the room&#x27;s token" in page.text or "needs the room's token" in page.text
+        assert "/buyer?token=" in page.text and "s3cret" not in page.text
 
         # over max_body_bytes: never read, and - the EO exits on an error answer - acknowledged
         big = {**start, "padding": "x" * 4096}

@@ -57,3 +57,11 @@ def test_the_demo_sellers_are_the_rooms_avatars_unless_configured() -> None:
     assert overrides["rounds.sellers"] == '{ Ada = "http://127.0.0.1:15001", Max = "http://127.0.0.1:15002" }'
     elsewhere = pinned.with_overrides({"rounds.sellers": {"Ada": "http://10.0.0.5:7000"}})
     assert "rounds.sellers" not in stand_in_overrides(elsewhere)
+
+
+def test_the_printed_page_addresses_open_the_pages_with_the_rooms_token() -> None:
+    from humaine_env.supervisor import display_url
+
+    config = Config.load(None, environ={}, overrides={"avatar.port": 7041, "avatar.token": "s3 cr/et"})
+    assert display_url(config, "/buyer") == "http://127.0.0.1:7041/buyer?token=s3+cr%2Fet"
+    assert display_url(Config.load(None, environ={}, overrides={"avatar.port": 7041}), "/buyer") == "http://127.0.0.1:7041/buyer"
