@@ -239,6 +239,19 @@ def test_lipsync_timeline_matches_the_audio_and_the_page_follows_it(
 
 
 # -- round end --------------------------------------------------------------------------------------
+HIDDEN_BY_THE_SUMMARY = """() => {
+    const box = document.getElementById('summary').getBoundingClientRect();
+    const meets = (r) => r.width > 0 && r.height > 0 && r.left < box.right && r.right > box.left && r.top < box.bottom && r.bottom > box.top;
+    return [...document.querySelectorAll('.avatar .figure, .avatar .name, .avatar .caption, #buyer, #log')]
+        .filter((node) => meets(node.getBoundingClientRect())).map((node) => node.id || node.className.baseVal || node.className);
+}"""
+"""What the round's summary covers (nothing, wherever it is shown)."""
+CUT_OFF = """() => [...document.querySelectorAll('.avatar .name, #summary h2, #deals tr, #totals tr')]
+    .filter((node) => { const r = node.getBoundingClientRect(); return r.bottom > innerHeight + 1 || r.right > innerWidth + 1; })
+    .map((node) => node.textContent.trim().slice(0, 40))"""
+"""What of the names and the summary leaves the screen."""
+
+
 def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browser: Any, artifacts_dir: Path) -> None:
     local, observer = start_avatar(**{"avatar.confirm_accept": "auto"})  # deals booked at once: the summary is the point
     page = open_page(browser, local.url, FULL_HD)
@@ -300,6 +313,14 @@ def test_round_end_summary_history_and_camera(start_avatar: AvatarRunner, browse
         expect(totals.nth(0)).to_have_text("Human2 eggspaid $3.50$0.00")
         expect(totals.nth(1)).to_have_text("Celia2 eggsearned $3.50$2.74")
         page.screenshot(path=str(artifacts_dir / "display-1080p-round-end.png"))
+        # the summary hides nothing: not the avatars, their names and captions, nor the room's lines
+        for width, height in ((1920, 1080), (1280, 720)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(300)  # the layout settles (the figures' transitions)
+            assert page.evaluate(HIDDEN_BY_THE_SUMMARY) == [], (width, height)
+            assert page.evaluate(CUT_OFF) == [], (width, height)
+        page.screenshot(path=str(artifacts_dir / "display-720p-round-end.png"))
+        page.set_viewport_size(FULL_HD)
 
     # a page opened now shows the same summary (the hub keeps deals and totals)
     page.reload()
