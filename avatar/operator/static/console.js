@@ -201,6 +201,9 @@
       if (r.note) row.title = r.note;  // why a round was lost, or ended without its totals
       for (const value of [r.state === "lost" ? r.round + " (lost by the EO)" : r.round, r.buyer || "-", r.started, r.deals, money(r.paid), r.allocation_saved ? "yes" : "no",
         money(r.buyer_utility), money(r.seller_revenue), r.undelivered]) row.appendChild(node("td", "", String(value)));
+      // the round's final state in words, and why when it did not end with its totals
+      const state = r.state === "lost" ? "lost" : r.state === "ended" ? "over" : (PHASES[r.state] || r.state);
+      row.appendChild(node("td", "state", r.note ? state + ": " + r.note : state));
       body.appendChild(row);
     }
   }

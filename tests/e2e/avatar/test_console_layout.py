@@ -26,6 +26,8 @@ from workers.runtime.messages import PHASE_NAMES
 from workers.runtime.worker_ids import CAMERA, MICROPHONE
 
 SIZES: Final = ((1280, 800), (1920, 1080))
+MIN_UTTERANCES_SHARE: Final = 0.19
+"""The utterances' panel never has less of the window's height (its grid row: at least a fifth)."""
 VENUE_CLIENTS: Final = (CAMERA, MICROPHONE)
 """Bus clients under the names of the venue's camera and microphone workers (a laptop run has neither)."""
 ROOM_WORKERS: Final = ("avatar", "demo-agents", "orchestrator", "recorder", "transcript")
@@ -71,6 +73,9 @@ def _check_layout(page: Page, workers: int, shot: Path) -> None:
         name = rows.nth(i).get_attribute("id")
         assert not box["scrolls"], f"the workers panel scrolls at {page.viewport_size}: {box}"
         assert box["panelTop"] <= box["top"] and box["bottom"] <= box["panelBottom"] <= box["height"], (name, box)
+    # the utterances keep their place whatever the day holds (a long day scrolls in its own panel)
+    utterances = page.locator("#utterances-panel").evaluate("(panel) => panel.getBoundingClientRect().height / innerHeight")
+    assert utterances >= MIN_UTTERANCES_SHARE, f"the utterances have {utterances:.0%} of the window at {page.viewport_size}"
     pills = page.locator(PILLS)
     for i in range(pills.count()):
         pill = pills.nth(i)

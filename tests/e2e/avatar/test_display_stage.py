@@ -241,7 +241,8 @@ def test_lipsync_timeline_matches_the_audio_and_the_page_follows_it(
 # -- round end --------------------------------------------------------------------------------------
 HIDDEN_BY_THE_SUMMARY = """() => {
     const box = document.getElementById('summary').getBoundingClientRect();
-    const meets = (r) => r.width > 0 && r.height > 0 && r.left < box.right && r.right > box.left && r.top < box.bottom && r.bottom > box.top;
+    const meets = (r) => r.width > 0 && r.height > 0
+        && r.left < box.right && r.right > box.left && r.top < box.bottom && r.bottom > box.top;
     return [...document.querySelectorAll('.avatar .figure, .avatar .name, .avatar .caption, #buyer, #log')]
         .filter((node) => meets(node.getBoundingClientRect())).map((node) => node.id || node.className.baseVal || node.className);
 }"""
