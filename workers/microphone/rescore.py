@@ -18,7 +18,7 @@ hypotheses that name the same avatars as the decoder's best compete (a domain mo
 question, with a doubt, :mod:`workers.microphone.names`).
 
 Amounts and numbers are read as said (``$7.50`` → "seven dollars fifty", ``3`` → "three", by
-:mod:`formats.spoken_amounts`), the words both models know.
+:func:`formats.spoken_amounts.heard`, as buyers say them), the words both models know.
 
 Deal terms come first. A hypothesis whose deal terms are broken — a count before a word that is
 no unit of the domain but the end of one ("60 spoons": the "-ty" of "sixty" is the "tea" of
@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.spoken_amounts import MAX_DOLLARS, number_words, spoken
+from formats.spoken_amounts import MAX_DOLLARS, heard, number_words
 from workers.microphone.normalize import NUMBER_WORDS, normalize_words
 from workers.microphone.prices import PUNCTUATION, doubtful_prices
 from workers.microphone.quantities import DOMAIN_UNITS, doubtful_quantities, letters, singular, tens_resplit
@@ -77,7 +77,7 @@ _WORD = re.compile(r"[a-z']+")
 def lm_words(text: str) -> list[str]:
     """``text`` as the words a language model scores: amounts and numbers said in words,
     lowercase, punctuation dropped."""
-    said = spoken(text).lower()
+    said = heard(text).lower()
 
     def number(match: re.Match[str]) -> str:
         value = int(match.group())

@@ -19,7 +19,18 @@
   const plural = (noun) => MASS_NOUNS.has(noun.toLowerCase()) || /s$/i.test(noun) ? noun
     : /(x|ch|sh)$/i.test(noun) ? noun + "es" : /[^aeiou]y$/i.test(noun) ? noun.slice(0, -1) + "ies" : noun + "s";
   const count = (n, noun) => n + " " + (n === 1 ? noun : plural(noun));
-  const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => count(n, g)).join(", ") || "nothing";
+  // a good measured in a unit of its own is said with it: "4 ounces of chocolate", "1 teaspoon of vanilla";
+  // one counted "each" (or whose unit is not known) as a count: "2 eggs"
+  const measure = (n, unit, good) => !unit || unit === "each" ? count(n, good) : count(n, unit) + " of " + good;
+  // the unit of a good, from the buyer's utility (its supplements name theirs: chocolate in ounces)
+  function unitOf(good) {
+    for (const product of Object.values((buyer && buyer.utility && buyer.utility.values) || {})) {
+      const s = (product.supplements || {})[good];
+      if (s && s.unit) return s.unit;
+    }
+    return null;
+  }
+  const goodsText = (goods) => Object.entries(goods || {}).map(([g, n]) => measure(n, unitOf(g), g)).join(", ") || "nothing";
 
   let clockOffset = 0;
   let round = null;
@@ -134,7 +145,7 @@
     for (const [product, block] of Object.entries(products || {})) {
       if (!block.quantity) continue;
       const extras = (block.supplement || []).map((s) => Object.entries(s)[0]).filter(Boolean)
-        .map(([good, s]) => s.quantity + " " + (s.unit || "") + " " + good);
+        .map(([good, s]) => measure(s.quantity, s.unit, good));
       parts.push(count(block.quantity, product) + (extras.length ? " (with " + extras.join(", ") + ")" : ""));
     }
     return parts.join(" and ") || "nothing to bake yet";
@@ -203,7 +214,7 @@
         const select = document.createElement("select");
         select.innerHTML = '<option value="">no extra</option>';
         for (const [good, s] of Object.entries(supplements)) {
-          const o = document.createElement("option"); o.value = good; o.textContent = good + " (" + s.unit + ")"; select.appendChild(o);
+          const o = document.createElement("option"); o.value = good; o.textContent = good + (s.unit && s.unit !== "each" ? " (" + plural(s.unit) + ")" : ""); select.appendChild(o);
         }
         select.value = u ? u.good : "";
         const amount = document.createElement("input");

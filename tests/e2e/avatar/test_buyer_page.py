@@ -1,7 +1,8 @@
 """Two buyer's pages open on one round, in a real headless Chromium fed by a real Avatar
 Controller (the EO a recording server answering as the platform does): both show the same
 state at every step. A seller's words read "$4.23" where the agent wrote "4.23 USD"; the notice of
-a deal ends with the negotiation; Check says what an allocation still needs in whole words
+a deal ends with the negotiation; a good measured in a unit reads with it ("4 ounces of
+chocolate", in deals and in a saved plan); Check says what an allocation still needs in whole words
 ("2 more eggs"); a Save on one page shows on the other; the round's result says what its score
 is and what the round gained."""
 
@@ -17,17 +18,20 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from avatar.buyer.routes import BUYER_PATH
+from orchestrator_client import buyer_utility as bu
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import Behavior, RecordingServer
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, agent, captured
 from tests.support.helpers import UI_TIMEOUT_MS
 
-PANCAKE: Final = {"egg": 1, "flour": 2, "milk": 2}
-"""What the buyer buys: one pancake's goods."""
+PANCAKE: Final = {"egg": 1, "flour": 2, "milk": 2, "chocolate": 4}
+"""What the buyer buys: one pancake's goods and 4 ounces of chocolate to put in it."""
 PRICE: Final = 4.23
-PANCAKE_VALUE: Final = 26.75
-"""The pancake's value in the utility the platform sent (``/setUtility`` in the recorded traffic)."""
+PANCAKE_VALUE: Final = round(bu.utility_value(captured("/setUtility")["utility"], {"pancake": {
+    "unit": "each", "quantity": 1, "supplement": [{"chocolate": {"unit": "ounce", "quantity": 4}}]}}), 2)
+"""The chocolate pancake's value in the utility the platform sent (``/setUtility`` in the
+recorded traffic: $26.75 a pancake, chocolate measured in ounces)."""
 SAVED: Final = f"Saved: worth ${PANCAKE_VALUE:.2f}. You may change it and save again until the post-round ends."
 
 
@@ -69,15 +73,15 @@ def test_two_buyer_pages_stay_in_step_and_read_as_people_write(
         for page in pages:
             expect(page.locator("#confirm-said")).to_have_text(f"“You've got it! An egg, 2 flour and 2 milk for ${PRICE}.”",
                                                                timeout=UI_TIMEOUT_MS)
-            expect(page.locator("#confirm-deal")).to_have_text(f"1 egg, 2 flour, 2 milk for ${PRICE}")
+            expect(page.locator("#confirm-deal")).to_have_text(f"4 ounces of chocolate, 1 egg, 2 flour, 2 milk for ${PRICE}")
         first.get_by_role("button", name="Accept").click()
         thread.join(HTTP_TIMEOUT)
         assert answer["r"].json() == {"status": "acknowledged"}
         booked = agent("Celia", f"Deal: that is yours for {PRICE} USD.", bid=deal)
         assert http.post(ep.RECEIVE_MESSAGE, json=booked).status_code == 200
         for page in pages:
-            expect(page.locator("#notice")).to_contain_text("Booked by the EO: 1 egg, 2 flour, 2 milk from Celia for $4.23.",
-                                                            timeout=UI_TIMEOUT_MS)
+            expect(page.locator("#notice")).to_contain_text(
+                "Booked by the EO: 4 ounces of chocolate, 1 egg, 2 flour, 2 milk from Celia for $4.23.", timeout=UI_TIMEOUT_MS)
 
         # the negotiation ends: its notice goes with it, on every page, long before its 8 s are up
         assert http.post(ep.END_ROUND, json=captured("/endRound")).status_code == 200
@@ -101,7 +105,8 @@ def test_two_buyer_pages_stay_in_step_and_read_as_people_write(
         for page in pages:
             expect(page.locator("#allocation-status")).to_have_text(SAVED, timeout=UI_TIMEOUT_MS)
             expect(page.locator("#allocation-status")).to_have_attribute("data-ok", "true")
-            expect(page.locator("#summary")).to_have_text(f"Saved: 1 pancake, worth ${PANCAKE_VALUE:.2f}.")
+            expect(page.locator("#summary")).to_have_text(
+                f"Saved: 1 pancake (with 4 ounces of chocolate), worth ${PANCAKE_VALUE:.2f}.")
             expect(page.locator(".count-row[data-product=pancake] .count")).to_have_text("1")
             expect(page.locator(".count-row[data-product=cake] .count")).to_have_text("0")
         assert eo.bodies(ep.RECEIVE_HUMAN_ALLOCATION)[-1]["payload"]["pancake"]["quantity"] == 1
