@@ -8,7 +8,11 @@ round's negotiation starts, records the environment's bus traffic into it in the
 format (:mod:`sessions.format`: utterances, transcripts, addressee changes, head poses,
 outcomes, the EO's verdicts), and completes it (``session.json`` last) ``close_after_s`` after
 the negotiation ends, when the last utterance's outcome and verdicts are in. A buyer the operator
-names while the round runs renames the folder to theirs when it completes. The session's summary
+names while the round runs renames the folder to theirs when it completes. A round is recorded in
+one folder whatever restarts: a recorder started again while the round goes on (``run`` restarted
+it, or the whole suite, on the platform's EO that kept the round) finds the round's folder by its
+mark (:data:`ROUND_MARK`: the environment, the round and when its negotiation began) and goes on
+writing there. The session's summary
 of the round (the deals the EO booked, the money paid, the allocation saved, the EO's totals) is
 read from the room's ledger (:mod:`workers.runtime.ledger`), never counted from the bus, and
 written again when the EO's totals arrive after the post-round.
@@ -56,6 +60,10 @@ NAME_CHARS = 48
 """Longest round or buyer part of a folder name (the buyer's label may be 80 characters)."""
 TICK_S = 0.2
 """How often the worker looks at what is due: a session to complete, a file to write again."""
+ROUND_MARK = ".round.json"
+"""In each session folder: which round it records (environment, round id, negotiation start), how
+a restarted recorder finds it again. A second run the same day numbering its rounds from r1 again
+has other starts, and other folders."""
 RECORDED_KIND = "mqtt"
 """``kind`` of a bus message in ``events.jsonl`` (as ``humaine-env record`` writes them)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -94,6 +102,21 @@ def round_folder(root: Path, started_ms: int, round_id: object, buyer: str) -> P
     while folder.exists():
         folder, n = root / day / f"{base}-{n}", n + 1
     return folder
+
+
+def _recorded_kinds(events: Path) -> list[str]:
+    """The message type of each event an earlier run wrote (a torn last line is skipped)."""
+    kinds: list[str] = []
+    try:
+        with events.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                try:
+                    kinds.append(str(json.loads(line)["payload"].get("type", "?")))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+    except OSError:
+        pass
+    return kinds
 
 
 @dataclass
@@ -179,11 +202,9 @@ class RoundRecorder(Worker):
             self._complete(current)  # a new round began before the last one's linger ended
         self.current = self._open(state)
 
-    def _open(self, state: RoundState) -> RoundSession:
-        assert state.round_id is not None
-        started = state.phase_started or now_ms()
-        folder = round_folder(self.root, started, state.round_id, state.buyer)
-        info = SessionInfo(
+    def _new_info(self, state: RoundState, started: int) -> SessionInfo:
+        """The session's description as it opens (completed with its length and books at the end)."""
+        return SessionInfo(
             environment_uuid=self.config.core.environment_uuid, start_ms=started, duration_ms=0,
             avatars=list(self.config.core.avatars),
             targets={n: {"yaw": t.yaw, "pitch": t.pitch} for n, t in self._camera.targets.items()},
@@ -191,12 +212,58 @@ class RoundRecorder(Worker):
             notes={"round_id": state.round_id, "buyer": state.buyer, "recorder": self.worker_id,
                    "durations": dict(state.durations)},
         )
+
+    def _mark(self, state: RoundState, started: int) -> dict[str, Any]:
+        return {"environment_uuid": self.config.core.environment_uuid, "round_id": state.round_id, "started_ms": started}
+
+    def _recorded_before(self, state: RoundState, started: int) -> Path | None:
+        """The folder of this very round, opened by an earlier run of the recorder; None if new."""
+        day = round_folder(self.root, started, state.round_id, "").parent
+        mark = self._mark(state, started)
+        for folder in sorted(day.glob(f"{name_part(str(state.round_id)) or 'round'}-*")):
+            try:
+                if json.loads((folder / ROUND_MARK).read_text(encoding="utf-8")) == mark:
+                    return folder
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def _open(self, state: RoundState) -> RoundSession:
+        assert state.round_id is not None
+        if state.phase_started is not None:
+            folder = self._recorded_before(state, state.phase_started)
+            if folder is not None:
+                return self._reopen(state, folder)
+        started = state.phase_started or now_ms()
+        folder = round_folder(self.root, started, state.round_id, state.buyer)
+        info = self._new_info(state, started)
         log = SessionLog(folder / EVENTS_FILE, on_error=self._log_failed, on_recovered=self._disk_recovered)
         session = RoundSession(state.round_id, folder, info, log)
         self.log.log(NOTICE, "round %s%s: recording into %s", state.round_id,
                      f" (buyer {state.buyer})" if state.buyer else "", folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / ROUND_MARK).write_text(json.dumps(self._mark(state, started)) + "\n", encoding="utf-8")
+        except OSError as exc:  # the events are kept by the log; only a restart's finding the folder is lost
+            self.log.debug("round %s: its mark cannot be written (%s)", state.round_id, exc)
         if self._last_attention is not None:
             self._write(session, {**self._last_attention, "t_ms": started})
+        return session
+
+    def _reopen(self, state: RoundState, folder: Path) -> RoundSession:
+        """Go on recording a round an earlier run of the recorder began, in its folder: the
+        events are appended, the summary counts them all."""
+        try:
+            info = SessionInfo.from_json(json.loads((folder / SESSION_FILE).read_text(encoding="utf-8")), folder)
+        except (OSError, ValueError, SessionFormatError):  # stopped before it completed the session
+            info = self._new_info(state, int(state.phase_started or now_ms()))
+        info.notes["buyer"] = state.buyer
+        session = RoundSession(state.round_id, folder, info,
+                               SessionLog(folder / EVENTS_FILE, on_error=self._log_failed, on_recovered=self._disk_recovered))
+        for kind in _recorded_kinds(folder / EVENTS_FILE):
+            session.events += 1
+            session.kinds[kind] = session.kinds.get(kind, 0) + 1
+        self.log.log(NOTICE, "round %s: recording goes on in %s (%d events before)", state.round_id, folder, session.events)
         return session
 
     def _write(self, session: RoundSession, record: dict[str, Any]) -> None:

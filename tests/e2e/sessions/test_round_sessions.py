@@ -206,3 +206,59 @@ def test_a_buyer_named_during_the_round_gets_its_session_and_the_ledger_its_summ
         recorder.close()
         publisher.stop()
         ledger.close()
+
+
+def _recording(config: Config) -> tuple[RoundRecorder, threading.Thread]:
+    recorder = RoundRecorder(config)
+    recorder.start()
+    thread = threading.Thread(target=recorder.run, args=(recorder.stop_event,), daemon=True)
+    thread.start()
+    assert wait_for(lambda: recorder.bus.connected, 10)
+    return recorder, thread
+
+
+def _stopped(recorder: RoundRecorder, thread: threading.Thread) -> None:
+    recorder.stop()
+    thread.join(10)
+    recorder.close()
+
+
+def test_a_round_is_recorded_in_one_folder_whatever_restarts(
+    mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
+) -> None:
+    """The recorder stopped (cleanly: it completes the session) and started again while r3 goes
+    on: it goes on in r3's folder, which holds the events of both runs; a second run of the day
+    numbering its rounds from r1 again (another start) gets a folder of its own."""
+    config = make_config(mosquitto.url, **{"sessions.close_after_s": 0.1})
+    room = Room(config)
+    started = now_ms()
+    state = RoundState(source="avatar", round_id="r3", phase="round", buyer="Ada", phase_started=started)
+    try:
+        recorder, thread = _recording(config)
+        room.bus.publish(room.topics.round_state(), state)
+        assert wait_for(lambda: recorder.current is not None, 10)
+        room.say("Celia two eggs please", now_ms(), now_ms() + 500)
+        assert wait_for(lambda: recorder.current is not None and recorder.current.kinds.get("transcript"), 10)
+        _stopped(recorder, thread)
+        first = recorder.recorded[0]
+
+        recorder, thread = _recording(config)  # the retained round state: r3 still runs
+        assert wait_for(lambda: recorder.current is not None, 10)
+        assert recorder.current is not None and recorder.current.folder == first
+        room.say("Watson a cup of milk", now_ms(), now_ms() + 500)
+        assert wait_for(lambda: recorder.current is not None and recorder.current.kinds.get("transcript", 0) >= 2, 10)
+        room.bus.publish(room.topics.round_state(), state.model_copy(update={"phase": "post", "id": "post"}))
+        assert wait_for(lambda: recorder.current is None and len(recorder.recorded) == 1, 10)
+        session = Session(first)
+        texts = [e["payload"].get("text") for e in session.events() if e["payload"]["type"] == "transcript"]
+        assert texts == ["Celia two eggs please", "Watson a cup of milk"]
+        assert session.info.notes["events"]["transcript"] == 2
+        assert [p.name for p in first.parent.iterdir()] == ["r3-Ada"]
+
+        again = state.model_copy(update={"phase_started": started + 3_600_000, "id": "again"})  # a later run's r3
+        room.bus.publish(room.topics.round_state(), again)
+        assert wait_for(lambda: recorder.current is not None, 10)
+        assert recorder.current is not None and recorder.current.folder.name == "r3-Ada-2"
+    finally:
+        _stopped(recorder, thread)
+        room.close()
