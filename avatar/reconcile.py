@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from avatar.buyer.book import goods_of, number
+from avatar.buyer.book import cut_fates, goods_of, number
 from avatar.controller import AvatarController
 from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts
 from orchestrator_client.models import HUMAN
@@ -122,6 +122,8 @@ class Reconciler:
         :meth:`~workers.runtime.ledger.RoomLedger.eo_knew`)."""
         self._said: set[tuple[int, str]] = set()
         """Differences said already (one the room cannot mend stays on the console once)."""
+        self._fates: list[tuple[object, str]] = []
+        """What the pages were last told became of the deals a stop cut (:func:`cut_fates`)."""
 
     def _again(self, round_key: int, what: str) -> bool:
         """Whether ``what`` was seen :data:`CHECKS_TO_ACT` times in a row for this round."""
@@ -147,7 +149,17 @@ class Reconciler:
         found = await self._check(book)
         if book is not None and book.round.open:
             self.controller.books_check = {"round": book.round.round_id, "found": found, "at": now_ms()}
+            self._tell_fates()
         return found
+
+    def _tell_fates(self) -> None:
+        """A deal a stop cut is "not known yet" until the EO's books had time to show it: once a
+        check settles its fate, the pages are told (nothing else would change the views then)."""
+        book = self.controller.ledger.current_book()
+        fates = [(f["id"], f["fate"]) for f in cut_fates(book, now_ms())] if book is not None else []
+        if fates != self._fates:
+            self._fates = fates
+            self.controller.books.changed()
 
     async def _check(self, book: RoundBook | None) -> str:
         ledger = self.controller.ledger

@@ -1,14 +1,22 @@
-"""The operator's day with ``run`` and the stand-in EO, held to the stand-in's books.
+"""The operator's day with ``run`` and the stand-in EO, held to the stand-in's books, with the
+faults a day meets: the Avatar Controller killed while a deal waits, ``run`` restarted in the
+middle of a round, the stand-in killed in the middle of another.
 
 ``run`` waits for the operator: no round starts until Next round on the console, whose duration
 fields show what the room will use. The buyer named there gets the round. On the buyer's page
 in Chromium a seller's Accept answered after 8 s is booked (the stand-in waits as the platform EO
 does), one left to the timeout gets the configured answer and is booked; after every step the
-page, the display and the day book equal the stand-in's ``/viewTotals``. The allocation is saved,
-the round is scored and recorded under the buyer's name. Then ``run`` is stopped and started on
-the same data directory: the day goes on with ``r2``, and the first round's row is unchanged. The
-stand-in's process is killed during ``r2``: ``run`` starts it again, no round begins by itself,
-and the day book marks ``r2`` lost by the EO.
+page, the display and the day book equal the stand-in's ``/viewTotals``. A third Accept waits
+when the controller is killed (SIGKILL): ``run`` starts it again, the buyer's page says the deal
+was not booked and why, the console's buyer field and the display's history are as they were,
+the controller's offline alert is resolved, and the round's note about the kill leaves its row
+with its totals. The allocation is saved, the round is scored and recorded under the buyer's name.
+
+``r2`` (Bob) books a deal; ``run`` is stopped and started again on the same data directory in the
+middle of it: the stand-in no longer knows ``r2``, which is lost, with an alert, within 10 s of
+the room being back. Naming Carol for the next round leaves ``r2`` Bob's, in his session folder.
+``r3`` (Carol) starts; the stand-in's process is killed: ``run`` starts it again, no round begins by
+itself, and ``r3`` is lost with an alert within 10 s. The day's buyers paid what its sellers earned.
 """
 
 from __future__ import annotations
@@ -38,9 +46,11 @@ from tests.support.helpers import UI_TIMEOUT_MS, collect, free_port, round_obser
 from workers.runtime.config import Config
 from workers.runtime.messages import Status
 from workers.runtime.topics import Topics
+from workers.runtime.worker_ids import AVATAR
 
-DURATIONS = {"warmUp": 1.0, "round": 45.0, "post": 30.0}
-"""The room's ``[rounds]`` durations: the console shows them and Next round uses them."""
+DURATIONS = {"warmUp": 1.0, "round": 180.0, "post": 30.0}
+"""The room's ``[rounds]`` durations: the console shows them and Next round uses them (the
+operator ends the negotiation long before it would end by itself)."""
 CONFIRM_TIMEOUT_S = 10.0
 BUDGET = 50.0
 BUYER = "Ada"
@@ -50,6 +60,8 @@ STANDIN = "orchestrator"
 """The stand-in EO's worker id (its retained status names its process)."""
 NOT_BEFORE_S = 3.0
 """How long the test watches that no round starts before the operator's Next round."""
+LOST_WITHIN_S = 10.0
+"""A round the EO no longer knows is lost, with an alert, this soon after the room can tell."""
 
 
 @pytest.fixture
@@ -90,6 +102,31 @@ def _stop(suite: subprocess.Popen[str]) -> int:
     return suite.wait(30)
 
 
+def _pid(config: Config, worker: str) -> int:
+    """The process of a worker of the room, from its retained status."""
+    bus, statuses = collect(config, Topics(config.core.environment_uuid).status(worker), Status)
+    try:
+        assert wait_for(lambda: any(st.state == "online" for st in statuses), 15)
+        return next(st.pid for st in reversed(statuses) if st.state == "online")
+    finally:
+        bus.stop()
+
+
+def _restarted(config: Config, worker: str, old_pid: int, output: list[str]) -> None:
+    """Kill a worker of ``run`` (SIGKILL) and wait until ``run`` has it online again."""
+    bus, statuses = collect(config, Topics(config.core.environment_uuid).status(worker), Status)
+    try:
+        os.kill(old_pid, signal.SIGKILL)
+        assert wait_for(lambda: any(st.state == "online" and st.pid != old_pid for st in statuses), 60), "".join(output[-40:])
+    finally:
+        bus.stop()
+
+
+def _lost_alert(console: Page, round_id: str) -> Any:
+    """The console's alert, still true, that the round was lost."""
+    return console.locator("#alerts li[data-kind='round_lost']:not([data-resolved])").filter(has_text=f"round {round_id} ")
+
+
 def _page(browser: Any, url: str, width: int = 1280, height: int = 800) -> Page:
     page = browser.new_context(viewport={"width": width, "height": height}).new_page()
     page.goto(url)
@@ -97,7 +134,7 @@ def _page(browser: Any, url: str, width: int = 1280, height: int = 800) -> Page:
     return page
 
 
-def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restart(
+def test_a_day_with_the_standin_agrees_with_its_books_and_tells_the_truth_through_its_faults(
     tmp_path: Path, browser: Any, sellers: tuple[RecordingServer, RecordingServer], artifacts_dir: Path
 ) -> None:
     broker_port = free_port()
@@ -147,6 +184,29 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         views.agree(platform, "left to the timeout")
         booked_paid, booked_goods = platform.human()
         assert (booked_paid, booked_goods) == (2.5, {"egg": 1, "flour": 2, "milk": 2})  # a pancake's
+        history = display.locator("#log li").count()
+        assert history > 0
+
+        # the controller is killed while a third deal waits for the buyer: run starts it again; the
+        # buyer's page says what became of the deal, the other pages are as they were
+        platform.say("Celia, a cup of sugar for fifty cents?", "Celia")
+        reply = platform.accept("Celia", {"sugar": 1}, 0.5)
+        expect(buyer.locator("#confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        _restarted(config, AVATAR, _pid(config, AVATAR), output)
+        reply.result(timeout=60)  # the stand-in answered its seller, the prompt's connection cut
+        assert wait_for(lambda: _answers(avatar_url), 60), "".join(output[-40:])
+        cut = buyer.locator("#cut-deals li[data-fate='not_booked']")
+        expect(cut).to_have_text("Celia's deal, 1 sugar for $0.50: not booked — the room stopped before your answer reached the "
+                                 "EO, which did not book it.", timeout=30_000)
+        expect(buyer.locator("#confirm")).to_be_hidden()
+        views.agree(platform, "after the controller was killed")
+        assert platform.human() == (booked_paid, booked_goods)
+        expect(console.locator("#buyer-name")).to_have_value(BUYER, timeout=UI_TIMEOUT_MS)
+        assert wait_for(lambda: display.locator("#log li").count() >= history, 15)  # the display's history, kept
+        offline = console.locator("#alerts li[data-kind='worker_offline']").filter(has_text=AVATAR)
+        expect(offline.and_(console.locator("[data-resolved]"))).not_to_have_count(0, timeout=UI_TIMEOUT_MS)
+        expect(offline.and_(console.locator(":not([data-resolved])"))).to_have_count(0)
+        assert views.day_row()[0]["note"]  # the kill, said on the round's row while the round runs
 
         # the operator ends the negotiation; the buyer saves; the operator ends the post-round: scored
         console.get_by_role("button", name="End round").click()
@@ -160,6 +220,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         expect(buyer.locator("#summary")).to_contain_text("Your allocation is worth", timeout=UI_TIMEOUT_MS)
         row, detail = views.day_row()
         assert (row["buyer"], row["deals"], row["paid"], row["allocation_saved"]) == (BUYER, 2, 2.5, True)
+        assert wait_for(lambda: views.day_row()[0]["note"] in ("", None), 10), views.day_row()[0]  # it ended with its totals
         scored = detail["totals"]["Human"]["utility"]["value"]  # the stand-in's score of the pancake saved
         assert scored > 0 and row["buyer_utility"] == scored
         expect(buyer.locator("#summary")).to_contain_text(money(scored))
@@ -169,40 +230,62 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_goes_on_after_a_restar
         session = Session(next(day_dir.glob(f"*/r1-{BUYER}")))
         assert session.info.notes["books"]["paid"] == 2.5
 
-        # run stopped and started again on the same data directory: the day goes on with r2
+        # r2 for Bob, a deal booked; run stopped and started again in the middle of it: the stand-in
+        # forgot r2, which is lost with an alert soon after the room is back
+        console.fill("#buyer-name", "Bob")
+        console.get_by_role("button", name="Next round").click()
+        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "round" for m in rounds), 30)
+        platform = Platform(eo_url, config.core.environment_uuid, loopback.client(timeout=60), "r2")
+        platform.say("Watson, an egg for a dollar?", "Watson")
+        reply = platform.accept("Watson", {"egg": 1}, 1.0)
+        expect(buyer.locator("#confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
+        buyer.get_by_role("button", name="Accept").click()
+        assert reply.result(timeout=30).status_code == 200
+        assert wait_for(lambda: Views(avatar_url, buyer, display, "r2", BUDGET).day_row()[0]["paid"] == 1.0, 15)
         assert _stop(suite) == 0
         bus.stop()
         suite, output = start_run(config_path, tmp_path, without=WITHOUT)
-        assert wait_for(lambda: any("press Next round" in line for line in output), 60), "".join(output)
         bus, rounds = round_observer(config)
-        assert wait_for(lambda: _answers(avatar_url) and _answers(eo_url), 60), "".join(output)
-        started = loopback.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 1}}, timeout=15)
-        assert started.status_code == 200 and started.json()["roundId"] == "r2", started.text
-        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "round" for m in rounds), 30)
-        knew = {"round": "r2", "found": "agree"}  # the room's books held against the stand-in's, which has r2
-        assert wait_for(lambda: knew.items() <= (_health(avatar_url).get("books_check") or {}).items(), 15)
-
-        # the stand-in's process dies mid-round: run starts it again; it starts no round of its own
-        # over the room's (the stray "round r1: warm-up"), and the round it forgot is lost by the EO
-        status_bus, statuses = collect(config, Topics(config.core.environment_uuid).status(STANDIN), Status)
-        try:
-            assert wait_for(lambda: any(st.state == "online" for st in statuses), 10)
-            first_pid = next(st.pid for st in reversed(statuses) if st.state == "online")
-            os.kill(first_pid, signal.SIGKILL)
-            assert wait_for(lambda: any(st.state == "online" and st.pid != first_pid for st in statuses), 30), "".join(output)
-        finally:
-            status_bus.stop()
-        assert wait_for(lambda: any(m.round_id == "r2" and m.phase == "ended" for m in rounds), 30), "".join(output)
-        assert [m.round_id for m in rounds if m.phase == "warmup"] == ["r2"]  # no round began by itself
-        assert loopback.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
-        console.reload()
+        assert wait_for(lambda: _answers(avatar_url), 60), "".join(output)
+        back = time.monotonic()
+        expect(_lost_alert(console, "r2")).to_have_count(1, timeout=30_000)
+        assert time.monotonic() - back <= LOST_WITHIN_S, "".join(output[-40:])
         expect(console.locator("#day tr[data-round='r2'] td").first).to_have_text("r2 (lost by the EO)", timeout=UI_TIMEOUT_MS)
+        expect(buyer.locator("body")).to_have_attribute("data-phase", "ended", timeout=UI_TIMEOUT_MS)
+
+        # Carol named for the next round: r2 stays Bob's, in his session folder
+        console.fill("#buyer-name", "Carol")
+        console.get_by_role("button", name="Set buyer").click()
+        expect(console.locator("#round-control-status")).not_to_be_empty(timeout=UI_TIMEOUT_MS)
+        r2 = Views(avatar_url, buyer, display, "r2", BUDGET).day_row()[0]
+        assert (r2["buyer"], r2["state"], r2["paid"]) == ("Bob", "lost", 1.0), r2
+        assert wait_for(lambda: any(day_dir.glob(f"*/r2-Bob/{SESSION_FILE}")), 15), list(day_dir.rglob("*"))
+        assert not list(day_dir.glob("*/r2-Carol*")) and len(list(day_dir.glob("*/r2-*"))) == 1, list(day_dir.rglob("r2-*"))
+
+        # r3 for Carol; the stand-in's process dies mid-round: run starts it again; it starts no
+        # round of its own over the room's, and the round it forgot is lost with an alert
+        started = loopback.post(avatar_url + NEXT_ROUND_PATH, json={"durations": {"warmUp": 0.5, "round": 60, "post": 1}}, timeout=15)
+        assert started.status_code == 200 and started.json()["roundId"] == "r3", started.text
+        assert wait_for(lambda: any(m.round_id == "r3" and m.phase == "round" for m in rounds), 30)
+        knew = {"round": "r3", "found": "agree"}  # the room's books held against the stand-in's, which has r3
+        assert wait_for(lambda: knew.items() <= (_health(avatar_url).get("books_check") or {}).items(), 15)
+        killed = time.monotonic()
+        _restarted(config, STANDIN, _pid(config, STANDIN), output)
+        expect(_lost_alert(console, "r3")).to_have_count(1, timeout=30_000)
+        assert time.monotonic() - killed <= LOST_WITHIN_S, "".join(output[-40:])
+        assert wait_for(lambda: any(m.round_id == "r3" and m.phase == "ended" for m in rounds), 15), "".join(output)
+        assert [m.round_id for m in rounds if m.phase == "warmup"] == ["r3"]  # no round began by itself
+        assert loopback.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
+        expect(console.locator("#day tr[data-round='r3'] td").first).to_have_text("r3 (lost by the EO)", timeout=UI_TIMEOUT_MS)
         again = Views(avatar_url, buyer, display, "r1", BUDGET).day_row()[0]
         assert {k: again[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")} == \
             {k: row[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")}
         day = loopback.get(avatar_url + DAY_JSON_PATH, timeout=10).json()
-        assert [(str(r["round"]), r["state"]) for r in day["rounds"]] == [("r1", "ended"), ("r2", "lost")]
-        assert day["rounds"][1]["buyer"] == BUYER  # the named buyer goes on until another is named
+        assert [(str(r["round"]), r["state"], r["buyer"]) for r in day["rounds"]] == \
+            [("r1", "ended", BUYER), ("r2", "lost", "Bob"), ("r3", "lost", "Carol")]
+        paid = round(sum(b["paid"] for b in day["buyers"].values()), 2)
+        assert paid == round(sum(s["revenue"] for s in day["sellers"].values()), 2) == 3.5, day
+        console.screenshot(path=str(artifacts_dir / "books-standin-day-faults.png"))
     finally:
         if bus is not None:
             bus.stop()
