@@ -24,7 +24,7 @@ from tests.support.paths import ROOT
 from workers.runtime.broker import BrokerAddress, broker_answers
 from workers.runtime.bus import Bus
 from workers.runtime.config import DEFAULT_AVATARS, Config
-from workers.runtime.messages import Envelope, RoundState
+from workers.runtime.messages import Envelope, RoundState, Status
 from workers.runtime.topics import Topic, Topics
 
 E = TypeVar("E", bound=Envelope)
@@ -229,6 +229,28 @@ def collect(config: Config, topic: Topic, model: type[E], name: str = "observer"
 def round_observer(config: Config) -> tuple[Bus, list[RoundState]]:
     """A bus client of the room that collects every round state it sees."""
     return collect(config, Topics(config.core.environment_uuid).round_state(), RoundState, "console-test")
+
+
+def worker_pid(config: Config, worker: str) -> int:
+    """The process of a worker of the room (one ``run`` started), from its retained status."""
+    bus, statuses = collect(config, Topics(config.core.environment_uuid).status(worker), Status)
+    try:
+        assert wait_for(lambda: any(st.state == "online" for st in statuses), 15)
+        return next(st.pid for st in reversed(statuses) if st.state == "online")
+    finally:
+        bus.stop()
+
+
+def kill_worker(config: Config, worker: str, output: list[str]) -> None:
+    """Kill a worker of ``run`` with SIGKILL and wait until ``run`` has it online again
+    (``output``: run's terminal, shown if it does not come back)."""
+    old_pid = worker_pid(config, worker)
+    bus, statuses = collect(config, Topics(config.core.environment_uuid).status(worker), Status)
+    try:
+        os.kill(old_pid, signal.SIGKILL)
+        assert wait_for(lambda: any(st.state == "online" and st.pid != old_pid for st in statuses), 60), "".join(output[-40:])
+    finally:
+        bus.stop()
 
 
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:

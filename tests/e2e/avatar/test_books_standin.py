@@ -42,10 +42,8 @@ from orchestrator_client.recorder import RecordingServer
 from sessions.format import SESSION_FILE, Session
 from tests.support import loopback
 from tests.support.books_room import Platform, Views, money
-from tests.support.helpers import UI_TIMEOUT_MS, collect, free_port, round_observer, start_run, wait_for
+from tests.support.helpers import UI_TIMEOUT_MS, free_port, kill_worker, round_observer, start_run, wait_for
 from workers.runtime.config import Config
-from workers.runtime.messages import Status
-from workers.runtime.topics import Topics
 from workers.runtime.worker_ids import AVATAR
 
 DURATIONS = {"warmUp": 1.0, "round": 180.0, "post": 30.0}
@@ -100,26 +98,6 @@ def _health(url: str) -> dict[str, Any]:
 def _stop(suite: subprocess.Popen[str]) -> int:
     os.killpg(suite.pid, signal.SIGINT)
     return suite.wait(30)
-
-
-def _pid(config: Config, worker: str) -> int:
-    """The process of a worker of the room, from its retained status."""
-    bus, statuses = collect(config, Topics(config.core.environment_uuid).status(worker), Status)
-    try:
-        assert wait_for(lambda: any(st.state == "online" for st in statuses), 15)
-        return next(st.pid for st in reversed(statuses) if st.state == "online")
-    finally:
-        bus.stop()
-
-
-def _restarted(config: Config, worker: str, old_pid: int, output: list[str]) -> None:
-    """Kill a worker of ``run`` (SIGKILL) and wait until ``run`` has it online again."""
-    bus, statuses = collect(config, Topics(config.core.environment_uuid).status(worker), Status)
-    try:
-        os.kill(old_pid, signal.SIGKILL)
-        assert wait_for(lambda: any(st.state == "online" and st.pid != old_pid for st in statuses), 60), "".join(output[-40:])
-    finally:
-        bus.stop()
 
 
 def _lost_alert(console: Page, round_id: str) -> Any:
@@ -192,7 +170,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_tells_the_truth_throug
         platform.say("Celia, a cup of sugar for fifty cents?", "Celia")
         reply = platform.accept("Celia", {"sugar": 1}, 0.5)
         expect(buyer.locator("#confirm")).to_be_visible(timeout=UI_TIMEOUT_MS)
-        _restarted(config, AVATAR, _pid(config, AVATAR), output)
+        kill_worker(config, AVATAR, output)
         reply.result(timeout=60)  # the stand-in answered its seller, the prompt's connection cut
         assert wait_for(lambda: _answers(avatar_url), 60), "".join(output[-40:])
         cut = buyer.locator("#cut-deals li[data-fate='not_booked']")
@@ -270,7 +248,7 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_tells_the_truth_throug
         knew = {"round": "r3", "found": "agree"}  # the room's books held against the stand-in's, which has r3
         assert wait_for(lambda: knew.items() <= (_health(avatar_url).get("books_check") or {}).items(), 15)
         killed = time.monotonic()
-        _restarted(config, STANDIN, _pid(config, STANDIN), output)
+        kill_worker(config, STANDIN, output)
         expect(_lost_alert(console, "r3")).to_have_count(1, timeout=30_000)
         assert time.monotonic() - killed <= LOST_WITHIN_S, "".join(output[-40:])
         assert wait_for(lambda: any(m.round_id == "r3" and m.phase == "ended" for m in rounds), 15), "".join(output)

@@ -2,7 +2,9 @@
 short round; when it is over, the console's Next round starts another without restarting ``run``,
 End round ends a phase; each round has utilities of its own and the console's standings count
 both; the console raises no false "not heard of" alert, and the terminal stays quiet while the
-console is open."""
+console is open. With ``first_round = "auto"`` a round the EO loses is followed by the next by
+itself: when the stand-in is killed mid-round (``run`` starts it again), and when ``run`` is
+stopped cleanly mid-round and started again."""
 
 from __future__ import annotations
 
@@ -19,12 +21,14 @@ from playwright.sync_api import Page, expect
 
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
-from avatar.operator.routes import DAY_CSV_PATH
+from avatar.operator.routes import DAY_CSV_PATH, DAY_JSON_PATH
+from orchestrator_client import endpoints as ep
 from tests.support import loopback
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,
     UI_TIMEOUT_MS,
     free_port,
+    kill_worker,
     round_observer,
     start_run,
     suite_config,
@@ -34,11 +38,15 @@ from tests.support.helpers import (
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.ledger import LEDGER_FILE, RoomLedger
+from workers.runtime.messages import RoundState
 from workers.runtime.worker import HEALTH_INTERVAL_S
 
 FIRST_ROUND = (0.5, 3.0, 1.0)
 """Warm-up, negotiation, post-round (s) of the round ``run`` starts by itself."""
 NEXT_ROUND_WITHIN_S = 15.0
+AFTER_A_LOSS_WITHIN_S = 60.0
+"""A lost round's successor starts by itself this soon (a run restarted loads its voices first)."""
+STANDIN = "orchestrator"
 MAX_WARNINGS = 3
 
 
@@ -46,6 +54,21 @@ MAX_WARNINGS = 3
 def page(browser: object) -> Page:
     context = browser.new_context(viewport={"width": 1920, "height": 1080})  # type: ignore[attr-defined]
     return context.new_page()
+
+
+def _negotiating(rounds: list[RoundState], avatar_url: str, before: set[str], within: float = NEXT_ROUND_WITHIN_S) -> str:
+    """The id of a round other than ``before`` once it negotiates and the EO's books had it (a
+    round the EO never answered for is not taken for lost)."""
+    assert wait_for(lambda: any(str(m.round_id) not in before and m.phase == "round" for m in rounds), within), \
+        [(m.round_id, m.phase) for m in rounds]
+    round_id = str(next(m.round_id for m in rounds if str(m.round_id) not in before and m.phase == "round"))
+
+    def known() -> bool:
+        check = loopback.get(avatar_url + ep.HEALTH, timeout=10).json().get("books_check") or {}
+        return check.get("round") == round_id and check.get("found") == "agree"
+
+    assert wait_for(known, 30)
+    return round_id
 
 
 def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page: Page, artifacts_dir: Path) -> None:
@@ -124,6 +147,23 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
         expect(page.locator("#alerts .alert[data-kind=worker_silent]")).to_have_count(0)
         warnings = [line for line in output[opened_at:] if " WARNING " in line]
         assert len(warnings) <= MAX_WARNINGS, warnings
+
+        # the stand-in killed mid-round: run starts it again, the round it forgot is lost, and
+        # (first_round = "auto") the next starts by itself
+        page.get_by_role("button", name="Next round").click()
+        third = _negotiating(rounds, avatar_url, {"r1", str(second.round_id)})
+        kill_worker(config, STANDIN, output)
+        fourth = _negotiating(rounds, avatar_url, {"r1", str(second.round_id), third}, AFTER_A_LOSS_WITHIN_S)
+
+        # run stopped cleanly mid-round and started again: the round is lost, the next by itself
+        os.killpg(suite.pid, signal.SIGINT)
+        assert suite.wait(30) == 0
+        bus.stop()
+        suite, output = start_run(config_path, tmp_path, *AUTO_FIRST_ROUND)
+        bus, rounds = round_observer(config)
+        _negotiating(rounds, avatar_url, {"r1", str(second.round_id), third, fourth}, AFTER_A_LOSS_WITHIN_S)
+        day = loopback.get(avatar_url + DAY_JSON_PATH, timeout=10).json()
+        assert [r["state"] for r in day["rounds"]][2:4] == ["lost", "lost"], day["rounds"]
     finally:
         if bus is not None:
             bus.stop()
