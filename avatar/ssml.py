@@ -11,7 +11,7 @@ agent must not turn a reply into silence) and rebuilt:
   Celia's voice male), except elements whose content is not speech (``desc``, ``metadata``…),
   which are dropped with their content;
 * text is XML-escaped, so ``&`` and ``<`` in plain text are spoken as words, not parsed;
-* dollar amounts are written out as a seller says them ("$4.50": "four dollars and fifty cents",
+* dollar amounts are written out as a seller says them ("$4.50": "four dollars fifty",
   :mod:`formats.spoken_amounts`) for the voice, while the captions keep "$4.50".
 
 The result is always well-formed: unclosed elements are closed, stray end tags ignored.

@@ -1,17 +1,19 @@
-"""Amounts of money in words: "$4.50" → "four dollars and fifty cents" (a seller's voice) or
-"four dollars fifty" (a buyer's words, for the microphone's language models).
+"""Amounts of money in words: "$4.50" → "four dollars fifty", "$6.04" → "six dollars oh four".
 
 Engines read currency badly and differently: espeak-ng says "$4.50" as "dollar four point five
 zero" and spells "USD" out letter by letter; a buyer must understand a price the first time it
-is said. So amounts are written out in words before any engine sees them, and every amount with
-cents one way, whatever the cents: "$6.04" is "six dollars and four cents" and "$2.94" "two
-dollars and ninety four cents" (said "two dollars ninety four" beside "six dollars and four
-cents", the same seller sounded as if it priced two ways); "$0.75" is "seventy five cents".
-Number words come from ``num2words``. Only the spoken text changes: captions keep "$4.50".
+is said. So amounts are written out in words before any engine sees them, every amount with
+cents one way, the dollars then the cents as two digits: "$2.94" is "two dollars ninety four"
+and "$6.04" "six dollars oh four" (said "six dollars and four cents" beside "two dollars ninety
+four", the same seller sounded as if it priced two ways); "$0.75" is "seventy five cents".
+"... and ninety four cents" throughout was measured too, and the room's listener misheard it more
+often: Festival's "forty cents" and "eighty cents" (``bench/voices.py``: Celia's word error
+rate 0.043 against 0.017, 13 of 15 lines' deal terms exact against 14). Number words come from
+``num2words``. Only the spoken text changes: captions keep "$4.50".
 
-Buyers say prices more loosely ("three dollars fifty"): the microphone's n-best rescoring reads
-a transcript's amounts as people say them, the words its language models know
-(:func:`heard`, :mod:`workers.microphone.rescore`).
+Buyers say small cents the long way too ("six dollars and four cents"): the microphone's n-best
+rescoring reads a transcript's amounts so, the words its language models know (:func:`heard`,
+:mod:`workers.microphone.rescore`).
 """
 
 from __future__ import annotations
@@ -33,17 +35,18 @@ def number_words(number: int) -> str:
 
 
 def say_amount(dollars: int, cents: int, *, loosely: bool = False) -> str:
-    """``dollars`` and ``cents`` as a seller says them: "four dollars and fifty cents"; ``loosely``,
-    as buyers say them: "four dollars fifty" (cents under ten keep "and five cents")."""
-    cents_words = f"{number_words(cents)} cent" + ("s" if cents != 1 else "")
+    """``dollars`` and ``cents`` as a seller says them: "four dollars fifty", "six dollars oh
+    four"; ``loosely``, as buyers say them: cents under ten as "and five cents"."""
     if dollars == 0 and cents:
-        return cents_words
+        return f"{number_words(cents)} cent" + ("s" if cents != 1 else "")
     unit = "dollar" if dollars == 1 else "dollars"
     if not cents:
         return f"{number_words(dollars)} {unit}"
-    if loosely and cents >= 10:
+    if cents >= 10:
         return f"{number_words(dollars)} {unit} {number_words(cents)}"
-    return f"{number_words(dollars)} {unit} and {cents_words}"
+    if loosely:
+        return f"{number_words(dollars)} {unit} and {number_words(cents)} cent" + ("s" if cents != 1 else "")
+    return f"{number_words(dollars)} {unit} oh {number_words(cents)}"
 
 
 def _words(match: re.Match[str], loosely: bool) -> str:
@@ -55,11 +58,11 @@ def _words(match: re.Match[str], loosely: bool) -> str:
 
 def spoken(text: str) -> str:
     """``text`` as a seller's voice says it: every dollar amount in words, one way ("$2.94" →
-    "two dollars and ninety four cents"), and "USD" said "dollars"."""
+    "two dollars ninety four", "$6.04" → "six dollars oh four"), and "USD" said "dollars"."""
     return _BARE_USD.sub("dollars", AMOUNT.sub(lambda m: _words(m, loosely=False), text))
 
 
 def heard(text: str) -> str:
-    """``text`` with its amounts in words as buyers say them ("$3.50" → "three dollars fifty"):
-    what a transcript of a buyer's speech reads as words."""
+    """``text`` with its amounts in words as buyers say them ("$3.50" → "three dollars fifty",
+    "$4.05" → "four dollars and five cents"): what a transcript of a buyer's speech reads as words."""
     return _BARE_USD.sub("dollars", AMOUNT.sub(lambda m: _words(m, loosely=True), text))

@@ -81,19 +81,19 @@ def test_a_slow_engine_s_first_phrase_is_cut_where_a_phrase_may_start() -> None:
 
 
 def test_money_is_said_as_a_seller_says_it_and_usd_is_never_spelt() -> None:
-    assert spoken("$4.50") == "four dollars and fifty cents"
+    assert spoken("$4.50") == "four dollars fifty"
     assert spoken("$1") == "one dollar"
-    assert spoken("$0.75 or 4.05 USD") == "seventy five cents or four dollars and five cents"
+    assert spoken("$0.75 or 4.05 USD") == "seventy five cents or four dollars oh five"
     assert spoken("priced in USD") == "priced in dollars"
     speech = prepare("Two eggs for $3.50.")
-    assert "three dollars and fifty cents" in speech.ssml and speech.plain == "Two eggs for $3.50."
+    assert "three dollars fifty" in speech.ssml and speech.plain == "Two eggs for $3.50."
 
 
 def test_a_seller_says_every_amount_with_cents_one_way() -> None:
-    """The platform's example sellers ask $6.04 and $2.94 in one round: both are said with their
-    cents as cents, not one "and four cents" and the other "ninety four"."""
-    assert spoken("$6.04 or 2.94 USD") == "six dollars and four cents or two dollars and ninety four cents"
-    assert heard("$2.94") == "two dollars ninety four"  # as buyers say it, for the language models
+    """The platform's example sellers ask $6.04 and $2.94 in one round: both are said as dollars
+    then cents, not one "and four cents" and the other "ninety four"."""
+    assert spoken("$6.04 or 2.94 USD") == "six dollars oh four or two dollars ninety four"
+    assert heard("$6.04 or $2.94") == "six dollars and four cents or two dollars ninety four"  # as buyers say it
 
 
 # -- the same behaviour from every engine ---------------------------------------------------------
