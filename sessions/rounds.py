@@ -93,14 +93,24 @@ def books_summary(ledger: RoomLedger | None, round_id: object) -> dict[str, Any]
     }
 
 
+def day_folder(root: Path, started_ms: int) -> Path:
+    """``root/<local date>``: the folder of the day a round started on."""
+    return root / datetime.datetime.fromtimestamp(started_ms / 1000).date().isoformat()
+
+
+def round_part(round_id: object) -> str:
+    """The round's part of its folder's name (``r2-...``)."""
+    return name_part(str(round_id)) or "round"
+
+
 def round_folder(root: Path, started_ms: int, round_id: object, buyer: str) -> Path:
     """A new folder for a round: ``root/<local date>/<round>-<buyer>``, with ``-2``, ``-3`` ...
     when one is there already (a second ``run`` on the same day numbers its rounds from r1 again)."""
-    day = datetime.datetime.fromtimestamp(started_ms / 1000).date().isoformat()
-    base = f"{name_part(str(round_id)) or 'round'}-{name_part(buyer) or UNNAMED}"
-    folder, n = root / day / base, 2
+    day = day_folder(root, started_ms)
+    base = f"{round_part(round_id)}-{name_part(buyer) or UNNAMED}"
+    folder, n = day / base, 2
     while folder.exists():
-        folder, n = root / day / f"{base}-{n}", n + 1
+        folder, n = day / f"{base}-{n}", n + 1
     return folder
 
 
@@ -218,9 +228,8 @@ class RoundRecorder(Worker):
 
     def _recorded_before(self, state: RoundState, started: int) -> Path | None:
         """The folder of this very round, opened by an earlier run of the recorder; None if new."""
-        day = round_folder(self.root, started, state.round_id, "").parent
         mark = self._mark(state, started)
-        for folder in sorted(day.glob(f"{name_part(str(state.round_id)) or 'round'}-*")):
+        for folder in sorted(day_folder(self.root, started).glob(f"{round_part(state.round_id)}-*")):
             try:
                 if json.loads((folder / ROUND_MARK).read_text(encoding="utf-8")) == mark:
                     return folder
@@ -253,16 +262,17 @@ class RoundRecorder(Worker):
     def _reopen(self, state: RoundState, folder: Path) -> RoundSession:
         """Go on recording a round an earlier run of the recorder began, in its folder: the
         events are appended, the summary counts them all."""
-        try:
+        log = SessionLog(folder / EVENTS_FILE, on_error=self._log_failed, on_recovered=self._disk_recovered)
+        try:  # stopped cleanly: it completed the session, whose summary counts its events
             info = SessionInfo.from_json(json.loads((folder / SESSION_FILE).read_text(encoding="utf-8")), folder)
-        except (OSError, ValueError, SessionFormatError):  # stopped before it completed the session
+            kinds = {str(k): int(n) for k, n in dict(info.notes.get("events") or {}).items()}
+        except (OSError, ValueError, TypeError, SessionFormatError):  # killed: the events are counted (once, at its restart)
             info = self._new_info(state, int(state.phase_started or now_ms()))
+            kinds = {}
+            for kind in _recorded_kinds(folder / EVENTS_FILE):
+                kinds[kind] = kinds.get(kind, 0) + 1
         info.notes["buyer"] = state.buyer
-        session = RoundSession(state.round_id, folder, info,
-                               SessionLog(folder / EVENTS_FILE, on_error=self._log_failed, on_recovered=self._disk_recovered))
-        for kind in _recorded_kinds(folder / EVENTS_FILE):
-            session.events += 1
-            session.kinds[kind] = session.kinds.get(kind, 0) + 1
+        session = RoundSession(state.round_id, folder, info, log, events=sum(kinds.values()), kinds=kinds)
         self.log.log(NOTICE, "round %s: recording goes on in %s (%d events before)", state.round_id, folder, session.events)
         return session
 
@@ -310,7 +320,7 @@ class RoundRecorder(Worker):
     def _file_under_buyer(self, session: RoundSession) -> None:
         """The buyer named while the round ran (or none) gets the folder: ``r2-Ada``, not ``r2-unnamed``."""
         buyer = str(session.info.notes.get("buyer") or "")
-        wanted = f"{name_part(str(session.round_id)) or 'round'}-{name_part(buyer) or UNNAMED}"
+        wanted = f"{round_part(session.round_id)}-{name_part(buyer) or UNNAMED}"
         if session.folder.name == wanted or session.folder.name.startswith(wanted + "-"):
             return
         target = round_folder(self.root, session.info.start_ms, session.round_id, buyer)

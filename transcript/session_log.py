@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import now_ms
@@ -40,6 +40,30 @@ PENDING_MAX_BYTES = 8 * 1024 * 1024
 """Records kept in memory while the file cannot take them; later ones are only counted (and the
 count is written as a ``log_gap`` record once the file takes records again)."""
 ENOSPC = 28
+
+
+TAIL_CHUNK: Final = 65536
+
+
+def trim_torn_tail(path: Path) -> int:
+    """Cut a last line that has no end (its writer was killed in the middle of it) off the file,
+    so that what is appended next starts a line and every line of it reads; returns the bytes cut."""
+    with path.open("r+b") as file:
+        size = end = file.seek(0, os.SEEK_END)
+        while end > 0:
+            start = max(0, end - TAIL_CHUNK)
+            file.seek(start)
+            chunk = file.read(end - start)
+            if end == size and chunk.endswith(b"\n"):
+                return 0
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                file.truncate(keep)
+                return size - keep
+            end = start
+        file.truncate(0)
+        return size
 
 
 class SessionLog:
@@ -66,6 +90,10 @@ class SessionLog:
         self._retrying: threading.Thread | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            cut = trim_torn_tail(path) if path.is_file() else 0  # a file whose earlier writer was killed mid-line
+            if cut:
+                log.warning("session log %s: its last line was cut short (%d bytes, its writer stopped mid-line): "
+                            "dropped before writing on", path, cut)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
             self._failed(exc)

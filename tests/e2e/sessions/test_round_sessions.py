@@ -226,9 +226,10 @@ def _stopped(recorder: RoundRecorder, thread: threading.Thread) -> None:
 def test_a_round_is_recorded_in_one_folder_whatever_restarts(
     mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
 ) -> None:
-    """The recorder stopped (cleanly: it completes the session) and started again while r3 goes
-    on: it goes on in r3's folder, which holds the events of both runs; a second run of the day
-    numbering its rounds from r1 again (another start) gets a folder of its own."""
+    """The recorder stopped (cleanly: it completes the session; then killed while it wrote a line)
+    and started again while r3 goes on: it goes on in r3's folder, which holds the events of both
+    runs and reads whole (the line cut short is dropped); a second run of the day numbering its
+    rounds from r1 again (another start) gets a folder of its own."""
     config = make_config(mosquitto.url, **{"sessions.close_after_s": 0.1})
     room = Room(config)
     started = now_ms()
@@ -241,6 +242,8 @@ def test_a_round_is_recorded_in_one_folder_whatever_restarts(
         assert wait_for(lambda: recorder.current is not None and recorder.current.kinds.get("transcript"), 10)
         _stopped(recorder, thread)
         first = recorder.recorded[0]
+        with (first / EVENTS_FILE).open("a") as events:  # and then it was killed writing a line
+            events.write('{"t_ms": 1, "kind": "mqtt", "topic": "x", "payl')
 
         recorder, thread = _recording(config)  # the retained round state: r3 still runs
         assert wait_for(lambda: recorder.current is not None, 10)
