@@ -202,7 +202,7 @@ def choose_workers(args: argparse.Namespace, settings: RunSettings, with_stand_i
 
 
 def first_round_by_itself(config: Config, names: Sequence[str]) -> bool:
-    """Whether the stand-in starts the first round by itself: ``[run] first_round = "auto"``, or
+    """Whether the first round starts by itself: ``[run] first_round = "auto"``, or
     no operator console among ``names`` to press Next round on (no Avatar Controller, or one
     without its pages: ``[avatar] display = false``)."""
     from avatar.settings import AvatarSettings
@@ -252,15 +252,22 @@ def stand_in_overrides(config: Config) -> dict[str, str]:
 
 
 def room_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
-    """Whether the room starts its first round by itself (:func:`first_round_by_itself`), on any EO."""
-    return {"rounds.auto_start": "true" if first_round_by_itself(config, names) else "false"}
+    """Who starts the first round by itself (:func:`first_round_by_itself`): the Avatar
+    Controller, on any EO (``[rounds] auto_start``); in a suite without it, nobody else could, so
+    the stand-in EO starts its own (``[standin] auto_round``)."""
+    by_itself = first_round_by_itself(config, names)
+    if by_itself and "avatar" not in names and "orchestrator" in names:
+        return {"rounds.auto_start": "false", "standin.auto_round": "true"}
+    return {"rounds.auto_start": "true" if by_itself else "false"}
 
 
 def stand_ins_line(config: Config) -> str:
     """The start-up line of a suite with the stand-in EO, saying how its first round starts
     (``config`` with :func:`room_overrides` applied: what the Avatar Controller itself reads)."""
-    first = ("a round starts automatically" if config.section(RoundsSettings).auto_start
-             else "press Next round on the operator console to start the first round")
+    from standins.eo.settings import StandinSettings
+
+    by_itself = config.section(RoundsSettings).auto_start or config.section(StandinSettings).auto_round
+    first = "a round starts automatically" if by_itself else "press Next round on the operator console to start the first round"
     return f"humaine-env: no EO configured: stand-in EO at {config.section(OrchestratorSettings).url}, demo sellers; {first}"
 
 

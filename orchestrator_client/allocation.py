@@ -16,11 +16,14 @@ from typing import Any
 from orchestrator_client import buyer_utility as bu
 from orchestrator_client import endpoints as ep
 from orchestrator_client.answers import AllocationAnswer, PlatformCallError, read_answer
-from orchestrator_client.client import EOClient, HttpPoster, Timeouts, answer_of
+from orchestrator_client.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of
 from orchestrator_client.utility_generator import UtilityGeneratorClient
 
 TIMEOUT_S = 5.0
 """The page's button waits this long at most for the EO."""
+SAVE_RETRIES = RetryPolicy(max_attempts=3)
+"""A Save that cannot reach the EO is tried again twice, within a fraction of a second (more
+would hold the page's button past :data:`TIMEOUT_S`); then the buyer is told and saves again."""
 
 
 class AllocationServiceError(Exception):
@@ -75,7 +78,7 @@ async def check_allocation(utility_generator: str | None, ingredients: dict[str,
 
 async def save_allocation(eo_url: str, round_id: int | str, products: dict[str, Any]) -> AllocationAnswer:
     """Send the allocation to the EO; its answer (``status``: ``Acknowledged`` or ``Failed``)."""
-    eo = EOClient(eo_url, HttpPoster(timeouts=Timeouts(read_s=TIMEOUT_S, total_s=TIMEOUT_S + 1.0)))
+    eo = EOClient(eo_url, HttpPoster(timeouts=Timeouts(read_s=TIMEOUT_S, total_s=TIMEOUT_S + 1.0), retry=SAVE_RETRIES))
     where = f"the EO at {eo.base_url}{ep.RECEIVE_HUMAN_ALLOCATION}"
     try:
         answer = answer_of(await eo.save_allocation(round_id, products), where)

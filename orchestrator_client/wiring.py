@@ -110,7 +110,7 @@ async def check_utility_generator(app_settings: dict[str, Any], configured: str 
     if url is None:
         return checks
     try:
-        async with UtilityGeneratorClient(url) as generator:
+        async with UtilityGeneratorClient(url, HttpPoster(timeouts=PROBE_TIMEOUTS, retry=PROBE_RETRIES)) as generator:
             await generator.generate(ep.BUYER_ROLE)
         checks.append(Check(f"{UTILITY_GENERATOR} answers", True, f"{url.rstrip('/')}{ep.GENERATE_UTILITY}/{ep.BUYER_ROLE}"))
     except PlatformCallError as exc:

@@ -71,12 +71,12 @@ class StandinSettings(Section):
 
     # -- the round ``--auto-round`` initializes and starts (seconds) ------------------------
     auto_round: bool = False
-    """Same as ``--auto-round``; ``humaine-env run`` sets it from ``[run] first_round`` (by default the
-    first round waits for the operator's Next round on the console)."""
+    """Same as ``--auto-round``: the stand-in starts a round of its own. A room's rounds are the
+    Avatar Controller's to start (``[rounds] auto_start``, the console's Next round); ``humaine-env
+    run`` sets this only in a suite without the Avatar Controller, where nothing else would."""
     round_id: int | str | None = None
-    """``roundId`` of the round ``--auto-round`` starts; unset, the next ``rN`` not used yet
-    today (``r1`` on a fresh day), the choice Next round makes, so a restarted stand-in never
-    gives a day's round id twice..."""
+    """``roundId`` of the round ``--auto-round`` starts; unset, the next ``rN`` this stand-in has
+    not run (``r1`` when it starts: it keeps no record of an earlier process's rounds)..."""
     warm_up_s: float = Field(5.0, ge=0)
     """...its warm-up,"""
     round_s: float = Field(600.0, gt=0)

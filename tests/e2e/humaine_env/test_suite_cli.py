@@ -182,15 +182,16 @@ def test_the_first_round_waits_for_the_operator_when_the_suite_has_a_console(
     overrides: dict[str, Any], names: list[str], by_itself: bool
 ) -> None:
     """With the stand-in EO and the operator console the operator starts the day's first round
-    (after naming the buyer); ``[run] first_round = "auto"`` or no console: it starts by itself.
-    The start-up line says which."""
+    (after naming the buyer); ``[run] first_round = "auto"`` or no console: it starts by itself,
+    started by the Avatar Controller, or by the stand-in in a suite without one. The start-up line
+    says which."""
     config = Config(file_data={}, environ={}, overrides=overrides)
     assert first_round_by_itself(config, names) is by_itself
     extra = {**stand_in_overrides(config), **room_overrides(config, names)}
-    assert extra["rounds.auto_start"] == ("true" if by_itself else "false")
     wired = config.with_overrides({key: parse_flag_value(value) for key, value in extra.items()})
-    assert wired.section(RoundsSettings).auto_start is by_itself
-    assert wired.section(StandinSettings).auto_round is False  # the room starts its rounds, the stand-in none of its own
+    no_controller = "avatar" not in names  # nothing but the stand-in itself can start its round then
+    assert wired.section(RoundsSettings).auto_start is (by_itself and not no_controller)
+    assert wired.section(StandinSettings).auto_round is no_controller  # else the room starts its rounds, the stand-in none
     line = stand_ins_line(wired)
     assert line.startswith("humaine-env: no EO configured: stand-in EO at http://127.0.0.1:")
     assert line.endswith("a round starts automatically" if by_itself
