@@ -520,15 +520,19 @@ class AvatarController:
         item = event.payload()
         key = (speaker, event.text, permitted)  # the text as the kept lines have it
 
+        shown: list[bool] = []
+
         def update(state: DisplayState) -> bool:
             recent = state.log[-HISTORY_DUPLICATE_WINDOW:]
             if not permitted and any((i["speaker"], i["text"], i["permitted"]) == key for i in recent):
                 return False
             state.log = [*state.log, item][-DISPLAY_LOG_KEPT:]
-            self._keep_log_line(item)
+            shown.append(True)
             return True
 
         self.hub.emit(event, update)
+        if shown:  # written after the display's lock is let go: the speaker's thread takes it too
+            self._keep_log_line(item)
 
     def _keep_log_line(self, item: dict[str, Any]) -> None:
         """The history line in the ledger too: a restarted controller's display shows it again."""
@@ -537,7 +541,7 @@ class AvatarController:
             return
         try:
             self.ledger.add_log_line(current.key, item["at"], item["speaker"], item["text"], item["permitted"], item["rationale"])
-        except Exception as exc:  # shown all the same: the EO's answer must not wait on the disk
+        except Exception as exc:  # shown all the same: a disk that fails must not cost the EO its answer
             _notes.warning(("log line", type(exc).__name__), "a history line was not kept: %s: %s", type(exc).__name__, exc)
 
     def _restore_history(self) -> None:

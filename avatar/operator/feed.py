@@ -18,7 +18,7 @@ import collections
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, get_args
 
 from pydantic import BaseModel
 
@@ -81,6 +81,7 @@ AVATARS_KEPT: Final = 16
 """Avatars whose speaking state is followed (a room has two)."""
 WORKERS_KEPT: Final = 64
 """Statuses kept; beyond, the one heard of least recently is forgotten (bus clients come and go)."""
+ALERT_KINDS: Final = frozenset(get_args(AlertKind))
 WORKER_ALERTS: Final[tuple[AlertKind, ...]] = ("worker_offline", "worker_error", "worker_silent")
 """What a worker's alerts can say; each is resolved once the worker is online again."""
 MISSED_REFRESHES: Final = 3
@@ -223,7 +224,9 @@ class OperatorFeed:
                                                  f"last seen on {status.host}, pid {status.pid}", subject=status.worker)
         elif changed and status.state == "error":
             self._alert("worker_error", level, f"{status.worker}: {status.detail or 'error'}", subject=status.worker)
-        elif status.state == "online" and before is not None and (before.state != "online" or before.silent):
+        elif status.state == "online" and (before is None or before.state != "online" or before.silent):
+            # before None: first heard since this process started; an alert an earlier run raised
+            # about it (kept in the ledger) no longer holds either
             self._resolve(WORKER_ALERTS, status.worker, f"{status.worker} is online again")
 
     def on_round(self, _topic: str, state: RoundState) -> None:
@@ -336,9 +339,15 @@ class OperatorFeed:
             views = [view(w) for w in gone]
         for worker_view in views:
             self.hub.emit(StatusEvent(**worker_view))
-            self._alert("worker_silent", "warning", f"{worker_view['worker']} has not been heard of for "
+            name = worker_view["worker"]
+            self._alert("worker_silent", "warning", f"{name} has not been heard of for "
                                                     f"{(now - worker_view['seen']) // 1000} s (last state {worker_view['state']})",
-                        subject=worker_view["worker"])
+                        subject=name)
+            with self._lock:
+                heard = self._workers.get(name)
+                back = heard is None or not heard.silent
+            if back:  # its status came between the look and the alert: the alert no longer holds
+                self._resolve(("worker_silent",), name, f"{name} is heard of again")
 
     def set_day(self, summary: dict[str, Any]) -> None:
         """The day's rounds, per buyer and seller (:class:`~avatar.operator.day.DayBook`)."""
@@ -367,10 +376,15 @@ class OperatorFeed:
         """What the controller says about the round's books (they differ from the EO's; a round
         the EO lost) and about the competition's rounds (an agent that exited, a round that did
         not start by itself): an error on the console."""
-        known: dict[str, AlertKind] = {"round_lost": "round_lost", "agent_exited": "agent_exited", "round_refused": "round_refused"}
-        self._alert(known.get(kind, "books_differ"), "error", text)
+        self._alert(kind if kind in ALERT_KINDS else "books_differ", "error", text)  # type: ignore[arg-type]
 
     def _alert(self, kind: AlertKind, level: AlertLevel, text: str, subject: str = "") -> None:
+        """Raise an alert (kept in the ledger); one about ``subject`` while the same kind about it
+        is still open is not raised again (a restarted room hears a worker's retained status anew)."""
+        if subject:
+            with self._lock:
+                if any(a.kind == kind and a.subject == subject and a.resolved is None for a in self._alerts):
+                    return
         alert = Alert(kind=kind, level=level, text=text, subject=subject)
         if self.alert_book is not None:
             try:

@@ -113,6 +113,30 @@ def test_alerts_are_facts_of_the_day_resolved_when_no_longer_true_and_kept_throu
     assert [(a.id, a.resolved is not None) for a in again.alerts()] == [(offline.id, True), (feed.alerts()[1].id, False)]
     assert [a["kind"] for a in again.view()["alerts"]] == ["worker_offline", "worker_error"]
 
+    # the restarted controller hears the retained statuses anew: a worker still in error is not
+    # alerted twice; one that came back while the controller was away resolves its alert
+    _heard(again, _status("error", "no camera at index 0", worker="camera").model_copy(update={"fallback": True}))
+    assert len(again.alerts()) == 2
+    _heard(again, _status("online", worker="camera"))
+    assert again.alerts()[1].resolved is not None and again.alerts()[1].resolution == "camera is online again"
+
+
+def test_a_silent_alert_raised_as_its_worker_is_heard_again_is_resolved() -> None:
+    """The silence check (event loop) and a status (the bus's thread) may cross: a worker heard
+    between the check's look and its alert leaves no open alert behind."""
+    feed = OperatorFeed(_Subscriptions(), AlertBook(RoomLedger.in_memory()))
+    _heard(feed, _status("online"))
+    later = now_ms() + 10 * HEALTH_INTERVAL_S * 1000
+    raise_alert = feed._alert
+
+    def crossed(*args: Any, **kwargs: Any) -> None:  # the status arrives just before the alert is kept
+        _heard(feed, _status("online"))
+        raise_alert(*args, **kwargs)
+
+    feed._alert = crossed  # type: ignore[method-assign]
+    feed.check_silent(later)
+    assert [(a.kind, a.resolved is not None) for a in feed.alerts()] == [("worker_silent", True)]
+
 
 def test_feed_keeps_statuses_utterances_with_replies_and_alerts_bounded() -> None:
     bus = _Subscriptions()
