@@ -29,9 +29,9 @@ from typing import Any, Final
 
 from avatar.buyer.book import cut_fates, goods_of, number
 from avatar.controller import AvatarController
-from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts
+from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
 from orchestrator_client.models import HUMAN
-from workers.runtime.ledger import RoundBook
+from workers.runtime.ledger import TOTALS_GRACE_MS, RoundBook
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
@@ -39,9 +39,9 @@ log = logging.getLogger(__name__)
 CHECK_TIMEOUTS: Final = Timeouts(connect_s=1.0, read_s=3.0, total_s=3.5)
 CHECK_RETRIES: Final = RetryPolicy(max_attempts=1)
 """A check that fails is simply the next check's to repeat."""
-POST_GRACE_MS: Final = 10_000
-"""After the post-round's deadline the EO sends its totals and forgets the round: a round it no
-longer knows this long after is over, not lost."""
+FORGOTTEN: Final = ("round {round_id} lost by the EO: the EO no longer knows it (it restarted, or the round was ended "
+                    "there); what was booked stays booked")
+"""The alert, and the round's note, when the EO forgot a round it once knew."""
 CHECKS_TO_ACT: Final = 2
 """The same difference (or the same unknown round) seen this many times in a row is acted on."""
 MONEY_EPSILON: Final = 0.005
@@ -149,17 +149,21 @@ class Reconciler:
         found = await self._check(book)
         if book is not None and book.round.open:
             self.controller.books_check = {"round": book.round.round_id, "found": found, "at": now_ms()}
-            self._tell_fates()
+            if found == "agree":
+                self._agreed(book)
         return found
 
-    def _tell_fates(self) -> None:
-        """A deal a stop cut is "not known yet" until the EO's books had time to show it: once a
-        check settles its fate, the pages are told (nothing else would change the views then)."""
-        book = self.controller.ledger.current_book()
-        fates = [(f["id"], f["fate"]) for f in cut_fates(book, now_ms())] if book is not None else []
+    def _agreed(self, book: RoundBook) -> None:
+        """The EO's books agree with the room's: a deal a stop cut that they do not have was not
+        booked. The pages are told when that settles a fate (nothing else would change the views)."""
+        books = self.controller.books
+        books.agreed = (book.round.key, now_ms())
+        if not any(p.outcome == "cut" for p in book.prompts):
+            return
+        fates = [(f["id"], f["fate"]) for f in cut_fates(book, books.agreed[1])]
         if fates != self._fates:
             self._fates = fates
-            self.controller.books.changed()
+            books.changed()
 
     async def _check(self, book: RoundBook | None) -> str:
         ledger = self.controller.ledger
@@ -168,14 +172,17 @@ class Reconciler:
         rnd = book.round
         self.checks += 1
         outcome = await self.eo.view_totals(rnd.round_id)
-        if isinstance(outcome, Failed) and outcome.status_code is None:
+        known = round_known(outcome)
+        if known is None and isinstance(outcome, Failed) and outcome.status_code is None:
             if self.controller.cut_prompts and self._again(rnd.key, "unreachable"):
                 text = (f"round {rnd.round_id} lost by the EO: the Avatar Controller stopped while a confirmation waited, "
                         f"and the EO no longer answers ({outcome.reason})")
                 ledger.set_phase(rnd.key, "lost", now_ms(), None, note=text)
                 self._settled("round_lost", text)
             return "unreachable"
-        if isinstance(outcome, Failed) and not 200 <= (outcome.status_code or 0) < 300:
+        if known is None:
+            return f"no word ({outcome.reason if isinstance(outcome, Failed) else 'an odd answer'})"
+        if known is False:
             return self._unknown(book)
         eo = eo_books(outcome.answer) if not isinstance(outcome, Failed) else None
         if eo is None:
@@ -212,15 +219,14 @@ class Reconciler:
         too. Then the first such answer decides: the EO's own word that it has no such round."""
         rnd = book.round
         ledger = self.controller.ledger
-        late = rnd.phase == "post" and rnd.phase_deadline_ms is not None and now_ms() > rnd.phase_deadline_ms + POST_GRACE_MS
+        late = now_ms() > rnd.totals_due_ms() + TOTALS_GRACE_MS  # over while the room was away, not lost
         if not late and not ledger.eo_knew(rnd.key):
             return "unknown (never known)"  # no proof the EO ever had it: nothing is decided on it
         if late:
             text = f"round {rnd.round_id} is over at the EO, but its totals never reached the room"
             ledger.set_phase(rnd.key, "ended", now_ms(), None, note=text)
         else:
-            text = (f"round {rnd.round_id} lost by the EO: the EO no longer knows it (it restarted, or the round was ended "
-                    "there); what was booked stays booked")
+            text = FORGOTTEN.format(round_id=rnd.round_id)
             ledger.set_phase(rnd.key, "lost", now_ms(), None, note=text)
         self._settled("round_lost", text)
         return "unknown"

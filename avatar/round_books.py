@@ -54,6 +54,10 @@ class RoundBooks:
         self._dirty = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self.agreed: tuple[int, int] | None = None
+        """The round (its ledger key) whose books the EO's last agreed with, and when (ms): a deal
+        a restart cut that the EO's books do not have after that was not booked
+        (:func:`~avatar.buyer.book.cut_fates`). Set by the books' check."""
         self._refreshing = threading.Lock()
         """Refreshes come from several threads (HTTP, MQTT): one at a time, so a view read
         before a change can never be sent after the view read after it."""
@@ -110,7 +114,9 @@ class RoundBooks:
         except Exception as exc:  # a ledger that cannot be read must never cost the EO an answer
             _notes.warning(("read", type(exc).__name__), "the round's books cannot be read: %s: %s", type(exc).__name__, exc)
             return None
-        buyer = BuyerEvent(**buyer_view(book))
+        agreed = self.agreed
+        buyer = BuyerEvent(**buyer_view(book, agreed[1] if agreed is not None and book is not None
+                                         and agreed[0] == book.round.key else None))
         deals = DealsEvent(round_id=buyer.round_id, deals=deal_views(book), totals=book.round.totals if book is not None else None)
         confirms = ConfirmsEvent(queue=self.prompts(book))
         kept_buyer = buyer.payload()

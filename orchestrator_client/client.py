@@ -38,7 +38,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from urllib.parse import quote
 
 import httpx
@@ -365,6 +365,25 @@ class EOClient:
 
     async def view_totals(self, round_id: object) -> Outcome:
         return await self.poster.post(self.base_url, _round_path(ep.VIEW_TOTALS, round_id), None, method="GET")
+
+
+UNKNOWN_ROUND_STATUSES: Final = frozenset({404, 500})
+"""What the EOs answer ``/viewTotals/{roundId}`` for a round they do not have: the stand-in 404,
+the platform's EO 500 (it reads the totals of an undefined round). Any other error is no word
+on the round (a proxy's 502, a refused token)."""
+
+
+def round_known(outcome: Outcome) -> bool | None:
+    """What an answer to ``/viewTotals/{roundId}`` says of the round: True, the EO has it; False,
+    the EO says it has no such round (:data:`UNKNOWN_ROUND_STATUSES`); None, no word on it (the
+    EO does not answer, or answers another error)."""
+    if not isinstance(outcome, Failed):
+        return True
+    if outcome.status_code is None:
+        return None
+    if 200 <= outcome.status_code < 300:
+        return True
+    return False if outcome.status_code in UNKNOWN_ROUND_STATUSES else None
 
 
 def answer_of(outcome: Outcome, where: str) -> Any:

@@ -20,7 +20,6 @@ from orchestrator_client import buyer_utility as bu
 from orchestrator_client.models import HUMAN
 from workers.runtime.ledger import RoundBook
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
@@ -110,16 +109,12 @@ def round_result(human: Mapping[str, Any] | None) -> str | None:
     return f"{said}; you paid {written.money(paid, unit)}, so you {'gained' if gain >= 0 else 'lost'} {written.money(abs(gain), unit)}."
 
 
-CUT_SETTLED_MS = 15_000
-"""How long after a restart the room's books have been held against the EO's (two checks of
-``[avatar] eo_books_check_s``, with room to spare): a deal the EO booked is in them by then."""
-
-
-def cut_fates(book: RoundBook, now: int) -> list[dict[str, Any]]:
+def cut_fates(book: RoundBook, agreed_ms: int | None = None) -> list[dict[str, Any]]:
     """What became of each deal that waited for the buyer's answer when the Avatar Controller
     stopped (its next run found it ``cut``): ``booked`` when the EO's books have it (a deal of the
-    same seller, goods and price booked since), ``not_booked`` once the round is over or its books
-    have been checked without it, ``unknown`` until then."""
+    same seller, goods and price booked since), ``not_booked`` once the round is over or the EO's
+    books agreed with the room's after the cut (``agreed_ms``: when they last did, this round;
+    a deal the EO booked would have been added to the room's first), ``unknown`` until then."""
     fates = []
     claimed: set[int] = set()
     for prompt in book.prompts:
@@ -130,7 +125,7 @@ def cut_fates(book: RoundBook, now: int) -> list[dict[str, Any]]:
         if match is not None:
             claimed.add(match.id)
             fate, why = "booked", "the EO booked it"
-        elif not book.round.open or now - (prompt.answered_ms or prompt.received_ms) > CUT_SETTLED_MS:
+        elif not book.round.open or (agreed_ms is not None and agreed_ms > prompt.received_ms):
             fate, why = "not_booked", "the room stopped before your answer reached the EO, which did not book it"
         else:
             fate, why = "unknown", "the room restarted while it waited for your answer: the EO's books will tell"
@@ -139,8 +134,9 @@ def cut_fates(book: RoundBook, now: int) -> list[dict[str, Any]]:
     return fates
 
 
-def buyer_view(book: RoundBook | None) -> dict[str, Any]:
-    """Everything the buyer page shows of the round ``book`` (None: no round yet)."""
+def buyer_view(book: RoundBook | None, agreed_ms: int | None = None) -> dict[str, Any]:
+    """Everything the buyer page shows of the round ``book`` (None: no round yet; ``agreed_ms``:
+    when the EO's books last agreed with this round's, :func:`cut_fates`)."""
     utility, problem = parsed_utility(book)
     if book is None:
         view: dict[str, Any] = {"round_id": None, "phase": None, "budget": None, "spent": 0.0, "left": None, "offers": [],
@@ -161,7 +157,7 @@ def buyer_view(book: RoundBook | None) -> dict[str, Any]:
                       for d in book.deals],
             "waiting_eo": [{"id": p.id, "seller": p.seller, "goods": p.goods, "price": p.price}
                            for p in book.prompts if p.outcome == "sent"],
-            "cut": cut_fates(book, now_ms()),
+            "cut": cut_fates(book, agreed_ms),
             "have": book.bought(),
             "saved": None if book.allocation is None else {"products": book.allocation.products, "value": book.allocation.value,
                                                            "at": book.allocation.saved_ms},

@@ -21,14 +21,13 @@ from typing import Any, Final
 
 from avatar.competition.store import Launch
 from orchestrator_client.models import HUMAN
-from workers.runtime.ledger import LedgerRound
+from workers.runtime.ledger import TOTALS_GRACE_MS, LedgerRound
 from workers.runtime.messages import now_ms
 
 CENTS: Final = 2
-TOTALS_GRACE_MS: Final = 30_000
 """How long after they are due the totals of a round ended early are still waited for."""
 UNNAMED_BUYER: Final = "(unnamed)"
-CSV_COLUMNS: Final = ("kind", "name", "rounds", "utility_mean", "welfare_mean", "utility_total")
+CSV_COLUMNS: Final = ("kind", "name", "rounds", "utility_mean", "welfare_mean", "utility_total", "note")
 
 
 def _value(entry: Any) -> float | None:
@@ -113,21 +112,28 @@ class Standings:
     def by_welfare(self) -> list[AgentStanding]:
         return sorted(self.agents, key=lambda a: (-a.welfare_mean, a.name))
 
+    def winners(self) -> dict[str, str | None]:
+        """The two categories' leaders, of the agents that played (an agent of the roster with no
+        round yet leads nothing)."""
+        played = [a for a in self.agents if a.rounds > 0]
+        by_welfare = [a for a in self.by_welfare if a.rounds > 0]
+        return {"best_utility": played[0].name if played else None, "best_welfare": by_welfare[0].name if by_welfare else None}
+
     def body(self) -> dict[str, Any]:
         """``GET /operator/standings.json``."""
         return {"agents": [asdict(a) for a in self.agents], "buyers": [asdict(b) for b in self.buyers],
-                "unscored": [asdict(u) for u in self.unscored]}
+                "unscored": [asdict(u) for u in self.unscored], **self.winners()}
 
     def csv_text(self) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
         for a in self.agents:
-            writer.writerow(("agent", a.name, a.rounds, f"{a.utility_mean:.2f}", f"{a.welfare_mean:.2f}", ""))
+            writer.writerow(("agent", a.name, a.rounds, f"{a.utility_mean:.2f}", f"{a.welfare_mean:.2f}", "", ""))
         for b in self.buyers:
-            writer.writerow(("buyer", b.name, b.rounds, "", "", f"{b.utility_total:.2f}"))
+            writer.writerow(("buyer", b.name, b.rounds, "", "", f"{b.utility_total:.2f}", ""))
         for u in self.unscored:
-            writer.writerow(("unscored", u.round, "", "", "", u.reason))
+            writer.writerow(("unscored", u.round, "", "", "", "", u.reason))  # the round, and why it is not scored
         return out.getvalue()
 
 

@@ -16,9 +16,8 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from avatar.competition.agents import AgentPrograms
-from avatar.competition.standings import TOTALS_GRACE_MS
 from avatar.competition.store import CompetitionStore, Launch
-from workers.runtime.ledger import OPEN_PHASES, LedgerRound
+from workers.runtime.ledger import OPEN_PHASES, TOTALS_GRACE_MS, LedgerRound
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)

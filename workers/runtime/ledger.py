@@ -43,6 +43,11 @@ alerts; the display's history of each round."""
 
 LedgerPhase = Literal["warmup", "round", "post", "ended", "lost"]
 OPEN_PHASES: Final = ("warmup", "round", "post")
+TOTALS_GRACE_MS: Final = 30_000
+"""The EO sends a round's totals at the end of its post-round; none this long after that, and
+they are not coming (the EO forgot the round, or the room missed them)."""
+_PHASES_LEFT: Final = {"warmup": ("round", "post"), "round": ("post",)}
+"""The phases still to come after each open phase, by their keys in the round's durations."""
 """A round in one of these has not ended yet: the EO may still book, end or score it."""
 PromptOutcome = Literal["waiting", "sent", "declined", "booked", "cut", "unbooked"]
 """``waiting``: asked or queued; ``sent``: the buyer's yes went to the EO, which books next;
@@ -254,6 +259,12 @@ class LedgerRound:
     def open(self) -> bool:
         return self.phase in OPEN_PHASES
 
+    def totals_due_ms(self) -> int:
+        """When the EO sends this round's totals: the end of its post-round, as first timed (an
+        early End round on the platform's EO does not move it)."""
+        left = _PHASES_LEFT.get(self.phase, ())
+        return int((self.phase_deadline_ms or now_ms()) + sum(float(self.durations.get(k, 0.0)) for k in left) * 1000)
+
 
 @dataclass(frozen=True)
 class Offer:
@@ -369,7 +380,11 @@ def _create(db: sqlite3.Connection) -> None:
     for table, column, statement in _MIGRATIONS:
         exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
         if exists and column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
-            db.execute(statement)
+            try:
+                db.execute(statement)
+            except sqlite3.OperationalError as exc:  # another process (the controller, a CLI) added it just now
+                if "duplicate column" not in str(exc):
+                    raise
     db.executescript(_SCHEMA)
     db.execute("INSERT INTO meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                (str(SCHEMA_VERSION),))
@@ -537,10 +552,6 @@ class RoomLedger:
     def rounds_on(self, day: str) -> list[LedgerRound]:
         rows = self._read(f"SELECT {_ROUND_COLUMNS} FROM rounds WHERE day = ? ORDER BY key", (day,))
         return [_round(r) for r in rows]
-
-    def round_ids_on(self, day: str) -> set[str]:
-        """The round ids used on ``day`` (as text): a new round of the day takes another."""
-        return {str(r[0]) for r in self._read("SELECT round_label FROM rounds WHERE day = ?", (day,))}
 
     def set_phase(self, key: int, phase: LedgerPhase, started_ms: int | None, deadline_ms: int | None,
                   durations: Mapping[str, float] | None = None, note: str | None = None) -> None:

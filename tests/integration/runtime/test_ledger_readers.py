@@ -19,6 +19,6 @@ def test_another_process_reads_while_the_controller_writes(tmp_path: Path) -> No
     writer = RoomLedger.open(path)
     writer.begin_round("r3", DURATIONS, 50.0, "USD", "warmup", T0, None)
     code = (f"from pathlib import Path; from workers.runtime.ledger import RoomLedger; "
-            f"r = RoomLedger.reader(Path({str(path)!r})); print(sorted(r.round_ids_on({day_of(T0)!r})))")
+            f"r = RoomLedger.reader(Path({str(path)!r})); print(sorted(str(x.round_id) for x in r.rounds_on({day_of(T0)!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout.strip() == "['r3']"

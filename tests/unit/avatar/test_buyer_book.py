@@ -110,8 +110,8 @@ def test_a_taken_offer_leaves_the_page_saying_none_is_open_not_none_yet() -> Non
 
 def test_what_became_of_each_deal_a_restart_cut() -> None:
     """Deals that waited for the buyer when the controller stopped: the EO's books say booked (a
-    deal of the same seller, goods and price since), or, once the round is over or its books were
-    held against the EO's, not booked; until then, not known yet."""
+    deal of the same seller, goods and price since), or, once the round is over or the EO's books
+    agreed with the room's after the cut, not booked; until then, not known yet."""
     ledger = RoomLedger.in_memory()
     key = a_round(ledger)
     ledger.add_prompt("p1", key, "Celia", "Deal.", {"type": "Accept"}, {"egg": 2}, 1.0, T0)
@@ -120,6 +120,9 @@ def test_what_became_of_each_deal_a_restart_cut() -> None:
     ledger.add_reconciled_deal(key, "Celia", {"egg": 2}, 1.0, T0 + 5)  # the EO's totals had it
     fates = {f["id"]: f["fate"] for f in buyer_view(ledger.book(key))["cut"]}
     assert fates == {"p1": "booked", "p2": "unknown"}
+    assert {f["id"]: f["fate"] for f in buyer_view(ledger.book(key), agreed_ms=T0 - 1)["cut"]}["p2"] == "unknown"  # before the cut
+    agreed = {f["id"]: f["fate"] for f in buyer_view(ledger.book(key), agreed_ms=T0 + 10)["cut"]}
+    assert agreed == {"p1": "booked", "p2": "not_booked"}  # the EO's books agreed with the room's since, without p2
     ledger.set_totals(key, {"Human": {"cost": 1.0}}, T0 + 90_000)  # the round is over: p2 was never booked
     fates = {f["id"]: (f["fate"], f["why"]) for f in buyer_view(ledger.book(key))["cut"]}
     assert fates["p2"] == ("not_booked", "the room stopped before your answer reached the EO, which did not book it")

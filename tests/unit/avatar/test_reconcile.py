@@ -144,6 +144,25 @@ def test_a_round_the_eo_forgot_is_lost_or_over(tmp_path: Path) -> None:
     current = late.ledger.current()
     assert current is not None and current.phase == "ended" and "totals never reached" in current.note
 
+    # a round whose post-round would have ended while the room was away is over, not lost, whatever
+    # phase the ledger last had
+    away, alerts = controller(tmp_path / "away", phase="round", deadline=now_ms() - 60_000)
+    assert checks(away, eo_answering(totals((1.0, {"egg": 2})), forgot), 2) == ["agree", "unknown"]
+    current = away.ledger.current()
+    assert current is not None and current.phase == "ended" and "totals never reached" in current.note
+
+
+def test_an_error_that_is_no_word_on_the_round_loses_nothing(tmp_path: Path) -> None:
+    """Only the EOs' own answers for a round they do not have (the stand-in's 404, the platform's
+    500) say it is gone; a proxy's 502 or a refused token says nothing of it."""
+    ctl, alerts = controller(tmp_path)
+    assert checks(ctl, eo_answering(totals((1.0, {"egg": 2}))), 1) == ["agree"]
+    for status in (502, 503, 401):
+        assert checks(ctl, eo_answering(httpx.Response(status)), 2)[-1].startswith("no word")
+    assert ctl.ledger.current().phase == "round" and alerts == []  # type: ignore[union-attr]
+    assert checks(ctl, eo_answering(httpx.Response(404)), 1) == ["unknown"]
+    assert ctl.ledger.current().phase == "lost"  # type: ignore[union-attr]
+
 
 def test_an_eo_gone_after_a_cut_confirmation_lost_the_round(tmp_path: Path) -> None:
     ctl, alerts = controller(tmp_path)
