@@ -23,10 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from orchestrator_client.endpoints import ACK_STATUS, CONFIRM_ACCEPT_STATUS
+from orchestrator_client.reachable import host_port
 from workers.runtime.messages import SaneRoundId
 
 RoundId = SaneRoundId
@@ -361,6 +363,12 @@ class ServiceEntry(PlatformModel):
     @property
     def url(self) -> str:
         return f"{self.protocol}://{self.host}:{self.port}"
+
+    @classmethod
+    def of_url(cls, url: str) -> ServiceEntry:
+        """The entry of the service at ``url`` (the inverse of :attr:`url`)."""
+        host, port = host_port(url)
+        return cls(protocol=urlsplit(url).scheme or "http", host=host, port=port)
 
 
 class AppSettings(PlatformModel):

@@ -12,7 +12,7 @@ of the generator's ``distribution_parameters/buyer.json`` and ``seller.json``
 - strings are copied, the key ``distribution`` becomes ``utility``, key order is kept;
 - the roles are ``buyer`` (alias ``human``) and ``seller`` (alias ``agent``), in any case.
 
-``tests/integration/orchestrator_client/test_utility_draw_real.py`` measures it equal to the real
+``tests/e2e/orchestrator_client/test_utility_draw_real.py`` measures it equal to the real
 generator: the same keys and strings, the same ranges and quantisation, and each varying number
 distributed alike (two-sample Kolmogorov–Smirnov).
 

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
-from urllib.parse import urlsplit
 
 from avatar.competition.settings import AgentEntry, TournamentSettings
 from avatar.competition.store import AgentRun, CompetitionStore, Launch
+from orchestrator_client.reachable import answers_soon
 from workers.runtime.instance import pid_running
 from workers.runtime.messages import now_ms
 from workers.runtime.ports import free_port
@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 AGENTS_DIR: Final = "agents"
 """Under ``data_dir``: each agent's default working folder, and ``logs/`` with one file per round."""
 LOGS_DIR: Final = "logs"
-CONNECT_PROBE_S: Final = 0.5
 POLL_S: Final = 0.1
 LOG_TAIL_BYTES: Final = 2000
 START_SLACK_MS: Final = 5000
@@ -54,20 +53,6 @@ class RunningAgent:
     agent: str
     port: int
     url: str
-
-
-async def answers(url: str, timeout: float = CONNECT_PROBE_S) -> bool:
-    """Whether something accepts connections at ``url``'s host and port."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        _reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname or "127.0.0.1", port), timeout)
-    except (OSError, asyncio.TimeoutError, TimeoutError):
-        return False
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return True
 
 
 def _tail(path: Path) -> str:
@@ -97,6 +82,14 @@ def _alive(run: AgentRun) -> bool:
         return False
     started = _started_ms(run.pid)
     return started is None or abs(started - run.started_ms) <= START_SLACK_MS
+
+
+def _signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; a real-time signal (34-64), which has no name of its own, by number."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 class AgentPrograms:
@@ -143,7 +136,7 @@ class AgentPrograms:
                 tail = _tail(log_path)
                 raise AgentStartError(f"agent {agent}: its command exited with status {code} before it listened on port {port}"
                                       f"{': ' + tail if tail else ''} (log: {log_path})")
-            if await answers(f"http://127.0.0.1:{port}"):
+            if await answers_soon(f"http://127.0.0.1:{port}"):
                 log.info("agent %s plays %s in round %s: pid %s on port %s (log %s)", agent, avatar, launch.round_id, process.pid,
                          port, log_path)
                 return RunningAgent(run_id, agent, port, url)
@@ -207,7 +200,7 @@ class AgentPrograms:
                 code = process.poll()
                 if code is None:
                     continue
-                how = f"exit status {code}" if code >= 0 else f"killed by signal {signal.Signals(-code).name}"
+                how = f"exit status {code}" if code >= 0 else f"killed by signal {_signal_name(-code)}"
             elif _alive(run):
                 continue
             else:

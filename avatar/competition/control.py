@@ -27,14 +27,14 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import random
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from avatar.competition.agents import AgentPrograms, AgentStartError, answers
-from avatar.competition.eo_rounds import KIND_WORDS, STANDALONE_ROUND_ID, EOKind, EORounds, RoundCallRefused, service_entry
+from avatar.competition.agents import AgentPrograms, AgentStartError
+from avatar.competition.eo_rounds import KIND_WORDS, STANDALONE_ROUND_ID, EOKind, EORounds, RoundCallRefused
 from avatar.competition.schedule import SEATS
 from avatar.competition.settings import RoundsSettings, TournamentSettings
 from avatar.competition.standings import Standings
@@ -45,6 +45,7 @@ from avatar.competition.watch import PHASE_KEYS, RoundWatch
 from orchestrator_client import endpoints as ep
 from orchestrator_client.answers import PlatformCallError
 from orchestrator_client.models import HUMAN, Durations, InitializeRound, NegotiatorInfo, ServiceEntry
+from orchestrator_client.reachable import answers_soon
 from orchestrator_client.service_map import ServiceMapError, resolve_utility_generator_url
 from workers.runtime.config import OrchestratorSettings
 from workers.runtime.ledger import LedgerRound, RoomLedger, day_of
@@ -104,12 +105,6 @@ def checked_durations(given: Mapping[str, Any] | None, defaults: Mapping[str, fl
     return chosen
 
 
-def totals_due(rnd: LedgerRound) -> int:
-    """When the EO sends the totals of ``rnd`` (the end of its post-round, as first timed)."""
-    left = {"warmup": ("round", "post"), "round": ("post",)}.get(rnd.phase, ())
-    return int((rnd.phase_deadline_ms or now_ms()) + sum(float(rnd.durations.get(k, 0.0)) for k in left) * 1000)
-
-
 class RoundControl:
     """Next round, End round and the competition of one room."""
 
@@ -132,7 +127,7 @@ class RoundControl:
         except ServiceMapError:
             generator_url = None  # the EO's own settings say it; the room draws with the suite's port
         self.eo = EORounds(eo, rounds.start_timeout_s, generator_url)
-        self.utilities = UtilitySource(generator_url, random.Random(tournament.seed) if tournament.seed is not None else None)
+        self.utilities = UtilitySource(generator_url, tournament.seed)
         self.agents = AgentPrograms(self.store, tournament, data_dir)
         self.competition = Tournament(self.store, tournament, avatars)
         try:
@@ -146,6 +141,7 @@ class RoundControl:
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         """Told the console's picture of the competition whenever it changed."""
         self._view: dict[str, Any] | None = None
+        self._changing = threading.Lock()
 
     @property
     def eo_url(self) -> str | None:
@@ -211,18 +207,20 @@ class RoundControl:
                                        chosen, kind)
         try:
             seats = await self._agents_for(launch, plan)
-        except Refused:
-            self._forget(launch)
-            raise
+            agents = []
+            for seat in seats:
+                where = ServiceEntry.of_url(seat.url)
+                agents.append(NegotiatorInfo(name=seat.avatar, protocol=where.protocol, host=where.host, port=where.port,
+                                             utilityFunction=utilities[seat.avatar]))
+            body = InitializeRound(roundId=round_id, agents=agents, human={"utilityFunction": utilities[HUMAN]},
+                                   durations=Durations.model_validate(chosen))
+        except Exception as exc:  # nothing reached the EO: nothing of this start may stay behind
+            await self._forget(launch)
+            if isinstance(exc, Refused):
+                raise
+            raise Refused(f"round {round_id} could not be set up: {type(exc).__name__}: {exc}") from exc
         self.store.seats_of(launch.id, seats)
         self.ledger.remember(DURATIONS_FACT, chosen)
-        agents = []
-        for seat in seats:
-            where = service_entry(seat.url)
-            agents.append(NegotiatorInfo(name=seat.avatar, protocol=where.protocol, host=where.host, port=where.port,
-                                         utilityFunction=utilities[seat.avatar]))
-        body = InitializeRound(roundId=round_id, agents=agents, human={"utilityFunction": utilities[HUMAN]},
-                               durations=Durations.model_validate(chosen))
         try:
             await self.eo.start(kind, body)
         except RoundCallRefused as exc:
@@ -275,7 +273,7 @@ class RoundControl:
                 found[who] = kept
                 continue
             try:
-                drawn = await self.utilities.draw(role)
+                drawn = await self.utilities.draw(role, key)
             except PlatformCallError as exc:
                 raise Refused(f"no {role} utility: {exc}") from None
             found[who] = self.store.keep_utility(key, role, drawn, self.utilities.source, now_ms()) if key else drawn
@@ -293,7 +291,7 @@ class RoundControl:
                     seats.append(SeatPlan(avatar, agent, running.url, seat.utility_key))
                     continue
                 url = entry.url if entry is not None else sellers[avatar]
-                if not await answers(url):
+                if not await answers_soon(url):
                     key = f"[tournament] agents.{agent}.url" if entry is not None else f"[rounds] sellers.{avatar}"
                     raise Refused(f"agent {agent} ({avatar}) does not answer at {url}: start it, or fix {key}")
                 seats.append(SeatPlan(avatar, agent, url.rstrip("/"), seat.utility_key))
@@ -301,10 +299,10 @@ class RoundControl:
             raise Refused(str(exc)) from None
         return seats
 
-    def _forget(self, launch: Launch) -> None:
-        """A start that never reached the EO: its programs stopped (they did not listen: at once),
-        its id free again."""
-        self.agents.stop_round(launch.id, "its round did not start")
+    async def _forget(self, launch: Launch) -> None:
+        """A start that never reached the EO: the programs it started stopped (off the event loop,
+        which answers the EO meanwhile), its id free again."""
+        await asyncio.to_thread(self.agents.stop_round, launch.id, "its round did not start")
         self.store.forget_launch(launch.id)
 
     # -- End round -----------------------------------------------------------------------------------
@@ -344,7 +342,7 @@ class RoundControl:
         except RoundCallRefused as exc:
             self.alert("round_lost", f"round {current.round_id} ended, but the EO was not told to stay up ({exc}): it may exit "
                                      "at the round's own end")
-        due = totals_due(current)
+        due = current.totals_due_ms()
         note = (f"ended by the operator in its {phase}; the EO sends its totals at "
                 f"{datetime.datetime.fromtimestamp(due / 1000).strftime('%H:%M:%S')}, the round's own end")
         launch = self.store.launch_of(current)
@@ -358,19 +356,19 @@ class RoundControl:
     # -- the first round by itself, and the end ------------------------------------------------------------
     async def auto_start(self) -> None:
         """``[rounds] auto_start``: once the EO and the sellers answer, a round starts by itself -
-        unless the round the ledger has open still runs at the EO (a restarted room takes it up).
-        One the EO no longer has is decided lost by the books' check first (after a clean stop as
-        after a crash: the EO's word, not the room's guess), and the next round starts."""
+        unless the ledger has a round open: one that still runs at the EO is taken up; one the EO no
+        longer has is decided lost by the books' check (after a clean stop as after a crash: the
+        EO's word, not the room's guess), and the round watch then starts the next
+        (:meth:`after_a_loss`): one path per start, never two racing for it."""
+        current = self.ledger.current()
+        if current is not None and current.open:
+            still = await self.eo.knows(current.round_id)
+            log.info("round %s %s", current.round_id, "still runs at the EO: no round starts by itself" if still else
+                     "is open in the ledger: the next round starts by itself once the EO's books say it is lost")
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + AUTO_START_WAIT_S
-        while loop.time() < deadline:
-            current = self.ledger.current()
-            if current is not None and current.open:
-                if await self.eo.knows(current.round_id):
-                    log.info("round %s still runs at the EO: no round starts by itself", current.round_id)
-                    return
-            elif await self.look() is not None and await self._sellers_answer():
-                break
+        while loop.time() < deadline and not (await self.look() is not None and await self._sellers_answer()):
             await asyncio.sleep(AUTO_START_POLL_S)
         await self._start_by_itself("the first round")
 
@@ -389,7 +387,7 @@ class RoundControl:
     async def _sellers_answer(self) -> bool:
         if self.competition.roster is not None:
             return True  # a roster's agents are started or checked by Next round itself
-        return all([await answers(url) for url in self.rounds.seller_urls(self.avatars).values()])
+        return all([await answers_soon(url) for url in self.rounds.seller_urls(self.avatars).values()])
 
     async def close(self) -> None:
         """The controller stops. The agent programs of a round that is over stop now; those of a
@@ -435,15 +433,17 @@ class RoundControl:
                 "durations": self.durations(), "standings": self.standings().body(), "agents": agents}
 
     def changed(self) -> None:
-        """Tell the listeners the console's picture, when it changed."""
-        try:
-            view = self.view()
-        except Exception as exc:  # a view that cannot be read must never cost the EO an answer
-            log.warning("the competition's view cannot be read: %s: %s", type(exc).__name__, exc)
-            return
-        if view == self._view:
-            return
-        self._view = view
-        for listener in self.listeners:
-            with contextlib.suppress(Exception):
-                listener(view)
+        """Tell the listeners the console's picture, when it changed. Called from the event loop
+        and from the views' thread: one at a time, so an older picture never follows a newer."""
+        with self._changing:
+            try:
+                view = self.view()
+            except Exception as exc:  # a view that cannot be read must never cost the EO an answer
+                log.warning("the competition's view cannot be read: %s: %s", type(exc).__name__, exc)
+                return
+            if view == self._view:
+                return
+            self._view = view
+            for listener in self.listeners:
+                with contextlib.suppress(Exception):
+                    listener(view)

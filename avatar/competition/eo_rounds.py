@@ -14,15 +14,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from typing import Final, Literal
-from urllib.parse import urlsplit
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.answers import PlatformCallError, RoundCallAnswer, read_answer, read_start_answer
-from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, answer_of
+from orchestrator_client.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of, round_known
 from orchestrator_client.end_round import NOWHERE, keep_alive_body
 from orchestrator_client.models import AppSettings, InitializeRound, RoundId, ServiceEntry
 from orchestrator_client.service_map import ServiceMapError, load_app_settings, resolve_eo_url
-from orchestrator_client.wiring import DEFAULT_UTILITY_GENERATOR_PORT
+from orchestrator_client.wiring import DEFAULT_UTILITY_GENERATOR_PORT, PROBE_RETRIES, PROBE_TIMEOUTS
 from workers.runtime.config import OrchestratorSettings
 
 log = logging.getLogger(__name__)
@@ -32,22 +31,12 @@ STANDALONE_ROUND_ID: Final = "true"
 """What an EO in ``standalone`` mode calls every round (its ``roundId = "true"``)."""
 KIND_WORDS: Final[dict[str, str]] = {"standin": "the stand-in EO", "platform": "the platform's EO",
                                      "standalone": "the platform's EO (standalone)"}
-LOOK_TIMEOUTS: Final = Timeouts(connect_s=1.0, read_s=2.0, total_s=2.5)
-"""A look at the EO: it answers at once or it is taken as not there (the console looks every few seconds)."""
 ROUND_CALL_RETRIES: Final = RetryPolicy(max_attempts=3, backoff_s=0.1, backoff_max_s=0.3)
 """An EO that refuses connections is tried three times (a call that may have reached it, never)."""
-ONE_TRY: Final = RetryPolicy(max_attempts=1)
 
 
 class RoundCallRefused(Exception):
     """The EO did not take a round call; the message says which call and why, in one line."""
-
-
-def service_entry(url: str) -> ServiceEntry:
-    """A ``serviceMap`` entry of the service at ``url``."""
-    parts = urlsplit(url)
-    return ServiceEntry(protocol=parts.scheme or "http", host=parts.hostname or "127.0.0.1",
-                        port=parts.port or (443 if parts.scheme == "https" else 80))
 
 
 class EORounds:
@@ -66,7 +55,8 @@ class EORounds:
         timeouts = Timeouts(connect_s=1.0, read_s=start_timeout_s, total_s=start_timeout_s + 1.0)
         base = self.url or "http://127.0.0.1"
         self.calls = EOClient(base, HttpPoster(timeouts=timeouts, retry=ROUND_CALL_RETRIES))
-        self.looks = EOClient(base, HttpPoster(timeouts=LOOK_TIMEOUTS, retry=ONE_TRY))
+        # a look at the EO: it answers at once or it is taken as not there (the console looks every few seconds)
+        self.looks = EOClient(base, HttpPoster(timeouts=PROBE_TIMEOUTS, retry=PROBE_RETRIES))
 
     @staticmethod
     def _eo_settings(eo: OrchestratorSettings) -> AppSettings | None:
@@ -88,14 +78,11 @@ class EORounds:
         return "standin" if probe.standin else "standalone" if self.standalone else "platform"
 
     async def knows(self, round_id: RoundId) -> bool | None:
-        """Whether the EO still has round ``round_id`` (its ``/viewTotals`` answers it), None when
-        it does not answer at all. Both EOs answer an error status for a round they do not have."""
+        """Whether the EO still has round ``round_id`` (:func:`~orchestrator_client.client.round_known`),
+        None when it gives no word on it."""
         if self.url is None:
             return None
-        outcome = await self.looks.view_totals(round_id)
-        if isinstance(outcome, Failed) and outcome.status_code is None:
-            return None
-        return not (isinstance(outcome, Failed) and not 200 <= outcome.status_code < 300)
+        return round_known(await self.looks.view_totals(round_id))
 
     def _where(self, path: str) -> str:
         return f"the EO at {self.calls.base_url}{path}"
@@ -148,7 +135,7 @@ class EORounds:
         if settings is not None and ep.UTILITY_GENERATOR_SERVICE in settings.serviceMap:
             generator = settings.serviceMap[ep.UTILITY_GENERATOR_SERVICE]
         elif self.generator_url:
-            generator = service_entry(self.generator_url)
+            generator = ServiceEntry.of_url(self.generator_url)
         else:
             generator = ServiceEntry(host="127.0.0.1", port=DEFAULT_UTILITY_GENERATOR_PORT)
         where = self._where(ep.INITIALIZE_ROUND)

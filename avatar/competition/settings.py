@@ -26,6 +26,7 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 from typing import ClassVar, Final
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -60,6 +61,21 @@ def _twice(names: Sequence[str]) -> str | None:
     return None
 
 
+def checked_url(url: str) -> str:
+    """``url`` if it is an ``http(s)://host[:port]`` address the room can call; ValueError saying
+    what is wrong (a port that is no number fails here, not at a round's start)."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"url {url!r} must start with http:// or https://")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        raise ValueError(f"url {url!r}: {exc}") from None
+    if not parts.hostname:
+        raise ValueError(f"url {url!r} names no host")
+    return url
+
+
 class AgentEntry(BaseModel):
     """One agent of the roster: a ``url`` where it already runs, or a ``command`` the room starts
     for each of its rounds (in ``folder``; ``{port}``, ``{round}``, ``{avatar}``, ``{agent}``
@@ -78,14 +94,18 @@ class AgentEntry(BaseModel):
     def _one_way(self) -> AgentEntry:
         if bool(self.url) == bool(self.command):
             raise ValueError("needs either url (an agent already running) or command (started per round), not both")
-        if self.url and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        if self.url:
+            checked_url(self.url)
         if self.command:
             named = {field for part in self.command for _text, field, _spec, _conv in string.Formatter().parse(part) if field}
             for field in sorted(named - set(PLACEHOLDERS)):
                 raise ValueError(f"command: {unknown('placeholder', '{' + field + '}', ['{' + p + '}' for p in PLACEHOLDERS])}")
             if PORT_PLACEHOLDER not in named:
                 raise ValueError("command must pass {port}: the room chooses a free port for each round")
+            try:  # a format the values cannot take ("{round:d}") fails here, not at a round's start
+                [part.format(port=1, round="r1", avatar="Celia", agent="a") for part in self.command]
+            except (ValueError, IndexError, KeyError) as exc:
+                raise ValueError(f"command: {exc}") from None
         return self
 
 
@@ -167,8 +187,10 @@ class RoundsSettings(Section):
     @classmethod
     def _urls(cls, value: dict[str, str]) -> dict[str, str]:
         for avatar, url in value.items():
-            if not url.startswith(("http://", "https://")):
-                raise ValueError(f"{avatar}: {url!r} must start with http:// or https://")
+            try:
+                checked_url(url)
+            except ValueError as exc:
+                raise ValueError(f"{avatar}: {exc}") from None
         return value
 
     def durations(self) -> dict[str, float]:

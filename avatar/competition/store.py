@@ -176,12 +176,6 @@ class CompetitionStore:
             db.execute("UPDATE launches SET state = ?, detail = ?, ends_ms = COALESCE(?, ends_ms) WHERE id = ?",
                        (state, detail, ends_ms, launch_id))
 
-    def relabel_launch(self, launch_id: int, round_id: int | str) -> None:
-        """The EO named the round otherwise (a ``standalone`` EO calls every round ``"true"``)."""
-        with self.ledger.transaction() as db:
-            db.execute("UPDATE launches SET round_id = ?, round_label = ? WHERE id = ?", (_dumps(round_id), round_label(round_id),
-                                                                                       launch_id))
-
     def seats_of(self, launch_id: int, seats: Iterable[SeatPlan]) -> None:
         """Where each agent really listens, once the programs started per round are up."""
         with self.ledger.transaction() as db:

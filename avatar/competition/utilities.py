@@ -5,7 +5,7 @@ two seller utility functions per round (``GET /generateUtility/<role>``) when on
 (``[eo] utility_generator_url``, or the ``utility-generator`` entry of ``[eo] app_settings``). A
 room without one - a laptop with the stand-ins - draws them from the same distributions with the
 suite's port of the generator (:mod:`orchestrator_client.utility_draw`, held equal to it by
-``tests/integration/orchestrator_client/test_utility_draw_real.py``): every round has its own.
+``tests/e2e/orchestrator_client/test_utility_draw_real.py``): every round has its own.
 """
 
 from __future__ import annotations
@@ -22,20 +22,26 @@ SUITE_SOURCE: Final = "the suite's port of the utility generator"
 class UtilitySource:
     """Draws utility functions: from the generator at ``generator_url``, else with the port."""
 
-    def __init__(self, generator_url: str | None, rng: random.Random | None = None) -> None:
+    def __init__(self, generator_url: str | None, seed: int | None = None) -> None:
+        """``seed`` (``[tournament] seed``): the port's draws are reproducible, each scheduled key's
+        from the seed and the key alone, so a restarted room does not draw its next keys' utilities
+        as its first keys' again."""
         self.generator = UtilityGeneratorClient(generator_url) if generator_url else None
-        self.rng = rng or random.Random()
+        self.seed = seed
+        self.rng = random.Random(seed) if seed is not None else random.Random()
 
     @property
     def source(self) -> str:
         """Where the utilities come from, for the console and the ledger."""
         return f"the utility generator at {self.generator.base_url}" if self.generator is not None else SUITE_SOURCE
 
-    async def draw(self, role: str) -> dict[str, Any]:
-        """A utility function of ``role`` (``buyer`` or ``seller``): ``{"currencyUnit", "utility"}``.
-        Raises :class:`~orchestrator_client.answers.PlatformCallError` when the generator fails."""
+    async def draw(self, role: str, key: str = "") -> dict[str, Any]:
+        """A utility function of ``role`` (``buyer`` or ``seller``) for the schedule's ``key`` (or
+        none): ``{"currencyUnit", "utility"}``. Raises
+        :class:`~orchestrator_client.answers.PlatformCallError` when the generator fails."""
         if self.generator is None:
-            return draw_utility(role, self.rng)
+            keyed = self.seed is not None and key
+            return draw_utility(role, random.Random(f"{self.seed}:{key}") if keyed else self.rng)
         return (await self.generator.generate(role)).body()
 
     async def aclose(self) -> None:

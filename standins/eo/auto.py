@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import threading
 import time
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from orchestrator_client import endpoints as ep
 from orchestrator_client.answers import PlatformCallError, RoundCallAnswer, read_answer
 from orchestrator_client.client import EOClient, HttpPoster, Timeouts, answer_of
 from orchestrator_client.models import InitializeRound
+from orchestrator_client.reachable import answers
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.1
-CONNECT_PROBE_S = 0.3
 REQUEST_TIMEOUT_S = 5.0
 
 
@@ -41,17 +39,6 @@ def service_urls(body: InitializeRound) -> list[str]:
         if data.get("host") and data.get("port"):
             urls.append(f"{data.get('protocol') or 'http'}://{data['host']}:{data['port']}")
     return urls
-
-
-def answers(url: str, timeout: float = CONNECT_PROBE_S) -> bool:
-    """True when something accepts TCP connections at ``url``'s host and port."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def wait_for_services(urls: Iterable[str], timeout: float, stop: threading.Event | None = None) -> list[str]:

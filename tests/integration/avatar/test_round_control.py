@@ -205,7 +205,7 @@ def _unused(control: RoundControl) -> None:
 
 
 @pytest.mark.parametrize(("agents", "generator", "words"), [
-    ({"A": AgentEntry(url="http://127.0.0.1:{dead}"), "B": AgentEntry(url="http://127.0.0.1:{dead}")}, "",
+    ({"A": {"url": "http://127.0.0.1:{dead}"}, "B": {"url": "http://127.0.0.1:{dead}"}}, "",
      "does not answer at http://127.0.0.1:"),
     ({"A": AgentEntry(command=[sys.executable, "-c", "import sys; print('no model file'); sys.exit(3)", "{port}"]),
       "B": AgentEntry(command=[sys.executable, "-c", "import sys; print('no model file'); sys.exit(3)", "{port}"])}, "",
@@ -213,14 +213,14 @@ def _unused(control: RoundControl) -> None:
     ({"A": AgentEntry(command=[sys.executable, "-c", "import time; time.sleep(60)", "{port}"]),
       "B": AgentEntry(command=[sys.executable, "-c", "import time; time.sleep(60)", "{port}"])}, "",
      "not listening on port"),
-    ({"A": AgentEntry(url="http://127.0.0.1:{dead}"), "B": AgentEntry(url="http://127.0.0.1:{dead}")}, "http://127.0.0.1:{dead}",
+    ({"A": {"url": "http://127.0.0.1:{dead}"}, "B": {"url": "http://127.0.0.1:{dead}"}}, "http://127.0.0.1:{dead}",
      "no buyer utility: the utility generator at http://127.0.0.1:"),
 ], ids=["agent-down", "command-exits", "command-never-listens", "generator-down"])
 def test_next_round_refuses_in_one_line_naming_the_cause_and_uses_nothing(
-    tmp_path: Path, agents: dict[str, AgentEntry], generator: str, words: str
+    tmp_path: Path, agents: dict[str, AgentEntry | dict[str, str]], generator: str, words: str
 ) -> None:
-    dead = str(free_port())
-    agents = {name: AgentEntry(url=e.url.replace("{dead}", dead)) if e.url else e for name, e in agents.items()}
+    dead = str(free_port())  # an address nothing listens at, filled in here
+    agents = {name: AgentEntry(url=e["url"].replace("{dead}", dead)) if isinstance(e, dict) else e for name, e in agents.items()}
     with RecordingServer() as eo:  # an EO that answers (the platform's: no stand-in mark)
         control = _control(tmp_path, eo.url, agents, generator.replace("{dead}", dead))
 

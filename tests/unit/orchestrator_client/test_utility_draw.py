@@ -142,3 +142,15 @@ def test_the_distributions_are_read_once_and_handed_out_as_copies() -> None:
 ])
 def test_quantize_rounds_as_javascript_does(value: float, decimals: int, expected: float) -> None:
     assert ud.quantize(value, decimals) == expected
+
+
+def test_a_seeded_room_draws_each_keys_utility_from_the_seed_and_the_key_alone() -> None:
+    """Two processes of one competition (a room restarted between rounds) draw the same utility
+    for a key, and a key drawn after the restart does not get the utility of the first key."""
+    from avatar.competition.utilities import UtilitySource
+    from tests.support.helpers import run_async
+
+    first, restarted = UtilitySource(None, SEED), UtilitySource(None, SEED)
+    a = run_async(first.draw(BUYER_ROLE, "buyer-set-1"))
+    b = run_async(first.draw(BUYER_ROLE, "buyer-set-2"))
+    assert run_async(restarted.draw(BUYER_ROLE, "buyer-set-2")) == b != a
