@@ -124,10 +124,11 @@
       }
     };
     fill("standings-agents", st.agents || [], (a) => [a.name, a.rounds, money(a.utility_mean), money(a.welfare_mean)]);
-    // the two categories of winners: the best mean utility (the first row) and the best mean social welfare
-    const played = (st.agents || []).filter((a) => a.rounds > 0);
-    const best = played.length ? played.reduce((b, a) => a.welfare_mean > b.welfare_mean ? a : b) : null;
-    for (const row of el("standings-agents").tBodies[0].rows) row.classList.toggle("welfare-best", !!best && row.dataset.name === best.name);
+    // the two categories' leaders, as the server ranks them (of the agents that played)
+    for (const row of el("standings-agents").tBodies[0].rows) {
+      row.classList.toggle("utility-best", row.dataset.name === st.best_utility);
+      row.classList.toggle("welfare-best", row.dataset.name === st.best_welfare);
+    }
     fill("standings-buyers", st.buyers || [], (b) => [b.name, b.rounds, money(b.utility_total), ""]);
     const unscored = st.unscored || [];
     el("standings-unscored").textContent = unscored.length ? "not scored: " +
@@ -199,12 +200,22 @@
       row.dataset.round = r.round;
       row.dataset.state = r.state || "";
       if (r.note) row.title = r.note;  // why a round was lost, or ended without its totals
-      for (const value of [r.state === "lost" ? r.round + " (lost by the EO)" : r.round, r.buyer || "-", r.started, r.deals, money(r.paid), r.allocation_saved ? "yes" : "no",
+      for (const value of [r.round, r.buyer || "-", String(r.started || "").slice(0, 5), r.deals, money(r.paid), r.allocation_saved ? "yes" : "no",
         money(r.buyer_utility), money(r.seller_revenue), r.undelivered]) row.appendChild(node("td", "", String(value)));
-      // the round's final state in words, and why when it did not end with its totals
-      const state = r.state === "lost" ? "lost" : r.state === "ended" ? "over" : (PHASES[r.state] || r.state);
-      row.appendChild(node("td", "state", r.note ? state + ": " + r.note : state));
+      // the round's final state in a word, and under the row why, when it did not end with its
+      // totals (two lines of it; the whole in the row's tooltip)
+      row.appendChild(node("td", "state", r.state === "lost" ? "lost" : r.state === "ended" ? "over" : (PHASES[r.state] || r.state)));
       body.appendChild(row);
+      if (r.note) {
+        const why = node("tr", "why");
+        why.dataset.whyOf = r.round;
+        why.dataset.state = r.state || "";
+        const cell = node("td");
+        cell.appendChild(node("div", "text", r.note));
+        cell.colSpan = row.cells.length;
+        why.appendChild(cell);
+        body.appendChild(why);
+      }
     }
   }
   el("end-round").onclick = () => roundControl(document.body.dataset.end, {});

@@ -36,6 +36,7 @@ from playwright.sync_api import Page, expect
 from avatar.buyer.routes import BUYER_PATH
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import DAY_JSON_PATH, NEXT_ROUND_PATH
+from avatar.reconcile import FORGOTTEN
 from formats.session_files import SESSIONS_DIR
 from orchestrator_client import endpoints as ep
 from orchestrator_client.recorder import RecordingServer
@@ -228,7 +229,8 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_tells_the_truth_throug
         back = time.monotonic()
         expect(_lost_alert(console, "r2")).to_have_count(1, timeout=30_000)
         assert time.monotonic() - back <= LOST_WITHIN_S, "".join(output[-40:])
-        expect(console.locator("#day tr[data-round='r2'] td").first).to_have_text("r2 (lost by the EO)", timeout=UI_TIMEOUT_MS)
+        expect(console.locator("#day tr[data-round='r2'] td.state")).to_have_text("lost", timeout=UI_TIMEOUT_MS)
+        expect(console.locator("#day tr.why[data-why-of='r2']")).to_have_text(FORGOTTEN.format(round_id="r2"))  # why, in words
         expect(buyer.locator("body")).to_have_attribute("data-phase", "ended", timeout=UI_TIMEOUT_MS)
 
         # Carol named for the next round: r2 stays Bob's, in his session folder
@@ -254,7 +256,8 @@ def test_a_day_with_the_standin_agrees_with_its_books_and_tells_the_truth_throug
         assert wait_for(lambda: any(m.round_id == "r3" and m.phase == "ended" for m in rounds), 15), "".join(output)
         assert [m.round_id for m in rounds if m.phase == "warmup"] == ["r3"]  # no round began by itself
         assert loopback.get(eo_url + ep.HEALTH, timeout=10).json()["rounds"] == {}
-        expect(console.locator("#day tr[data-round='r3'] td").first).to_have_text("r3 (lost by the EO)", timeout=UI_TIMEOUT_MS)
+        expect(console.locator("#day tr[data-round='r3'] td.state")).to_have_text("lost", timeout=UI_TIMEOUT_MS)
+        expect(console.locator("#day tr.why[data-why-of='r3']")).to_have_text(FORGOTTEN.format(round_id="r3"))  # why, in words
         again = Views(avatar_url, buyer, display, "r1", BUDGET).day_row()[0]
         assert {k: again[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")} == \
             {k: row[k] for k in ("round", "buyer", "deals", "paid", "buyer_utility")}
