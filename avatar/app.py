@@ -31,9 +31,9 @@ from avatar.display import routes as display
 from avatar.operator import routes as operator
 from avatar.reconcile import Reconciler
 from hardware.speaker_stream import stream_sink
-from orchestrator_client.http_edge import edge_app
 from workers.runtime import __version__
 from workers.runtime.config import Config
+from workers.runtime.http.edge import edge_app
 
 log = logging.getLogger(__name__)
 

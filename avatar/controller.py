@@ -49,9 +49,9 @@ from avatar.ssml import SpeechText, prepare
 from formats import written
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
 from hardware.speaker_stream import stream_sink
-from orchestrator_client.endpoints import CONFIRM_ACCEPT_STATUS, HUMAN_SERVICE_NAMES
-from orchestrator_client.eo_rules import BOOKED_TYPE
-from orchestrator_client.models import (
+from humaine_platform.endpoints import CONFIRM_ACCEPT_STATUS, HUMAN_SERVICE_NAMES
+from humaine_platform.eo_rules import BOOKED_TYPE
+from humaine_platform.models import (
     HUMAN,
     OFFER_BID_TYPES,
     ConfirmAccept,
@@ -482,7 +482,7 @@ class AvatarController:
         self.ledger.set_utility(rnd.key, body.utility)
         if body.name and body.name not in self.avatars:
             # the name the EO calls this service by (its negotiatorsInfo): ending a round on the
-            # platform's EO names it again (orchestrator_client.end_round)
+            # platform's EO names it again (humaine_platform.end_round)
             known = self.ledger.recall(HUMAN_SERVICES_FACT) or []
             if body.name not in known:
                 self.ledger.remember(HUMAN_SERVICES_FACT, [*known, body.name][-len(HUMAN_SERVICE_NAMES):])

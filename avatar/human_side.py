@@ -1,10 +1,10 @@
 """The EO's human-side service: the endpoints the EO calls, ``/health``, and the OpenAPI schema
 with its two pages.
 
-Paths and body models come from :mod:`orchestrator_client` (never spelled here). Bodies are
-parsed as strict JSON on the shared edge (:mod:`orchestrator_client.http_edge`). The EO exits
+Paths and body models come from :mod:`humaine_platform` (never spelled here). Bodies are
+parsed as strict JSON on the shared edge (:mod:`workers.runtime.http.edge`). The EO exits
 when its human-side service answers it with an error, so every endpoint it calls reads its body
-liberally (:func:`~orchestrator_client.models.read_lenient`) and always acknowledges: what is
+liberally (:func:`~humaine_platform.models.read_lenient`) and always acknowledges: what is
 missing is filled in, what cannot be read is logged once and ignored, and ``/confirmAccept``
 always gives one of the EO's two answers (:data:`LENIENT` is what the edge answers there when a
 body is refused before any handler sees it). Handlers do only quick work and answer: the EO has
@@ -26,9 +26,8 @@ from pydantic import BaseModel
 from avatar.auth import TOKEN_QUERY, TOKEN_REQUIRED
 from avatar.controller import CONFIRM_REJECTED_STATUS, AvatarController
 from avatar.deps import StateKey
-from orchestrator_client import endpoints as ep
-from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
-from orchestrator_client.models import (
+from humaine_platform import endpoints as ep
+from humaine_platform.models import (
     HUMAN,
     AgentMessage,
     ConfirmAccept,
@@ -45,6 +44,7 @@ from orchestrator_client.models import (
     read_lenient,
 )
 from workers.runtime import __version__
+from workers.runtime.http.edge import BodyRefused, StrictRoute, parse_body
 from workers.runtime.logs import OnceLog
 
 log = logging.getLogger(__name__)

@@ -29,8 +29,8 @@ from typing import Any, Final
 
 from avatar.buyer.book import cut_fates, goods_of, number
 from avatar.controller import AvatarController
-from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
-from orchestrator_client.models import HUMAN
+from humaine_platform.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
+from humaine_platform.models import HUMAN
 from workers.runtime.ledger import TOTALS_GRACE_MS, RoundBook
 from workers.runtime.messages import now_ms
 

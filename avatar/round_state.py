@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from orchestrator_client.models import EndRound, RoundMetadata, RoundTotals, StartRound
+from humaine_platform.models import EndRound, RoundMetadata, RoundTotals, StartRound
 from workers.runtime.ledger import OPEN_PHASES, LedgerRound, RoomLedger
 from workers.runtime.messages import RoundPhase, RoundState, now_ms
 
@@ -68,7 +68,7 @@ class RoundEvents:
     def start(self, body: StartRound) -> LedgerRound:
         """The negotiation starts; its length is ``roundDuration`` when the EO sends it. A round
         that is over stays over: the platform's EO goes on timing a round it was told to end
-        (:mod:`orchestrator_client.end_round`) and sends its late ``/startRound`` and ``/endRound``."""
+        (:mod:`humaine_platform.end_round`) and sends its late ``/startRound`` and ``/endRound``."""
         rnd = self.round_of(body.roundId)
         if rnd.phase in OVER_PHASES:
             log.info("round %s is over: the EO's late /startRound changes nothing", rnd.round_id)

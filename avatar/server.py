@@ -1,5 +1,5 @@
 """Running the Avatar Controller's app with uvicorn in a background thread
-(:mod:`orchestrator_client.serving`), started and stopped together with the controller."""
+(:mod:`workers.runtime.http.serving`), started and stopped together with the controller."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import logging
 from avatar.app import PageSources, create_app
 from avatar.controller import AvatarController
 from avatar.display.routes import DISPLAY_PATH
-from orchestrator_client.serving import AppServer, ServerError
+from workers.runtime.http.serving import AppServer, ServerError
 from workers.runtime.logs import NOTICE
 from workers.runtime.parent import started_by_run
 

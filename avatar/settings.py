@@ -30,10 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from avatar.ssml import DEFAULT_LIMITS, SsmlLimits
 from hardware.speaker import VoiceSettings
 from hardware.speech_engines import EngineName
-from orchestrator_client.endpoints import DEFAULT_HUMAN_PORT
-from orchestrator_client.http_edge import DEFAULT_MAX_BODY_BYTES
-from orchestrator_client.rules import DEFAULT_R4_MAX_WORDS
+from humaine_platform.endpoints import DEFAULT_HUMAN_PORT
+from humaine_platform.rules import DEFAULT_R4_MAX_WORDS
 from workers.runtime.config import DEFAULT_AVATARS, ListenHost, Section
+from workers.runtime.http.edge import DEFAULT_MAX_BODY_BYTES
 
 DEFAULT_PORT = DEFAULT_HUMAN_PORT
 """The port the competition UI used: the Avatar Controller takes its place in the EO's

@@ -33,9 +33,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from urllib.parse import urlparse
 
     from avatar.settings import AvatarSettings
-    from orchestrator_client.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
-    from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
-    from orchestrator_client.wiring import (
+    from humaine_platform.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
+    from humaine_platform.service_map import ServiceMapError, resolve_eo_url
+    from humaine_platform.wiring import (
         Check,
         check_app_settings,
         check_eo_reachable,

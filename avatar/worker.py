@@ -16,9 +16,9 @@ from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker
 from hardware.speaker_sinks import open_sink
 from hardware.speech_process import SpeechProcess
-from orchestrator_client.models import ServiceEntry
-from orchestrator_client.service_map import ServiceMapError, resolve_eo_url
-from orchestrator_client.wiring import reachable_host
+from humaine_platform.models import ServiceEntry
+from humaine_platform.service_map import ServiceMapError, resolve_eo_url
+from humaine_platform.wiring import reachable_host
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.logs import NOTICE

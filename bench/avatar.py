@@ -38,7 +38,7 @@ from avatar.ssml import prepare
 from bench.stats import percentile
 from hardware.speaker import Speaker, WavSink
 from hardware.speech_process import SpeechProcess
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support.helpers import MosquittoBroker
 from workers.runtime.config import Config
 from workers.runtime.messages import Speaking

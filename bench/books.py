@@ -36,8 +36,8 @@ import httpx
 
 from avatar.harness import LocalAvatar
 from bench.stats import WEIBULL, percentile
-from orchestrator_client import endpoints as ep
-from orchestrator_client.models import ms_to_iso
+from humaine_platform import endpoints as ep
+from humaine_platform.models import ms_to_iso
 from tests.support.helpers import MosquittoBroker
 from workers.runtime.config import Config
 from workers.runtime.ledger import LEDGER_FILE

@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
 from bench.stats import HIGHER, percentile
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import Delivered, EOClient
-from orchestrator_client.models import confirm_accept_answer
-from orchestrator_client.recorder import Behavior, RecordingServer
+from humaine_platform import endpoints as ep
+from humaine_platform.client import Delivered, EOClient
+from humaine_platform.models import confirm_accept_answer
 from standins.eo import default_round
+from standins.recorder import Behavior, RecordingServer
 from tests.support.real_eo import RealEO
 
 UTTERANCES = 100

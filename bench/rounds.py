@@ -42,7 +42,7 @@ from avatar.competition.store import CompetitionStore, SeatPlan
 from avatar.competition.tournament import Tournament
 from avatar.operator.routes import CONSOLE_FEED_PATH, NEXT_ROUND_PATH
 from bench.stats import HIGHER, percentile
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.helpers import MosquittoBroker, free_port, wait_for
 from tests.support.real_eo import RealEO

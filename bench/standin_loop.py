@@ -21,12 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
 from bench.stats import HIGHER, percentile
-from orchestrator_client import endpoints as ep
-from orchestrator_client.models import confirm_accept_answer
-from orchestrator_client.recorder import Behavior, RecordingServer
+from humaine_platform import endpoints as ep
+from humaine_platform.models import confirm_accept_answer
 from standins.demo_agents.runner import DemoAgents
 from standins.demo_agents.settings import DemoAgentsSettings
 from standins.eo import StandinServer, StandinSettings, default_round
+from standins.recorder import Behavior, RecordingServer
 
 ROUNDS = 20
 REPLY_TIMEOUT_S = 10.0

@@ -35,8 +35,8 @@ if str(ROOT) not in sys.path:  # run as `python bench/transcript.py`: import the
     sys.path.insert(0, str(ROOT))
 
 from bench.stats import percentile  # noqa: E402
-from orchestrator_client import endpoints as ep  # noqa: E402
-from orchestrator_client.recorder import RecordingServer, free_port  # noqa: E402
+from humaine_platform import endpoints as ep  # noqa: E402
+from standins.recorder import RecordingServer, free_port  # noqa: E402
 from workers.runtime.broker import BrokerAddress, broker_answers  # noqa: E402
 from workers.runtime.bus import Bus  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402

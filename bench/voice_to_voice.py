@@ -51,9 +51,9 @@ if str(ROOT) not in sys.path:  # run as `python bench/voice_to_voice.py`: import
 from bench.stats import LINEAR, percentile  # noqa: E402
 from hardware.audio import SAMPLE_RATE  # noqa: E402
 from hardware.audio_files import load_audio, write_wav  # noqa: E402
-from orchestrator_client.recorder import free_port  # noqa: E402
 from scripts import synth_speech  # noqa: E402
 from standins.demo_agents.settings import DemoAgentsSettings  # noqa: E402
+from standins.recorder import free_port  # noqa: E402
 from tests.support.helpers import AUTO_FIRST_ROUND, CLI, suite_config  # noqa: E402
 from workers.runtime.bus import Bus  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402

@@ -31,8 +31,8 @@ from formats import written
 from formats.unknown import unknown
 from humaine_env.cli import available, command_named, commands, status_name
 from humaine_env.terminal import BuyerPrompt, feed_line, keyboard_feed
-from orchestrator_client.models import Bid
-from orchestrator_client.wiring import reachable_host
+from humaine_platform.models import Bid
+from humaine_platform.wiring import reachable_host
 from workers.runtime.broker import StartedBroker, broker_for
 from workers.runtime.bus import Bus
 from workers.runtime.config import (

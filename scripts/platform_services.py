@@ -105,8 +105,8 @@ UTILITY_GENERATOR_TREE = PLATFORM / "utility-generator"
 
 def utility_generator() -> Path:
     """The real HUMAINE utility generator (Node.js) with its ``node_modules``: the buyer's
-    utility, allocation check and rating that ``orchestrator_client.buyer_utility`` ports are
-    tested against it (``tests/e2e/orchestrator_client/test_buyer_utility.py``). Fetched as the EO is."""
+    utility, allocation check and rating that ``humaine_platform.buyer_utility`` ports are
+    tested against it (``tests/e2e/humaine_platform/test_buyer_utility.py``). Fetched as the EO is."""
     return platform_service("utility-generator", UTILITY_GENERATOR_REPOSITORY, UTILITY_GENERATOR_COMMIT, "utility-generator.js",
                             UTILITY_GENERATOR_TREE, UTILITY_GENERATOR_SOURCE)
 

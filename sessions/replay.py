@@ -259,8 +259,8 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
            timeout_s: float = 600.0, media: tuple[bool, bool] = (True, True)) -> ReplayResult:
     """Run ``session`` through the workers; returns everything published on the bus.
     ``media``: whether to replay its (audio, video) - a part found unreadable is left out."""
-    from orchestrator_client.recorder import RecordingServer, free_port
     from sessions.settings import ReplaySettings
+    from standins.recorder import RecordingServer, free_port
     from transcript.worker import TranscriptWorker
     from workers.camera.worker import CameraWorker
     from workers.microphone.worker import MicrophoneWorker

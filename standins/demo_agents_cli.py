@@ -17,9 +17,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from orchestrator_client.service_map import ServiceMapError
-    from orchestrator_client.serving import ServerError
+    from humaine_platform.service_map import ServiceMapError
     from standins.demo_agents.worker import DemoAgentsWorker
+    from workers.runtime.http.serving import ServerError
     from workers.runtime.worker import EXIT_UNAVAILABLE, run_worker
 
     try:

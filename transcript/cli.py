@@ -23,7 +23,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    from orchestrator_client.service_map import ServiceMapError
+    from humaine_platform.service_map import ServiceMapError
     from transcript.worker import TranscriptWorker
     from workers.runtime.worker import EXIT_CONFIG, run_worker
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator_client.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts, combine, fan_out
-from orchestrator_client.service_map import ServiceMapError, agent_urls, load_app_settings, resolve_eo_url
+from humaine_platform.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts, combine, fan_out
+from humaine_platform.service_map import ServiceMapError, agent_urls, load_app_settings, resolve_eo_url
 from transcript.settings import TranscriptSettings
 from workers.runtime.config import OrchestratorSettings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from orchestrator_client.models import BUYER, HUMAN, HumanUtterance
+from humaine_platform.models import BUYER, HUMAN, HumanUtterance
 from transcript.fusion.addressee import AddresseeDecision
 from transcript.fusion.attention import NOBODY
 from transcript.merging import Utterance

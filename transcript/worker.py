@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 from formats.session_files import SESSIONS_DIR
 from hardware.clock import Clock, RealClock
-from orchestrator_client.client import Blocked, Delivered, Failed, Outcome, Undelivered
-from orchestrator_client.models import HUMAN
-from orchestrator_client.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
+from humaine_platform.client import Blocked, Delivered, Failed, Outcome, Undelivered
+from humaine_platform.models import HUMAN
+from humaine_platform.rules import Entry, Proposal, RuleSettings, Verdict, evaluate
 from transcript.confirm_answer import spoken_answer
 from transcript.delivery import Delivery
 from transcript.fusion.addressee import GazePolicy, decide

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from formats import written
-from orchestrator_client import buyer_utility as bu
-from orchestrator_client.models import HUMAN
+from humaine_platform import buyer_utility as bu
+from humaine_platform.models import HUMAN
 from workers.runtime.ledger import RoundBook
 from workers.runtime.logs import RateLimitedLog
 

@@ -23,10 +23,10 @@ from avatar.deps import StateKey
 from avatar.display.routes import DISPLAY_FEED_PATH
 from avatar.pages import add_files, fill_page
 from formats import written
-from orchestrator_client.allocation import AllocationServiceError, check_allocation, save_allocation
-from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
-from orchestrator_client.service_map import ServiceMapError, resolve_eo_url, resolve_utility_generator_url
+from humaine_platform.allocation import AllocationServiceError, check_allocation, save_allocation
+from humaine_platform.service_map import ServiceMapError, resolve_eo_url, resolve_utility_generator_url
 from workers.runtime.config import Config, OrchestratorSettings
+from workers.runtime.http.edge import BodyRefused, StrictRoute, parse_body
 from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import RoundState

@@ -24,7 +24,7 @@ from typing import Final
 
 from avatar.competition.settings import AgentEntry, TournamentSettings
 from avatar.competition.store import AgentRun, CompetitionStore, Launch
-from orchestrator_client.reachable import answers_soon
+from humaine_platform.reachable import answers_soon
 from workers.runtime.instance import pid_running
 from workers.runtime.messages import now_ms
 from workers.runtime.ports import free_port

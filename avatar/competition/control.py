@@ -17,7 +17,7 @@ starts nothing by itself. Next round here:
 Anything that fails before the EO took the round refuses in one line naming the cause, and uses
 nothing of the schedule. End round ends the stand-in's current phase; on the platform's EO the
 round is over for the room at once, its totals coming at its own end
-(:mod:`orchestrator_client.end_round`). What happens to a round afterwards is
+(:mod:`humaine_platform.end_round`). What happens to a round afterwards is
 :class:`~avatar.competition.watch.RoundWatch`'s.
 """
 
@@ -42,11 +42,11 @@ from avatar.competition.store import HUMAN_SERVICES_FACT, CompetitionStore, Laun
 from avatar.competition.tournament import ScheduleError, Tournament
 from avatar.competition.utilities import UtilitySource
 from avatar.competition.watch import PHASE_KEYS, RoundWatch
-from orchestrator_client import endpoints as ep
-from orchestrator_client.answers import PlatformCallError
-from orchestrator_client.models import HUMAN, Durations, InitializeRound, NegotiatorInfo, ServiceEntry
-from orchestrator_client.reachable import answers_soon
-from orchestrator_client.service_map import ServiceMapError, resolve_utility_generator_url
+from humaine_platform import endpoints as ep
+from humaine_platform.answers import PlatformCallError
+from humaine_platform.models import HUMAN, Durations, InitializeRound, NegotiatorInfo, ServiceEntry
+from humaine_platform.reachable import answers_soon
+from humaine_platform.service_map import ServiceMapError, resolve_utility_generator_url
 from workers.runtime.config import OrchestratorSettings
 from workers.runtime.ledger import LedgerRound, RoomLedger, day_of
 from workers.runtime.logs import NOTICE

@@ -6,7 +6,7 @@ the platform's EO in ``standalone`` mode (``[eo] standalone``, or the ``standalo
 own ``appSettings.json`` given as ``[eo] app_settings``: ``/startRound`` takes the whole round and
 calls every round ``"true"``). Ending a round on the stand-in ends its current phase; on the
 platform's EO it is ``/endRound`` and the keep-alive that stops the EO from exiting at the
-round's own end (:mod:`orchestrator_client.end_round`).
+round's own end (:mod:`humaine_platform.end_round`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import logging
 from collections.abc import Sequence
 from typing import Final, Literal
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.answers import PlatformCallError, RoundCallAnswer, read_answer, read_start_answer
-from orchestrator_client.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of, round_known
-from orchestrator_client.end_round import NOWHERE, keep_alive_body
-from orchestrator_client.models import AppSettings, InitializeRound, RoundId, ServiceEntry
-from orchestrator_client.service_map import ServiceMapError, load_app_settings, resolve_eo_url
-from orchestrator_client.wiring import DEFAULT_UTILITY_GENERATOR_PORT, PROBE_RETRIES, PROBE_TIMEOUTS
+from humaine_platform import endpoints as ep
+from humaine_platform.answers import PlatformCallError, RoundCallAnswer, read_answer, read_start_answer
+from humaine_platform.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of, round_known
+from humaine_platform.end_round import NOWHERE, keep_alive_body
+from humaine_platform.models import AppSettings, InitializeRound, RoundId, ServiceEntry
+from humaine_platform.service_map import ServiceMapError, load_app_settings, resolve_eo_url
+from humaine_platform.wiring import DEFAULT_UTILITY_GENERATOR_PORT, PROBE_RETRIES, PROBE_TIMEOUTS
 from workers.runtime.config import OrchestratorSettings
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class EORounds:
         return "standin" if probe.standin else "standalone" if self.standalone else "platform"
 
     async def knows(self, round_id: RoundId) -> bool | None:
-        """Whether the EO still has round ``round_id`` (:func:`~orchestrator_client.client.round_known`),
+        """Whether the EO still has round ``round_id`` (:func:`~humaine_platform.client.round_known`),
         None when it gives no word on it."""
         if self.url is None:
             return None

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from formats.unknown import unknown
-from orchestrator_client.endpoints import FIRST_SAMPLE_AGENT_PORT
+from humaine_platform.endpoints import FIRST_SAMPLE_AGENT_PORT
 from workers.runtime.config import Section
 from workers.runtime.messages import MAX_BUYER_CHARS, MAX_PHASE_S
 

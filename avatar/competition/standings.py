@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from avatar.competition.store import Launch
-from orchestrator_client.models import HUMAN
+from humaine_platform.models import HUMAN
 from workers.runtime.ledger import TOTALS_GRACE_MS, LedgerRound
 from workers.runtime.messages import now_ms
 

@@ -4,8 +4,8 @@ As competition-ui's Start does, the room asks the platform's utility generator f
 two seller utility functions per round (``GET /generateUtility/<role>``) when one is configured
 (``[eo] utility_generator_url``, or the ``utility-generator`` entry of ``[eo] app_settings``). A
 room without one - a laptop with the stand-ins - draws them from the same distributions with the
-suite's port of the generator (:mod:`orchestrator_client.utility_draw`, held equal to it by
-``tests/e2e/orchestrator_client/test_utility_draw_real.py``): every round has its own.
+suite's port of the generator (:mod:`humaine_platform.utility_draw`, held equal to it by
+``tests/e2e/humaine_platform/test_utility_draw_real.py``): every round has its own.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 from typing import Any, Final
 
-from orchestrator_client.utility_draw import draw_utility
-from orchestrator_client.utility_generator import UtilityGeneratorClient
+from humaine_platform.utility_draw import draw_utility
+from humaine_platform.utility_generator import UtilityGeneratorClient
 
 SUITE_SOURCE: Final = "the suite's port of the utility generator"
 
@@ -38,7 +38,7 @@ class UtilitySource:
     async def draw(self, role: str, key: str = "") -> dict[str, Any]:
         """A utility function of ``role`` (``buyer`` or ``seller``) for the schedule's ``key`` (or
         none): ``{"currencyUnit", "utility"}``. Raises
-        :class:`~orchestrator_client.answers.PlatformCallError` when the generator fails."""
+        :class:`~humaine_platform.answers.PlatformCallError` when the generator fails."""
         if self.generator is None:
             keyed = self.seed is not None and key
             return draw_utility(role, random.Random(f"{self.seed}:{key}") if keyed else self.rng)

@@ -21,7 +21,7 @@ from typing import Generic, TypeVar
 
 from avatar.page_events import DisplayEvent, DisplaySnapshot, DisplayState, PageEvent, RoundEvent
 from formats import written
-from orchestrator_client.http_edge import strict_dumps
+from workers.runtime.http.edge import strict_dumps
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import PHASE_NAMES
 

@@ -25,7 +25,7 @@ from avatar.page_events import PageDecision
 from avatar.pages import add_files, fill_page
 from hardware.speaker import Speaker
 from hardware.speaker_stream import stream_sink, wav_header
-from orchestrator_client.http_edge import StrictRoute
+from workers.runtime.http.edge import StrictRoute
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from avatar.page_events import (
     UtteranceView,
     WorkerView,
 )
-from orchestrator_client.models import HUMAN
+from humaine_platform.models import HUMAN
 from workers.runtime.ledger import day_of
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (

@@ -31,8 +31,8 @@ from avatar.operator.alerts import AlertBook
 from avatar.operator.day import DAY_DIR, DayBook, clean_buyer
 from avatar.operator.feed import OperatorFeed, Subscriber
 from avatar.pages import add_files, fill_page
-from orchestrator_client.http_edge import BodyRefused, StrictRoute, parse_body
 from workers.runtime.config import Config
+from workers.runtime.http.edge import BodyRefused, StrictRoute, parse_body
 from workers.runtime.messages import Calibration, Envelope, now_ms
 from workers.runtime.topics import Topic
 

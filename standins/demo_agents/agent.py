@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator_client.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts
-from orchestrator_client.models import ACCEPT_BID_TYPES, HUMAN, OFFER_BID_TYPES, SELLER, ms_to_iso
+from humaine_platform.client import EOClient, HttpPoster, Outcome, RetryPolicy, Timeouts
+from humaine_platform.models import ACCEPT_BID_TYPES, HUMAN, OFFER_BID_TYPES, SELLER, ms_to_iso
 from standins.demo_agents.parsing import ParsedOffer, closes_a_deal, parse_offer
 from standins.demo_agents.settings import DemoAgentsSettings
 from standins.demo_agents.strategy import Reply, Seller

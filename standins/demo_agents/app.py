@@ -2,7 +2,7 @@
 ``/endRound``, ``/receiveMessage``, ``/receiveRejection``) over a :class:`SellerAgent`.
 
 Every endpoint answers at once with an acknowledgement (the EO waits for it). Bodies are read
-on the shared edge (:mod:`orchestrator_client.http_edge`): not JSON we take is a 400, a body
+on the shared edge (:mod:`workers.runtime.http.edge`): not JSON we take is a 400, a body
 that is not a JSON object a 422, each with a readable reason, never a crash.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.http_edge import BodyDocs, BodyRefused, edge_app, json_body
-from orchestrator_client.models import EndRound, Message, Rejection, SetUtility, StartRound, acknowledgement
+from humaine_platform import endpoints as ep
+from humaine_platform.models import EndRound, Message, Rejection, SetUtility, StartRound, acknowledgement
 from standins.demo_agents.agent import SellerAgent
+from workers.runtime.http.edge import BodyDocs, BodyRefused, edge_app, json_body
 
 
 async def _object(request: Request) -> dict[str, Any]:

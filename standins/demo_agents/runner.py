@@ -9,11 +9,11 @@ Python API (what ``humaine-env demo-agents`` and the suite's ``run`` use)::
 
 from __future__ import annotations
 
-from orchestrator_client.serving import AppServer, ServerError
 from standins.demo_agents.agent import SellerAgent, Timing
 from standins.demo_agents.app import create_agent_app
 from standins.demo_agents.settings import DemoAgentsSettings
 from standins.demo_agents.strategy import Seller
+from workers.runtime.http.serving import AppServer, ServerError
 
 
 class DemoAgents:

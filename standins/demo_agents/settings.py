@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from orchestrator_client.eo_rules import UNADDRESSED_WAIT_MS
+from humaine_platform.eo_rules import UNADDRESSED_WAIT_MS
 from standins.eo.settings import DEFAULT_AGENT_PORTS
 from workers.runtime.config import ListenHost, Section
 

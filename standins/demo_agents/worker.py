@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-from orchestrator_client.service_map import resolve_eo_url
+from humaine_platform.service_map import resolve_eo_url
 from standins.demo_agents.runner import DemoAgents
 from standins.demo_agents.settings import DemoAgentsSettings
 from workers.runtime.config import Config, OrchestratorSettings

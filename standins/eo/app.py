@@ -1,7 +1,7 @@
 """The stand-in EO's HTTP face: the platform's paths over :class:`StandinOrchestrator`.
 
 Bodies are read as raw JSON (not through FastAPI's validation) on the shared edge
-(:mod:`orchestrator_client.http_edge`), so that every refusal - not JSON we take, a missing
+(:mod:`workers.runtime.http.edge`), so that every refusal - not JSON we take, a missing
 key, an unknown round - is one ``{"status": "error", "error": "..."}`` answer with a 4xx
 status, never a crash and never a stack trace. The OpenAPI schema still documents the bodies.
 """
@@ -16,11 +16,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.http_edge import BodyDocs, EdgeJSONResponse, edge_app, json_body
-from orchestrator_client.models import InitializeRound, Message, StartRound, acknowledgement
+from humaine_platform import endpoints as ep
+from humaine_platform.models import InitializeRound, Message, StartRound, acknowledgement
 from standins.eo.engine import StandinError, StandinOrchestrator
 from standins.eo.settings import StandinSettings
+from workers.runtime.http.edge import BodyDocs, EdgeJSONResponse, edge_app, json_body
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.answers import PlatformCallError, RoundCallAnswer, read_answer
-from orchestrator_client.client import EOClient, HttpPoster, Timeouts, answer_of
-from orchestrator_client.models import InitializeRound
-from orchestrator_client.reachable import answers
+from humaine_platform import endpoints as ep
+from humaine_platform.answers import PlatformCallError, RoundCallAnswer, read_answer
+from humaine_platform.client import EOClient, HttpPoster, Timeouts, answer_of
+from humaine_platform.models import InitializeRound
+from humaine_platform.reachable import answers
 
 log = logging.getLogger(__name__)
 

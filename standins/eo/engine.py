@@ -1,7 +1,7 @@
 """The stand-in Environment Orchestrator's behaviour, without the HTTP server around it.
 
 It does what the room needs from the platform's EO (``humaine-platform.md``): it creates and
-times rounds, judges every proposed message with :mod:`orchestrator_client.rules` (nothing
+times rounds, judges every proposed message with :mod:`humaine_platform.rules` (nothing
 here decides a rule), forwards permitted messages - to the agents without ``bid``, to the
 human-side service with it - tells blocked senders, logs every proposal to the human side and
 books an Accept only once the human side answered ``/confirmAccept`` with exactly
@@ -9,10 +9,10 @@ books an Accept only once the human side answered ``/confirmAccept`` with exactl
 
 Two modes (``[standin] rules``). ``real_eo``, the default, stands in for the EO a venue runs:
 it judges, answers, tells and books exactly as the platform EO does
-(:mod:`orchestrator_client.eo_rules`; its answer to ``/relayMessage`` is ``{"status":
+(:mod:`humaine_platform.eo_rules`; its answer to ``/relayMessage`` is ``{"status":
 "Acknowledged"}`` for a blocked message and adds ``allResponses`` for a permitted one; a
 rejected ``/confirmAccept`` becomes "User rejected bid offer" to the seller; totals in the EO's
-shape). ``documented`` (and ``current_eo``) judge with :mod:`orchestrator_client.rules` and say
+shape). ``documented`` (and ``current_eo``) judge with :mod:`humaine_platform.rules` and say
 ``permitted``/``rationale`` in the answer.
 
 In both modes an Accept the human side declines is rejected as the platform EO rejects it ("User
@@ -31,7 +31,7 @@ Deliberately unlike the real EO, which stores any allocation it is sent, ``/rece
 refuses one that needs more than the buyer was booked (``{"status": "Failed", "Reason": "the
 allocation needs 1 more egg, ... than the buyer bought"}``, the shape of the EO's own refusal):
 a laptop's round then never scores cakes the buyer could not bake. The check is the utility
-generator's, ported (:func:`orchestrator_client.buyer_utility.still_needed`). An allocation it
+generator's, ported (:func:`humaine_platform.buyer_utility.still_needed`). An allocation it
 cannot read is stored as the EO stores it.
 
 Round ids are the caller's (the room allocates them, as the platform's competition manager
@@ -52,10 +52,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from orchestrator_client import buyer_utility, eo_rules
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import RELAY_PERMITTED_KEY, Blocked, Delivered, Failed, HttpPoster, Outcome, RetryPolicy, Timeouts
-from orchestrator_client.models import (
+from humaine_platform import buyer_utility, eo_rules
+from humaine_platform import endpoints as ep
+from humaine_platform.client import RELAY_PERMITTED_KEY, Blocked, Delivered, Failed, HttpPoster, Outcome, RetryPolicy, Timeouts
+from humaine_platform.models import (
     HUMAN,
     AgentMessage,
     Bid,
@@ -67,7 +67,7 @@ from orchestrator_client.models import (
     ms_to_iso,
     parse_message,
 )
-from orchestrator_client.rules import R3_NO_HUMAN_RATIONALE, Entry, Proposal, TurnQueue, Verdict
+from humaine_platform.rules import R3_NO_HUMAN_RATIONALE, Entry, Proposal, TurnQueue, Verdict
 from standins.eo.round_setup import ROUND_ID_PREFIX
 from standins.eo.rounds import Ledger, Round, Service, SetupError, round_key
 from standins.eo.settings import StandinSettings

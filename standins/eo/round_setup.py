@@ -20,9 +20,9 @@ import random
 from collections.abc import Mapping
 from typing import Any, Final
 
-from orchestrator_client.endpoints import BUYER_ROLE, DEFAULT_HUMAN_PORT, SELLER_ROLE
-from orchestrator_client.models import Budget, Durations, InitializeRound, NegotiatorInfo, RoundId
-from orchestrator_client.utility_draw import draw_utility
+from humaine_platform.endpoints import BUYER_ROLE, DEFAULT_HUMAN_PORT, SELLER_ROLE
+from humaine_platform.models import Budget, Durations, InitializeRound, NegotiatorInfo, RoundId
+from humaine_platform.utility_draw import draw_utility
 from standins.eo.settings import DEFAULT_AGENT_PORTS, DEFAULT_HUMAN_BUDGET, StandinSettings
 
 GOODS: Final = ("egg", "flour", "sugar", "milk", "chocolate", "vanilla", "blueberry")
@@ -180,7 +180,7 @@ def default_round(
 def auto_round(settings: StandinSettings, round_id: RoundId | None = None, rng: random.Random | None = None) -> InitializeRound:
     """The round ``humaine-env orchestrator --auto-round`` starts, from ``[standin]``: its id is
     ``round_id``, else ``[standin] round_id``, else :data:`FIRST_ROUND_ID`; every participant's
-    utility drawn from the platform generator's distributions (:mod:`orchestrator_client.utility_draw`)."""
+    utility drawn from the platform generator's distributions (:mod:`humaine_platform.utility_draw`)."""
     chosen = round_id if round_id is not None else settings.round_id
     body = default_round(
         settings.agents,

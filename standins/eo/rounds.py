@@ -10,9 +10,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from orchestrator_client.eo_rules import Queued, Totals
-from orchestrator_client.models import Bid, Durations, InitializeRound, NegotiatorInfo, RoundId
-from orchestrator_client.rules import TurnQueue
+from humaine_platform.eo_rules import Queued, Totals
+from humaine_platform.models import Bid, Durations, InitializeRound, NegotiatorInfo, RoundId
+from humaine_platform.rules import TurnQueue
 from standins.eo.round_setup import unit_costs
 
 Phase = Literal["initialized", "warmup", "round", "post", "ended"]

@@ -1,11 +1,11 @@
-"""The stand-in EO's HTTP service (uvicorn in a background thread, see :mod:`orchestrator_client.serving`)."""
+"""The stand-in EO's HTTP service (uvicorn in a background thread, see :mod:`workers.runtime.http.serving`)."""
 
 from __future__ import annotations
 
-from orchestrator_client.serving import AppServer, ServerError
 from standins.eo.app import create_app
 from standins.eo.engine import StandinOrchestrator
 from standins.eo.settings import StandinSettings
+from workers.runtime.http.serving import AppServer, ServerError
 
 __all__ = ["AppServer", "ServerError", "StandinServer"]
 

@@ -21,8 +21,8 @@ from typing import ClassVar, Final, Literal
 
 from pydantic import Field
 
-from orchestrator_client.endpoints import DEFAULT_EO_PORT, DEFAULT_HUMAN_PORT, FIRST_SAMPLE_AGENT_PORT, HUMAN_SERVICE_NAMES
-from orchestrator_client.rules import RuleSettings
+from humaine_platform.endpoints import DEFAULT_EO_PORT, DEFAULT_HUMAN_PORT, FIRST_SAMPLE_AGENT_PORT, HUMAN_SERVICE_NAMES
+from humaine_platform.rules import RuleSettings
 from workers.runtime.config import DEFAULT_AVATARS, ListenHost, Section
 
 DEFAULT_AGENT_PORTS: Final[dict[str, int]] = {name: FIRST_SAMPLE_AGENT_PORT + place for place, name in enumerate(DEFAULT_AVATARS)}
@@ -40,9 +40,9 @@ class StandinSettings(Section):
     """...and its port (the platform EO's); ``run`` makes it everyone's ``[eo] url``."""
     rules: Literal["real_eo", "documented", "current_eo"] = "real_eo"
     """How the stand-in judges and answers: ``real_eo`` as the platform EO a venue runs (ported
-    from its source, :mod:`orchestrator_client.eo_rules`, with its answers, rationales and
+    from its source, :mod:`humaine_platform.eo_rules`, with its answers, rationales and
     totals), ``documented`` by R0-R4 as the platform documents them
-    (:mod:`orchestrator_client.rules`), ``current_eo`` by those rules with the current EO's
+    (:mod:`humaine_platform.rules`), ``current_eo`` by those rules with the current EO's
     thresholds (R0 off, R2 4 s)."""
     response_time_limit_s: float = Field(4.0, gt=0)
     """``real_eo``: the EO's ``responseTimeLimit`` (how long the addressed agent may take)."""

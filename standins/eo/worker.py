@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from standins.eo.auto import RoundStartError, service_urls, start_round_sync, wait_for_services
 from standins.eo.round_setup import auto_round
 from standins.eo.rounds import round_key

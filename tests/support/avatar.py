@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from avatar.harness import LocalAvatar, Observer
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support.paths import FIXTURES
 from workers.runtime.messages import RoundState
 

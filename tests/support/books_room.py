@@ -16,8 +16,8 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from avatar.operator.routes import DAY_JSON_PATH
-from orchestrator_client import endpoints as ep
-from orchestrator_client.models import ms_to_iso
+from humaine_platform import endpoints as ep
+from humaine_platform.models import ms_to_iso
 from tests.support import loopback
 from tests.support.helpers import CLI, UI_TIMEOUT_MS, wait_for
 from workers.runtime.messages import now_ms

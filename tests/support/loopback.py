@@ -4,7 +4,7 @@
 ``SSL_CERT_FILE`` is set (many CI images) that reads the whole certificate bundle, 50 ms of CPU,
 for a plain-HTTP request on the loopback that takes one. A test that polls a starting server
 through it twenty times a second spent a core on certificates. These calls are ``httpx``'s own,
-with the process's one TLS context (:mod:`orchestrator_client.tls`, which the suite's own
+with the process's one TLS context (:mod:`humaine_platform.tls`, which the suite's own
 clients use). Like ``httpx.get``, :func:`get` and :func:`post` open a connection per call and
 keep no cookies, so a server restarted between two calls, or another test's server on the same
 host, is never answered from a stale connection or a cookie.
@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from orchestrator_client.tls import client_tls
+from humaine_platform.tls import client_tls
 
 
 def request(method: str, url: str, **kwargs: Any) -> httpx.Response:

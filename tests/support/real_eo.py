@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 
-from orchestrator_client.endpoints import VIEW_QUEUE
-from orchestrator_client.wiring import PROBE_ROUND, eo_app_settings
+from humaine_platform.endpoints import VIEW_QUEUE
+from humaine_platform.wiring import PROBE_ROUND, eo_app_settings
 from scripts.platform_services import LOOPBACK_PRELOAD, environment_orchestrator
 from tests.support import loopback
 from tests.support.helpers import free_port, wait_for

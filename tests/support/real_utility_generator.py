@@ -4,7 +4,7 @@ The set-up step caches its tree with its ``node_modules`` (``scripts/fetch_asset
 configuration of its own (``recipe.json`` and ``distribution_parameters/`` are ``require``d from
 beside ``utility-generator.js``), so it runs from the cached tree itself, on a free port, bound to
 127.0.0.1 by the loopback preload. The suite's port of its buyer rules
-(``orchestrator_client.buyer_utility``) is held equal to it.
+(``humaine_platform.buyer_utility``) is held equal to it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from scripts.platform_services import utility_generator
 from tests.support import loopback
 from tests.support.helpers import free_port, wait_for

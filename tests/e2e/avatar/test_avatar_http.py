@@ -14,7 +14,7 @@ from websockets.sync.client import connect as ws_connect
 from avatar.display.routes import DISPLAY_FEED_PATH
 from avatar.harness import LocalAvatar, Observer, utterance
 from avatar.settings import AvatarSettings
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, TRAFFIC, AvatarRunner, captured, path_of
 from tests.support.helpers import wait_for
@@ -186,9 +186,9 @@ def test_body_limit_token_health_openapi_and_loopback(start_avatar: AvatarRunner
 def test_the_stand_in_eo_sends_the_avatar_its_token(start_avatar: AvatarRunner, mosquitto: Any, make_config: Any) -> None:
     """With ``[avatar] token`` set, the room's stand-in EO (same configuration) calls the
     Avatar Controller with it: the round reaches the avatar, and an agent's message is spoken."""
-    from orchestrator_client.recorder import RecordingServer
     from standins.eo import default_round
     from standins.eo.worker import StandinWorker
+    from standins.recorder import RecordingServer
 
     local, observer = start_avatar(**{"avatar.token": "s3cret"})
     port = local.worker.server.port

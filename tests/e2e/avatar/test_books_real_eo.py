@@ -26,7 +26,7 @@ from playwright.sync_api import Page, expect
 
 from avatar.buyer.routes import BUYER_PATH
 from avatar.harness import Observer
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from standins.eo import default_round
 from tests.support import loopback
 from tests.support.books_room import AvatarProcess, Platform, Views, money, sum_goods

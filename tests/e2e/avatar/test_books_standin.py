@@ -38,9 +38,9 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import DAY_JSON_PATH, NEXT_ROUND_PATH
 from avatar.reconcile import FORGOTTEN
 from formats.session_files import SESSIONS_DIR
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import RecordingServer
+from humaine_platform import endpoints as ep
 from sessions.format import SESSION_FILE, Session
+from standins.recorder import RecordingServer
 from tests.support import loopback
 from tests.support.books_room import Platform, Views, money
 from tests.support.helpers import UI_TIMEOUT_MS, free_port, kill_worker, round_observer, start_run, wait_for

@@ -18,9 +18,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from avatar.buyer.routes import BUYER_PATH
-from orchestrator_client import buyer_utility as bu
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import Behavior, RecordingServer
+from humaine_platform import buyer_utility as bu
+from humaine_platform import endpoints as ep
+from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, agent, captured
 from tests.support.helpers import UI_TIMEOUT_MS

@@ -28,8 +28,8 @@ from playwright.sync_api import Page, expect
 from avatar.harness import Observer
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import STANDINGS_JSON_PATH
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import Behavior, RecordingServer
+from humaine_platform import endpoints as ep
+from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback
 from tests.support.books_room import AvatarProcess
 from tests.support.helpers import UI_TIMEOUT_MS, free_port, wait_for

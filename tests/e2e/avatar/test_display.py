@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from avatar.harness import utterance
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, captured
 from tests.support.helpers import UI_TIMEOUT_MS

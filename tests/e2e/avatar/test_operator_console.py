@@ -23,7 +23,7 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.alerts import AlertBook
 from avatar.operator.feed import ALERTS_KEPT, MISSED_REFRESHES, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import AvatarRunner
 from tests.support.helpers import (

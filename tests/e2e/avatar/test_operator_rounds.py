@@ -22,7 +22,7 @@ from playwright.sync_api import Page, expect
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
 from avatar.operator.routes import DAY_CSV_PATH, DAY_JSON_PATH
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,

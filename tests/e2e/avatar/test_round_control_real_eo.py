@@ -11,9 +11,9 @@ from pathlib import Path
 
 from avatar.competition.control import RoundControl
 from avatar.competition.settings import RoundsSettings, TournamentSettings
-from orchestrator_client import endpoints as ep
-from orchestrator_client.models import ServiceEntry
-from orchestrator_client.recorder import Behavior, RecordingServer
+from humaine_platform import endpoints as ep
+from humaine_platform.models import ServiceEntry
+from standins.recorder import Behavior, RecordingServer
 from tests.support.helpers import run_async, wait_for
 from tests.support.real_eo import RealEO
 from workers.runtime.config import OrchestratorSettings

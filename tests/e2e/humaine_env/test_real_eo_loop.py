@@ -21,7 +21,7 @@ import httpx
 import numpy as np
 import pytest
 
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from standins.eo import default_round
 from tests.support import loopback
 from tests.support.helpers import CLI, MosquittoBroker, free_port, wait_for

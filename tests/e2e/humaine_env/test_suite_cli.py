@@ -32,7 +32,7 @@ from humaine_env.supervisor import (
     stand_ins_line,
     stop_stages,
 )
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from standins.eo.settings import StandinSettings
 from tests.support import loopback
 from tests.support.helpers import CLI, MosquittoBroker, free_port, suite_config, wait_for

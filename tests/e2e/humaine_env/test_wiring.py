@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from orchestrator_client.recorder import RecordingServer
+from standins.recorder import RecordingServer
 from tests.support.helpers import CLI
 from tests.support.paths import ROOT
 from tests.support.real_eo import RealEO, eo_tree

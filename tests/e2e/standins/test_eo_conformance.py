@@ -26,12 +26,12 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client import eo_rules as eo
-from orchestrator_client.client import RELAY_PERMITTED_KEY, EOClient, Undelivered
-from orchestrator_client.models import confirm_accept_answer, ms_to_iso
-from orchestrator_client.recorder import Behavior, Received, RecordingServer
+from humaine_platform import endpoints as ep
+from humaine_platform import eo_rules as eo
+from humaine_platform.client import RELAY_PERMITTED_KEY, EOClient, Undelivered
+from humaine_platform.models import confirm_accept_answer, ms_to_iso
 from standins.eo import StandinServer, StandinSettings, default_round
+from standins.recorder import Behavior, Received, RecordingServer
 from tests.support import loopback
 from tests.support.helpers import wait_for
 from tests.support.real_eo import RealEO

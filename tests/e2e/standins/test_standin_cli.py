@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import RELAY_PERMITTED_KEY
-from orchestrator_client.recorder import RecordingServer
+from humaine_platform import endpoints as ep
+from humaine_platform.client import RELAY_PERMITTED_KEY
+from standins.recorder import RecordingServer
 from tests.support import loopback
 from tests.support.helpers import CLI, free_port, wait_for
 from tests.support.paths import ROOT

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from humaine_env.supervisor import KILL_AFTER_S
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, captured
 from tests.support.helpers import CLI, free_port, wait_for

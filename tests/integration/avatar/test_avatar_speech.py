@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from avatar.harness import utterance
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, SPEECH_TIMEOUT, AvatarRunner, agent, captured, ready
 from workers.runtime.messages import Gesture, Speaking, Stage

@@ -14,7 +14,7 @@ import pytest
 from avatar.harness import utterance
 from hardware.audio import SAMPLE_RATE, AudioBlock
 from hardware.audio_files import load_audio
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from sessions import barge_in_check
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, SPEECH_TIMEOUT, AvatarRunner, agent, ready

@@ -15,7 +15,7 @@ import pytest
 from avatar.harness import utterance
 from avatar.ssml import SsmlLimits, prepare
 from hardware.speaker import Speaker, VoiceSettings, WavSink
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, AvatarRunner, agent, ready
 from tests.support.helpers import wait_for

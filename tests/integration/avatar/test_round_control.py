@@ -23,9 +23,9 @@ from avatar.competition.settings import AgentEntry, RoundsSettings, TournamentSe
 from avatar.competition.store import CompetitionStore
 from avatar.harness import LocalAvatar
 from avatar.operator.routes import END_ROUND_PATH, NEXT_ROUND_PATH
-from orchestrator_client.models import ServiceEntry
-from orchestrator_client.recorder import RecordingServer
+from humaine_platform.models import ServiceEntry
 from standins.eo import StandinServer, StandinSettings
+from standins.recorder import RecordingServer
 from tests.support import loopback
 from tests.support.helpers import free_port, run_async, wait_for
 from tests.support.paths import ROOT

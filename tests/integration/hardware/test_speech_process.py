@@ -28,7 +28,7 @@ from avatar.ssml import prepare
 from hardware.speaker import Speaker, SpeakerError, SpeechEvent, SpokenUtterance, VoiceSettings, WavSink
 from hardware.speech_engines import EngineSet
 from hardware.speech_process import BACKOFF_FIRST_S, SpeechProcess
-from orchestrator_client import endpoints as ep
+from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import HTTP_TIMEOUT, agent, ready
 from workers.runtime.messages import Speaking

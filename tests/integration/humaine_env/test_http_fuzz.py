@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.http_edge import MAX_MAGNITUDE
-from orchestrator_client.serving import AppServer
+from humaine_platform import endpoints as ep
 from standins.demo_agents.runner import DemoAgents
 from standins.demo_agents.settings import DemoAgentsSettings
 from standins.eo.app import create_app as create_standin
 from standins.eo.settings import StandinSettings
 from tests.support import loopback
 from tests.support.avatar import AvatarRunner, captured
+from workers.runtime.http.edge import MAX_MAGNITUDE
+from workers.runtime.http.serving import AppServer
 
 EXAMPLES = 50
 """Examples per operation and phase (schemathesis ``-n``), on a fixed seed; the coverage phase's

@@ -50,7 +50,7 @@ def test_the_command_line_lists_every_command_without_importing_any() -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     loaded = set(json.loads(result.stdout))
-    ours = {m for m in loaded if m.split(".")[0] in {"hardware", "workers", "transcript", "orchestrator_client", "avatar",
+    ours = {m for m in loaded if m.split(".")[0] in {"hardware", "workers", "transcript", "humaine_platform", "avatar",
                                                        "standins", "humaine_env", "sessions"}}
     heavy = {m for m in loaded if m.split(".")[0] in {"mediapipe", "cv2", "fastapi", "uvicorn", "faster_whisper", "ctranslate2"}}
     assert not heavy, heavy

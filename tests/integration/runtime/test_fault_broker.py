@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from avatar.harness import LocalAvatar
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import RecordingServer
+from humaine_platform import endpoints as ep
+from standins.recorder import RecordingServer
 from tests.support import loopback
 from tests.support.avatar import captured
 from tests.support.helpers import CLI, free_port, wait_for

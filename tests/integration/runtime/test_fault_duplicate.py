@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import RecordingServer
+from humaine_platform import endpoints as ep
+from standins.recorder import RecordingServer
 from tests.support.helpers import CHILD_ENV, CLI, MosquittoBroker, wait_for
 from tests.support.room import Collector, Room
 from workers.runtime.bus import Bus

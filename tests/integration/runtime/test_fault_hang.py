@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 from avatar.operator.feed import MISSED_REFRESHES, OperatorFeed
-from orchestrator_client.recorder import RecordingServer
+from standins.recorder import RecordingServer
 from tests.support.helpers import MosquittoBroker, wait_for
 from tests.support.room import Room, transcript_process
 from workers.runtime.config import Config

@@ -14,10 +14,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from avatar.harness import LocalAvatar
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import Behavior, RecordingServer
+from humaine_platform import endpoints as ep
 from standins.eo import StandinServer, StandinSettings, default_round
 from standins.eo.engine import SERVICE_FAILED
+from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback
 from tests.support.helpers import MosquittoBroker, wait_for
 from tests.support.room import Collector, Room

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import RecordingServer
+from humaine_platform import endpoints as ep
+from standins.recorder import RecordingServer
 from tests.support.helpers import MosquittoBroker, wait_for
 from tests.support.room import SPOKEN, Collector, Room, running, session_records, transcript_process
 from workers.runtime.config import Config

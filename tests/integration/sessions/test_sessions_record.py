@@ -15,11 +15,11 @@ import pytest
 from hardware.audio import SAMPLE_RATE
 from hardware.audio_files import load_audio
 from hardware.video import VideoFileSource
-from orchestrator_client.recorder import RecordingServer
 from sessions.format import Session
 from sessions.generate import generate
 from sessions.record import Recorder, RecordError
 from sessions.replay import replay, replay_config
+from standins.recorder import RecordingServer
 from tests.support.helpers import CLI, PS_DOMAIN, QUICK_SESSION
 from transcript.worker import TranscriptWorker
 from workers.runtime.config import Config

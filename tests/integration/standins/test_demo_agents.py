@@ -12,10 +12,9 @@ import httpx
 import pytest
 
 from avatar.gestures import VOCABULARY, parse_field
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import RELAY_PERMITTED_KEY
-from orchestrator_client.models import confirm_accept_answer
-from orchestrator_client.recorder import Behavior, RecordingServer
+from humaine_platform import endpoints as ep
+from humaine_platform.client import RELAY_PERMITTED_KEY
+from humaine_platform.models import confirm_accept_answer
 from standins.demo_agents.agent import SellerAgent
 from standins.demo_agents.parsing import parse_offer
 from standins.demo_agents.runner import DemoAgents
@@ -23,6 +22,7 @@ from standins.demo_agents.settings import DemoAgentsSettings
 from standins.demo_agents.strategy import Seller
 from standins.eo import StandinServer, StandinSettings, default_round
 from standins.eo.round_setup import UNIT_COSTS
+from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback
 
 

@@ -13,16 +13,16 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import RELAY_PERMITTED_KEY
-from orchestrator_client.eo_rules import USER_REJECTED
-from orchestrator_client.models import confirm_accept_answer, ms_to_iso
-from orchestrator_client.recorder import Behavior, RecordingServer
-from orchestrator_client.rules import R1_RATIONALE, R2_RATIONALE, R3_RATIONALE, R4_RATIONALE
+from humaine_platform import endpoints as ep
+from humaine_platform.client import RELAY_PERMITTED_KEY
+from humaine_platform.eo_rules import USER_REJECTED
+from humaine_platform.models import confirm_accept_answer, ms_to_iso
+from humaine_platform.rules import R1_RATIONALE, R2_RATIONALE, R3_RATIONALE, R4_RATIONALE
 from standins.eo import StandinServer, StandinSettings, default_round
 from standins.eo.engine import SERVICE_FAILED
 from standins.eo.round_setup import HUMAN_UTILITY, UNIT_COSTS
 from standins.eo.worker import StandinWorker
+from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback
 from tests.support.helpers import free_port, wait_for
 from tests.support.paths import FIXTURES

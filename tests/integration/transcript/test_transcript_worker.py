@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.recorder import Behavior, RecordingServer, free_port
+from humaine_platform import endpoints as ep
+from standins.recorder import Behavior, RecordingServer, free_port
 from tests.support.helpers import CLI, wait_for
 from tests.support.paths import ROOT
 from tests.support.room import Room, running, session_records
@@ -159,7 +159,7 @@ def test_eo_down_then_up_delivered_once_within_ttl(setup: Setup, caplog: pytest.
     eo = RecordingServer(port=port)
     config, room = setup(**{"eo.url": eo.url, "transcript.ttl_s": 5.0})
     room.round("r1", "round")
-    caplog.set_level(logging.DEBUG, logger="orchestrator_client.client")
+    caplog.set_level(logging.DEBUG, logger="humaine_platform.client")
 
     def refused() -> bool:  # an attempt found the EO down and the client retries
         return any("cannot connect" in r.getMessage() and "retrying" in r.getMessage() for r in caplog.records)

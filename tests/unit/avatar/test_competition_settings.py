@@ -9,8 +9,8 @@ import pytest
 
 from avatar.competition.control import Refused, checked_durations
 from avatar.competition.settings import RoundsSettings, TournamentSettings, sample_sellers
-from orchestrator_client.end_round import NOWHERE, keep_alive_body
-from orchestrator_client.models import ServiceEntry
+from humaine_platform.end_round import NOWHERE, keep_alive_body
+from humaine_platform.models import ServiceEntry
 from workers.runtime.config import Config, ConfigError
 
 URL = "http://127.0.0.1:14007"

@@ -17,7 +17,7 @@ from avatar.controller import AvatarController
 from avatar.reconcile import CHECK_RETRIES, Reconciler, differences, eo_books, ledger_books
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, WavSink
-from orchestrator_client.client import EOClient, HttpPoster
+from humaine_platform.client import EOClient, HttpPoster
 from workers.runtime.ledger import RoomLedger
 from workers.runtime.messages import Envelope, now_ms
 from workers.runtime.topics import Topic, Topics

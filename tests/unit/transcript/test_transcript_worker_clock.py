@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from hardware.clock import VirtualClock
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import RELAY_PERMITTED_KEY
+from humaine_platform import endpoints as ep
+from humaine_platform.client import RELAY_PERMITTED_KEY
 from tests.support.helpers import wait_for
 from tests.support.scripted_bus import ScriptedBroker, ScriptedBus
 from transcript.worker import IDLE_POLL_S, TranscriptWorker, _Job

@@ -3,17 +3,17 @@
 
 The room asks it for each round's utility functions (as competition-ui's Start does) and for the
 buyer's allocation checks (as its allocation dialog does). Every answer is typed
-(:mod:`orchestrator_client.answers`); a generator that is down or answers nonsense is one
-:class:`~orchestrator_client.answers.PlatformCallError` line naming it.
+(:mod:`humaine_platform.answers`); a generator that is down or answers nonsense is one
+:class:`~humaine_platform.answers.PlatformCallError` line naming it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.answers import AllocationCheck, UtilityFunction, UtilityValue, read_answer
-from orchestrator_client.client import HttpPoster, RetryPolicy, Timeouts, answer_of
+from humaine_platform import endpoints as ep
+from humaine_platform.answers import AllocationCheck, UtilityFunction, UtilityValue, read_answer
+from humaine_platform.client import HttpPoster, RetryPolicy, Timeouts, answer_of
 
 GENERATOR_TIMEOUTS: Final = Timeouts(connect_s=1.0, read_s=5.0, total_s=6.0)
 """A draw or a check takes milliseconds; the operator's button and the buyer's page wait this

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.answers import PlatformCallError
-from orchestrator_client.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts
-from orchestrator_client.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES
-from orchestrator_client.models import BUYER
-from orchestrator_client.utility_generator import UtilityGeneratorClient
+from humaine_platform import endpoints as ep
+from humaine_platform.answers import PlatformCallError
+from humaine_platform.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts
+from humaine_platform.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES
+from humaine_platform.models import BUYER
+from humaine_platform.utility_generator import UtilityGeneratorClient
 
 DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
 """The shipped EO's ``responseTimeLimit``: how long the addressed agent may take to reply."""
@@ -120,7 +120,7 @@ async def check_utility_generator(app_settings: dict[str, Any], configured: str 
 
 
 async def check_eo_reachable(eo_url: str) -> Check:
-    """The EO answers HTTP (:meth:`~orchestrator_client.client.EOClient.probe`)."""
+    """The EO answers HTTP (:meth:`~humaine_platform.client.EOClient.probe`)."""
     eo = EOClient(eo_url, HttpPoster(timeouts=PROBE_TIMEOUTS, retry=PROBE_RETRIES))
     try:
         probe = await eo.probe()

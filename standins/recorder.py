@@ -19,9 +19,9 @@ from typing import Any
 
 import uvicorn
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import RELAY_PERMITTED_KEY
-from orchestrator_client.models import acknowledgement
+from humaine_platform import endpoints as ep
+from humaine_platform.client import RELAY_PERMITTED_KEY
+from humaine_platform.models import acknowledgement
 from workers.runtime.ports import free_port
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Utilities drawn without the generator (orchestrator_client.utility_draw): the generator's shape,
+"""Utilities drawn without the generator (humaine_platform.utility_draw): the generator's shape,
 numbers inside their ranges and quantised as it quantises, reproducible with a seed, and
 ``@humaine/utils/math`` ``quantize`` to the last JavaScript rounding."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator_client import utility_draw as ud
-from orchestrator_client.endpoints import BUYER_ROLE, SELLER_ROLE
+from humaine_platform import utility_draw as ud
+from humaine_platform.endpoints import BUYER_ROLE, SELLER_ROLE
 
 DRAWS = 200
 """Draws per role for the range checks (pure and quick: a few milliseconds)."""

@@ -12,10 +12,10 @@ from contextlib import asynccontextmanager
 import pytest
 from fastapi import FastAPI
 
-from orchestrator_client import serving
-from orchestrator_client.serving import AppServer
 from tests.support import loopback
 from tests.support.helpers import wait_for
+from workers.runtime.http import serving
+from workers.runtime.http.serving import AppServer
 
 STARVED_S = 0.01
 """The stop deadline of a server thread that does not get the CPU in time."""
@@ -44,7 +44,7 @@ def test_a_forced_stop_is_one_line_without_a_traceback(caplog: pytest.LogCapture
     assert loopback.get(server.url + "/ping", timeout=5).json() == {"ok": True}
     server.stop()
     assert wait_for(lambda: not server.running, timeout=10)
-    said = [r for r in caplog.records if r.name.startswith(("uvicorn", "orchestrator_client.serving"))]
+    said = [r for r in caplog.records if r.name.startswith(("uvicorn", "workers.runtime.http.serving"))]
     assert not any(r.exc_info or "Traceback" in r.getMessage() or "CancelledError" in r.getMessage() for r in said), [
         r.getMessage() for r in said]
     assert [r.getMessage() for r in said if "did not finish stopping" in r.getMessage()] == [

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from orchestrator_client.models import ACCEPT_BID_TYPES, HUMAN
+from humaine_platform.models import ACCEPT_BID_TYPES, HUMAN
 
 DOCUMENTED_R0_GAP_MS: Final = 5000.0
 CURRENT_EO_R0_GAP_MS: Final = 0.5

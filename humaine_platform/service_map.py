@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from orchestrator_client.endpoints import DEFAULT_EO_PORT, UTILITY_GENERATOR_SERVICE
-from orchestrator_client.models import AppSettings, describe_error
+from humaine_platform.endpoints import DEFAULT_EO_PORT, UTILITY_GENERATOR_SERVICE
+from humaine_platform.models import AppSettings, describe_error
 from workers.runtime.config import OrchestratorSettings
 
 DEFAULT_EO_URL = f"http://127.0.0.1:{DEFAULT_EO_PORT}"
@@ -63,7 +63,7 @@ def resolve_utility_generator_url(eo: OrchestratorSettings) -> str | None:
     """``[eo] utility_generator_url`` if set; else the utility generator's entry of ``[eo]
     app_settings`` when it has one; else None: no utility generator is known, and the buyer's
     assistant rates allocations with the suite's own port of its rules
-    (:mod:`orchestrator_client.buyer_utility`)."""
+    (:mod:`humaine_platform.buyer_utility`)."""
     if eo.utility_generator_url:
         return eo.utility_generator_url.rstrip("/")
     if eo.app_settings:

@@ -16,7 +16,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from orchestrator_client.request_deadline import DeadlineH11Protocol
+from workers.runtime.http.deadline import DeadlineH11Protocol
 
 log = logging.getLogger(__name__)
 

@@ -5,14 +5,14 @@ generator (humaine-anac/utility-generator at 408d2aa) draws them; on a laptop wi
 still gets varied utilities from the very same distributions. :func:`draw_utility` ports
 ``GET /generateUtility/<role>`` (``instantiateDistribution`` of ``utility-generator.js``) over copies
 of the generator's ``distribution_parameters/buyer.json`` and ``seller.json``
-(``orchestrator_client/distributions/``, where their origin and licence are written down):
+(``humaine_platform/distributions/``, where their origin and licence are written down):
 
 - a leaf ``[low, high]`` becomes ``quantize(low + random() * (high - low), d)``, with ``d`` 0 when the
   leaf's key contains ``Quantity`` and 2 otherwise;
 - strings are copied, the key ``distribution`` becomes ``utility``, key order is kept;
 - the roles are ``buyer`` (alias ``human``) and ``seller`` (alias ``agent``), in any case.
 
-``tests/e2e/orchestrator_client/test_utility_draw_real.py`` measures it equal to the real
+``tests/e2e/humaine_platform/test_utility_draw_real.py`` measures it equal to the real
 generator: the same keys and strings, the same ranges and quantisation, and each varying number
 distributed alike (two-sample Kolmogorov–Smirnov).
 
@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any, Final
 
-from orchestrator_client.buyer_utility import quantize
-from orchestrator_client.endpoints import BUYER_ROLE, SELLER_ROLE
+from humaine_platform.buyer_utility import quantize
+from humaine_platform.endpoints import BUYER_ROLE, SELLER_ROLE
 
 __all__ = ["ROLES", "ROLE_ALIASES", "UnknownRole", "canonical_role", "distribution_parameters", "draw_utility", "quantize"]
 

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 from fastapi import Request
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.http_edge import edge_app
-from orchestrator_client.request_deadline import DeadlineH11Protocol
-from orchestrator_client.serving import AppServer
+from humaine_platform import endpoints as ep
 from standins.eo import StandinServer, StandinSettings
 from tests.support import loopback
+from workers.runtime.http.deadline import DeadlineH11Protocol
+from workers.runtime.http.edge import edge_app
+from workers.runtime.http.serving import AppServer
 
 READ_TIMEOUT_S = 1.0
 HELD = 50

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client import models as m
+from humaine_platform import endpoints as ep
+from humaine_platform import models as m
 from tests.support.paths import FIXTURES
 
 TRAFFIC = FIXTURES / "eo-observed-traffic.json"

@@ -3,7 +3,7 @@
 ``enforce-rules.js`` (``allowMessage``, rules 0-4) and the checks ``/relayMessage`` adds
 (bids, ``checkMessage``) of the platform EO at commit 20a32e2, rule by rule, so the stand-in
 in its ``real_eo`` mode decides what the EO a venue runs decides, with the same rationales.
-:mod:`orchestrator_client.rules` keeps the rules as the platform documents them.
+:mod:`humaine_platform.rules` keeps the rules as the platform documents them.
 
 Where the EO itself throws (and exits), :class:`EOWouldExit` is raised with the reason; the
 stand-in answers that with a 4xx instead.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from orchestrator_client.models import BUYER, HUMAN, SELLER
+from humaine_platform.models import BUYER, HUMAN, SELLER
 
 RECENT_HUMAN: Final = "Recent human utterance."
 INSUFFICIENT_BUDGET: Final = "Insufficient budget"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.client import (
+from humaine_platform import endpoints as ep
+from humaine_platform.client import (
     Blocked,
     Delivered,
     EOClient,
@@ -24,15 +24,15 @@ from orchestrator_client.client import (
     combine,
     fan_out,
 )
-from orchestrator_client.models import HumanUtterance
-from orchestrator_client.recorder import Behavior, RecordingServer, free_port
-from orchestrator_client.service_map import (
+from humaine_platform.models import HumanUtterance
+from humaine_platform.service_map import (
     DEFAULT_EO_URL,
     ServiceMapError,
     agent_urls,
     load_app_settings,
     resolve_eo_url,
 )
+from standins.recorder import Behavior, RecordingServer, free_port
 from workers.runtime.config import OrchestratorSettings
 
 FAST = Timeouts(connect_s=0.5, read_s=1.0, write_s=0.5, pool_s=0.5, total_s=1.2)

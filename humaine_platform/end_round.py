@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from orchestrator_client.endpoints import UTILITY_GENERATOR_SERVICE
-from orchestrator_client.models import RoundId, ServiceEntry
+from humaine_platform.endpoints import UTILITY_GENERATOR_SERVICE
+from humaine_platform.models import RoundId, ServiceEntry
 
 NOWHERE: Final = ServiceEntry(protocol="http", host="127.0.0.1", port=1)
 """A port nothing listens on (1, tcpmux: reserved, never served): a call there is refused at

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator_client import rules as r
-from orchestrator_client.rules import Proposal, RuleSettings, TurnQueue
+from humaine_platform import rules as r
+from humaine_platform.rules import Proposal, RuleSettings, TurnQueue
 
 
 def human(at: float, addressee: str = "Celia", text: str = "I want 2 eggs") -> Proposal:

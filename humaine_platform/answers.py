@@ -1,8 +1,8 @@
 """The shapes of what the platform's services answer us, typed.
 
 Every call of the room to the EO or the utility generator goes through one client
-(:class:`~orchestrator_client.client.EOClient`, :class:`~orchestrator_client.utility_generator.UtilityGeneratorClient`)
-and comes back as an :data:`~orchestrator_client.client.Outcome`; what a delivered answer says is
+(:class:`~humaine_platform.client.EOClient`, :class:`~humaine_platform.utility_generator.UtilityGeneratorClient`)
+and comes back as an :data:`~humaine_platform.client.Outcome`; what a delivered answer says is
 read here, liberally (the platform's EO answers its round calls in several shapes, the stand-in in
 its own), into one model per kind of answer. A call whose answer cannot be read, or that failed,
 raises :class:`PlatformCallError` with one line naming the service, the path and why.
@@ -15,8 +15,8 @@ from typing import Any, Final, TypeVar
 
 from pydantic import Field, ValidationError
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.models import Number, PlatformModel, RoundId, describe_error
+from humaine_platform import endpoints as ep
+from humaine_platform.models import Number, PlatformModel, RoundId, describe_error
 
 ERROR_STATUS: Final = "error"
 """``status`` of the platform EO's refusal that still answers HTTP 200 (``/endRound`` of a round

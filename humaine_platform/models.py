@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from orchestrator_client.endpoints import ACK_STATUS, CONFIRM_ACCEPT_STATUS
-from orchestrator_client.reachable import host_port
+from humaine_platform.endpoints import ACK_STATUS, CONFIRM_ACCEPT_STATUS
+from humaine_platform.reachable import host_port
 from workers.runtime.messages import SaneRoundId
 
 RoundId = SaneRoundId
@@ -392,7 +392,7 @@ MODELS_BY_PATH: Final[dict[str, type[PlatformModel]]] = {}
 
 
 def _register() -> None:
-    from orchestrator_client import endpoints as ep
+    from humaine_platform import endpoints as ep
 
     MODELS_BY_PATH.update(
         {

@@ -3,7 +3,7 @@
 A port of the platform utility generator's buyer rules (humaine-anac/utility-generator at 408d2aa,
 ``utility-generator.js``), so the room's buyer page can show values, check an allocation and propose
 the best one without a network round trip, and so a laptop with the stand-in EO rates allocations the
-way the venue's generator will. ``tests/e2e/orchestrator_client/test_buyer_utility.py`` holds it equal to the real generator:
+way the venue's generator will. ``tests/e2e/humaine_platform/test_buyer_utility.py`` holds it equal to the real generator:
 
 - :func:`utility_value` is ``calculateUtilityBuyer``: ``unitvalue`` per unit, plus per unit (per
   supplement block) at most ONE supplement, the first in key order whose trapezoid value is above

@@ -1,8 +1,8 @@
 """The buyer's allocation, checked, rated and saved the way the platform's competition-ui does it.
 
 Check and rate: the platform's utility generator (``/checkAllocation``, ``/calculateUtility/buyer``)
-when one is known, else the suite's own port of its rules (:mod:`orchestrator_client.buyer_utility`,
-held equal to the real one by ``tests/e2e/orchestrator_client/test_buyer_utility.py``), so a laptop with the stand-in EO
+when one is known, else the suite's own port of its rules (:mod:`humaine_platform.buyer_utility`,
+held equal to the real one by ``tests/e2e/humaine_platform/test_buyer_utility.py``), so a laptop with the stand-in EO
 rates allocations too. Save: the EO's ``/receiveHumanAllocation`` with competition-ui's body,
 ``{"roundId", "payload": products}``; the EO keeps the last one it got and scores the human on it
 at the end of the post-round phase.
@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator_client import buyer_utility as bu
-from orchestrator_client import endpoints as ep
-from orchestrator_client.answers import AllocationAnswer, PlatformCallError, read_answer
-from orchestrator_client.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of
-from orchestrator_client.utility_generator import UtilityGeneratorClient
+from humaine_platform import buyer_utility as bu
+from humaine_platform import endpoints as ep
+from humaine_platform.answers import AllocationAnswer, PlatformCallError, read_answer
+from humaine_platform.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of
+from humaine_platform.utility_generator import UtilityGeneratorClient
 
 TIMEOUT_S = 5.0
 """The page's button waits this long at most for the EO."""

@@ -1,4 +1,4 @@
-"""The port of ``GET /generateUtility/<role>`` (orchestrator_client.utility_draw) against the platform's
+"""The port of ``GET /generateUtility/<role>`` (humaine_platform.utility_draw) against the platform's
 real utility generator: the same distribution files, the same keys and strings, every number inside
 its range and quantised alike, and each varying number distributed alike (a two-sample
 Kolmogorov–Smirnov test on 300 draws from each)."""
@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator_client import utility_draw as ud
+from humaine_platform import utility_draw as ud
 from tests.support.real_utility_generator import RealUtilityGenerator, utility_generator_tree
 
 DRAWS = 300

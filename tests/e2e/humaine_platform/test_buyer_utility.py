@@ -1,4 +1,4 @@
-"""The buyer's utility (orchestrator_client.buyer_utility) against brute force and the platform's real
+"""The buyer's utility (humaine_platform.buyer_utility) against brute force and the platform's real
 utility generator: the same values, the same ingredient checks, the same recipe, and the best
 allocation truly the best."""
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator_client import buyer_utility as bu
+from humaine_platform import buyer_utility as bu
 from tests.support.real_utility_generator import RealUtilityGenerator, utility_generator_tree
 
 RECIPE_GOODS = ("egg", "flour", "milk", "sugar")

@@ -43,10 +43,10 @@ from urllib.parse import quote
 
 import httpx
 
-from orchestrator_client import endpoints as ep
-from orchestrator_client.answers import EOProbe, PlatformCallError
-from orchestrator_client.models import PlatformModel, RoundId
-from orchestrator_client.tls import client_tls
+from humaine_platform import endpoints as ep
+from humaine_platform.answers import EOProbe, PlatformCallError
+from humaine_platform.models import PlatformModel, RoundId
+from humaine_platform.tls import client_tls
 
 log = logging.getLogger(__name__)
 
