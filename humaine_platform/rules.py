@@ -1,47 +1,44 @@
-"""The EO's turn-taking rules R0-R4 as pure functions over a timestamped message queue.
+"""The EO's turn-taking rules R0-R4 as the platform documents them, as pure functions over a
+timestamped message queue.
 
-Used to explain delivery outcomes in logs and by the stand-in EO. Times are the moments the
-messages *reach the EO* (ms, any consistent clock); the queue holds earlier proposals with
-their verdicts, oldest first. Nothing here does I/O or reads a clock.
+Used to explain delivery outcomes in logs (the transcript worker) and by the stand-in EO in its
+``documented`` mode. What the platform's EO really decides is the port of its own code,
+:mod:`humaine_platform.eo_rules`. Times are the moments the messages *reach the EO* (ms, any
+consistent clock); the queue holds earlier proposals with their verdicts, oldest first. Nothing
+here does I/O or reads a clock.
 
 Documented semantics (``humaine-platform.md``) with the interpretation chosen where the text
 leaves room:
 
 * R0 - a human message less than :attr:`RuleSettings.r0_min_gap_ms` after the previous
-  *permitted* human message is blocked. The current EO's threshold is 0.5 ms
-  (:data:`CURRENT_EO_R0_GAP_MS`), i.e. effectively off.
+  *permitted* human message is blocked.
 * R1 - a message whose bid is an acceptance (``Accept``/``AcceptOffer``) at a price above the
   human's remaining budget (budget minus the prices of earlier permitted acceptances) is
   blocked. Without a budget R1 does not apply.
 * R2 - after a human message addressed to an agent, that agent has the first right to reply
-  for :attr:`RuleSettings.r2_window_ms` (doc: 2 s; the current EO: 4 s); another agent's reply
-  before the window ends and before the addressee has spoken is blocked. A message addressed
-  to nobody (``""``) or to "Human" gives no one priority.
+  for :attr:`RuleSettings.r2_window_ms` (2 s); another agent's reply before the window ends and
+  before the addressee has spoken is blocked. A message addressed to nobody (``""``) or to
+  "Human" gives no one priority.
 * R3 - each agent speaks at most once after the latest permitted human message (so of two
   near-simultaneous replies the first one evaluated wins); an agent speaking before any human
-  message is blocked too (the current EO crashes on it).
-* R4 - agent messages over :attr:`RuleSettings.r4_max_words` words are blocked; the current EO
-  applies it to human messages as well (observed: a 200-word human message was rejected with
-  "Excessive message length"), see :attr:`RuleSettings.r4_applies_to_human`.
+  message is blocked too (the platform's EO exits on it).
+* R4 - agent messages over :attr:`RuleSettings.r4_max_words` words are blocked.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final
 
 from humaine_platform.models import ACCEPT_BID_TYPES, HUMAN
 
 DOCUMENTED_R0_GAP_MS: Final = 5000.0
-CURRENT_EO_R0_GAP_MS: Final = 0.5
 DOCUMENTED_R2_WINDOW_MS: Final = 2000.0
-CURRENT_EO_R2_WINDOW_MS: Final = 4000.0
-"""The current EO's ``responseTimeLimit``."""
 DEFAULT_R4_MAX_WORDS: Final = 100
 
-# The rationale strings: R3 and R4 as the current EO words them, the others ours.
+# The rationale strings: R3 and R4 as the platform's EO words them, the others ours.
 R0_RATIONALE: Final = "Human speaking too soon"
 R1_RATIONALE: Final = "Insufficient budget"
 R2_RATIONALE: Final = "Agent speaking out of turn"
@@ -54,27 +51,13 @@ _TAGS = re.compile(r"<[^>]+>")
 
 @dataclass(frozen=True)
 class RuleSettings:
+    """The thresholds of R0-R4: the documented ones unless a round says otherwise."""
+
     r0_min_gap_ms: float = DOCUMENTED_R0_GAP_MS
     r2_window_ms: float = DOCUMENTED_R2_WINDOW_MS
     r4_max_words: int = DEFAULT_R4_MAX_WORDS
-    r4_applies_to_human: bool = False
     human_budget: float | None = None
     """The human's budget for R1; ``None`` switches R1 off."""
-
-    @classmethod
-    def documented(cls, **changes: object) -> RuleSettings:
-        """The rules as the platform documents them (what we design for)."""
-        return replace(cls(), **changes)  # type: ignore[arg-type]
-
-    @classmethod
-    def current_eo(cls, **changes: object) -> RuleSettings:
-        """The rules as the current EO really applies them."""
-        base = cls(
-            r0_min_gap_ms=CURRENT_EO_R0_GAP_MS,
-            r2_window_ms=CURRENT_EO_R2_WINDOW_MS,
-            r4_applies_to_human=True,
-        )
-        return replace(base, **changes)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -197,7 +180,7 @@ def r3_once_per_turn(queue: Sequence[Entry], message: Proposal, settings: RuleSe
 
 
 def r4_length(queue: Sequence[Entry], message: Proposal, settings: RuleSettings) -> Verdict | None:
-    if message.is_human and not settings.r4_applies_to_human:
+    if message.is_human:
         return None
     if word_count(message.text) > settings.r4_max_words:
         return Verdict(False, R4_RATIONALE, "R4")

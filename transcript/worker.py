@@ -527,7 +527,7 @@ class TranscriptWorker(Worker):
         """What the documented rules say about a message we sent: the current EO does not
         apply R0 as documented, so a message it forwarded may still be one a conforming EO
         would block - worth a line in the log when agents seem not to answer."""
-        verdict = evaluate(self._sent, proposal, RuleSettings.documented())
+        verdict = evaluate(self._sent, proposal, RuleSettings())
         answered = self._agent_replied_ms > self._last_sent_ms  # an agent spoke since our last message
         if isinstance(outcome, Delivered):
             self._sent.append(Entry(proposal, Verdict(True)))

@@ -14,7 +14,8 @@ Import cost: FastAPI and uvicorn (no MQTT, no models).
 
 from standins.eo.app import create_app
 from standins.eo.auto import RoundStartError, start_round_sync, wait_for_services
-from standins.eo.engine import StandinError, StandinOrchestrator
+from standins.eo.engine import StandinOrchestrator
+from standins.eo.errors import StandinError
 from standins.eo.round_setup import default_round
 from standins.eo.server import AppServer, ServerError, StandinServer
 from standins.eo.settings import StandinSettings

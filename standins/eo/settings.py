@@ -19,16 +19,18 @@ from __future__ import annotations
 
 from typing import ClassVar, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from humaine_platform.endpoints import DEFAULT_EO_PORT, DEFAULT_HUMAN_PORT, FIRST_SAMPLE_AGENT_PORT, HUMAN_SERVICE_NAMES
-from humaine_platform.rules import RuleSettings
+from humaine_platform.rules import DOCUMENTED_R0_GAP_MS, DOCUMENTED_R2_WINDOW_MS, RuleSettings
 from workers.runtime.config import DEFAULT_AVATARS, ListenHost, Section
 
 DEFAULT_AGENT_PORTS: Final[dict[str, int]] = {name: FIRST_SAMPLE_AGENT_PORT + place for place, name in enumerate(DEFAULT_AVATARS)}
 """The ports the platform's sample sellers use; the demo sellers listen there too."""
 DEFAULT_HUMAN_BUDGET: Final = 50.0
 """The budget seen in the current EO's ``/sendRoundMetadata``."""
+REMOVED_RULES: Final = "current_eo"
+"""The mode that approximated the platform's EO with the documented rules: ``real_eo`` replaced it."""
 
 
 class StandinSettings(Section):
@@ -38,20 +40,19 @@ class StandinSettings(Section):
     """Where the stand-in EO listens (0.0.0.0: every interface)..."""
     port: int = Field(DEFAULT_EO_PORT, ge=0, le=65535)
     """...and its port (the platform EO's); ``run`` makes it everyone's ``[eo] url``."""
-    rules: Literal["real_eo", "documented", "current_eo"] = "real_eo"
+    rules: Literal["real_eo", "documented"] = "real_eo"
     """How the stand-in judges and answers: ``real_eo`` as the platform EO a venue runs (ported
     from its source, :mod:`humaine_platform.eo_rules`, with its answers, rationales and
     totals), ``documented`` by R0-R4 as the platform documents them
-    (:mod:`humaine_platform.rules`), ``current_eo`` by those rules with the current EO's
-    thresholds (R0 off, R2 4 s)."""
+    (:mod:`humaine_platform.rules`)."""
     response_time_limit_s: float = Field(4.0, gt=0)
     """``real_eo``: the EO's ``responseTimeLimit`` (how long the addressed agent may take)."""
     can_talk_at_once: bool = True
     """``real_eo``: the EO's ``canTalkAtOnce`` (as shipped)."""
     r2_window_s: float | None = Field(None, gt=0)
-    """Override of the addressee's priority window (R2)."""
+    """``documented``: override of the addressee's priority window (R2)."""
     r0_min_gap_s: float | None = Field(None, ge=0)
-    """Override of the minimum gap between human messages (R0)."""
+    """``documented``: override of the minimum gap between human messages (R0)."""
     human_budget: float = Field(DEFAULT_HUMAN_BUDGET, ge=0)
     """R1's budget when ``/initializeRound`` carries no ``humanBudget``."""
     currency: str = "USD"
@@ -97,13 +98,18 @@ class StandinSettings(Section):
     """How long to wait for the agents and the human-side service to accept connections
     before starting the round anyway (their absence is then logged per call)."""
 
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _no_approximation(cls, value: object) -> object:
+        if value == REMOVED_RULES:
+            raise ValueError(f"{REMOVED_RULES!r} is gone: use 'real_eo' (the platform EO's own rules, ported) "
+                             "or 'documented' (R0-R4 as written)")
+        return value
+
     def rule_settings(self, human_budget: float | None) -> RuleSettings:
-        """The R0-R4 thresholds for one round."""
-        changes: dict[str, object] = {"human_budget": human_budget}
-        if self.r2_window_s is not None:
-            changes["r2_window_ms"] = self.r2_window_s * 1000.0
-        if self.r0_min_gap_s is not None:
-            changes["r0_min_gap_ms"] = self.r0_min_gap_s * 1000.0
-        if self.rules in ("current_eo", "real_eo"):
-            return RuleSettings.current_eo(**changes)
-        return RuleSettings.documented(**changes)
+        """The documented R0-R4 thresholds for one round, with this section's overrides."""
+        return RuleSettings(
+            r0_min_gap_ms=DOCUMENTED_R0_GAP_MS if self.r0_min_gap_s is None else self.r0_min_gap_s * 1000.0,
+            r2_window_ms=DOCUMENTED_R2_WINDOW_MS if self.r2_window_s is None else self.r2_window_s * 1000.0,
+            human_budget=human_budget,
+        )

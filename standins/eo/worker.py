@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 from humaine_platform import endpoints as ep
 from standins.eo.auto import RoundStartError, service_urls, start_round_sync, wait_for_services
 from standins.eo.round_setup import auto_round
-from standins.eo.rounds import round_key
 from standins.eo.server import StandinServer
 from standins.eo.settings import StandinSettings
 from workers.runtime.config import Config
@@ -57,7 +56,7 @@ class StandinWorker(Worker):
             return
         engine = self.server.engine
         chosen = self.settings.round_id
-        if chosen is not None and round_key(chosen) in engine.rounds:
+        if chosen is not None and engine.knows(chosen):
             self.log.warning("starting round %s as [standin] round_id says, although this stand-in ran it already", chosen)
         body = auto_round(self.settings, engine.free_round_id() if chosen is None else chosen)
         if missing:

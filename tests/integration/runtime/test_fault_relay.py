@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from avatar.harness import LocalAvatar
 from humaine_platform import endpoints as ep
 from standins.eo import StandinServer, StandinSettings, default_round
-from standins.eo.engine import SERVICE_FAILED
+from standins.eo.errors import SERVICE_FAILED
 from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback
 from tests.support.helpers import MosquittoBroker, wait_for

@@ -19,7 +19,7 @@ from humaine_platform.eo_rules import USER_REJECTED
 from humaine_platform.models import confirm_accept_answer, ms_to_iso
 from humaine_platform.rules import R1_RATIONALE, R2_RATIONALE, R3_RATIONALE, R4_RATIONALE
 from standins.eo import StandinServer, StandinSettings, default_round
-from standins.eo.engine import SERVICE_FAILED
+from standins.eo.errors import SERVICE_FAILED
 from standins.eo.round_setup import HUMAN_UTILITY, UNIT_COSTS
 from standins.eo.worker import StandinWorker
 from standins.recorder import Behavior, RecordingServer

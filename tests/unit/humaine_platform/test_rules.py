@@ -1,4 +1,4 @@
-"""R0-R4 over synthetic queues, with the documented thresholds and the current EO's."""
+"""R0-R4 over synthetic queues, with the documented thresholds and a round's own."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ def agent(name: str, at: float, text: str = "How about 3 USD", bid: str | None =
     return Proposal(name, "Human", text, at, bid, price)
 
 
-def test_r0_documented_blocks_within_5_s_and_current_eo_does_not() -> None:
-    q = TurnQueue(RuleSettings.documented())
+def test_r0_documented_blocks_within_5_s_and_a_rounds_own_gap_holds() -> None:
+    q = TurnQueue(RuleSettings())
     assert q.propose(human(0)).permitted
     verdict = q.propose(human(4999))
     assert not verdict.permitted and verdict.rule == "R0" and verdict.rationale == r.R0_RATIONALE
     assert q.propose(human(5000)).permitted  # measured from the last *permitted* one
-    current = TurnQueue(RuleSettings.current_eo())
-    assert current.propose(human(0)).permitted
-    assert current.propose(human(1)).permitted
-    assert not current.propose(human(1.4)).permitted
+    short = TurnQueue(RuleSettings(r0_min_gap_ms=1.0))
+    assert short.propose(human(0)).permitted
+    assert short.propose(human(1)).permitted
+    assert not short.propose(human(1.4)).permitted
 
 
 def test_r1_budget() -> None:
@@ -38,7 +38,7 @@ def test_r1_budget() -> None:
 
 
 def test_r2_addressee_first_within_window() -> None:
-    q = TurnQueue(RuleSettings.documented())
+    q = TurnQueue(RuleSettings())
     q.propose(human(0, addressee="Celia"))
     verdict = q.propose(agent("Watson", 1500))
     assert not verdict.permitted and verdict.rule == "R2" and verdict.rationale == r.R2_RATIONALE
@@ -46,14 +46,14 @@ def test_r2_addressee_first_within_window() -> None:
 
 
 def test_r2_other_agent_may_reply_once_addressee_spoke() -> None:
-    q = TurnQueue(RuleSettings.documented())
+    q = TurnQueue(RuleSettings())
     q.propose(human(0, addressee="Celia"))
     assert q.propose(agent("Celia", 300)).permitted
     assert q.propose(agent("Watson", 400)).permitted
 
 
-def test_r2_window_of_current_eo_is_4_s() -> None:
-    q = TurnQueue(RuleSettings.current_eo())
+def test_r2_window_of_a_round_of_its_own() -> None:
+    q = TurnQueue(RuleSettings(r2_window_ms=4000.0))
     q.propose(human(0, addressee="Watson"))
     assert q.propose(agent("Celia", 3000)).rule == "R2"
     assert q.propose(agent("Celia", 4000)).permitted
@@ -89,9 +89,8 @@ def test_r4_length_and_ssml() -> None:
     assert not verdict.permitted and verdict.rationale == "Excessive message length"
     ssml = "<speak>" + " ".join(["<break time='1s'/> word"] * 100) + "</speak>"
     assert r.word_count(ssml) == 100 and q.propose(agent("Celia", 20, text=ssml)).permitted
-    # the documented rule is for agents; the current EO also blocks long human messages
-    assert r.evaluate([], human(0, text=long_text), RuleSettings.documented()).permitted
-    assert r.evaluate([], human(0, text=long_text), RuleSettings.current_eo()).rule == "R4"
+    # the documented rule is for agents (the platform's EO also blocks long human messages: eo_rules)
+    assert r.evaluate([], human(0, text=long_text), RuleSettings()).permitted
 
 
 def test_blocked_messages_do_not_count() -> None:
