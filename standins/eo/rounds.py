@@ -1,7 +1,8 @@
 """One round of the stand-in EO: who takes part, its phase, its message queue and its deals.
 
 Kept free of HTTP so the bookkeeping (what is sold, to whom, what it cost the seller) can be
-read on its own; :mod:`standins.eo.engine` drives it.
+read on its own; the stand-in's collaborators (:mod:`standins.eo.engine`) drive it. This is the
+stand-in's own memory: nothing here reads the room's books.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class Round:
     budget: dict[str, Any]
     """``humanBudget`` as sent in ``/sendRoundMetadata`` (``{"currentUnit", "value"}``)."""
     queue: TurnQueue
+    """``documented`` mode: every proposal with the documented rules' verdict."""
     ledger: Ledger
     phase: Phase = "initialized"
     history: list[dict[str, Any]] = field(default_factory=list)
