@@ -129,7 +129,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Pause after failed attempt number ``attempt`` (1-based)."""
-        return min(self.backoff_s * (2 ** (attempt - 1)), self.backoff_max_s)
+        return min(self.backoff_s * 2.0 ** (attempt - 1), self.backoff_max_s)
 
 
 MIN_ATTEMPT_S = 0.05
@@ -186,13 +186,13 @@ class HttpPoster:
         self,
         base_url: str,
         path: str,
-        body: PlatformModel | dict[str, Any],
+        body: PlatformModel | dict[str, Any] | None,
         *,
         deadline: float | None = None,
         method: str = "POST",
         headers: dict[str, str] | None = None,
     ) -> Outcome:
-        """Send ``body`` to ``base_url + path``. ``deadline`` (``time.monotonic()``) bounds the
+        """Send ``body`` to ``base_url + path`` (a GET's query parameters; ``None``: none). ``deadline`` (``time.monotonic()``) bounds the
         retries: no attempt starts after it (one that started before it may finish).
         ``headers`` go with every attempt (a service's bearer token)."""
         payload = body.body() if isinstance(body, PlatformModel) else body
@@ -457,19 +457,19 @@ def combine(outcomes: dict[str, Outcome]) -> Outcome:
     """One outcome for a fan-out: delivered only if every agent took it."""
     if not outcomes:
         return Failed("no agent to deliver to", reached=False, attempts=0)
+    delivered = {name: o for name, o in outcomes.items() if isinstance(o, Delivered)}
     failed = {name: o for name, o in outcomes.items() if not isinstance(o, Delivered)}
     attempts = max(o.attempts for o in outcomes.values())
     latency = max(o.latency_ms for o in outcomes.values())
     if not failed:
-        return Delivered({name: o.answer for name, o in outcomes.items()}, attempts, latency)  # type: ignore[union-attr]
+        return Delivered({name: o.answer for name, o in delivered.items()}, attempts, latency)
     reasons = "; ".join(
-        f"{name}: {o.reason if isinstance(o, Failed) else 'blocked: ' + o.rationale}" for name, o in failed.items()
+        f"{name}: {'blocked: ' + o.rationale if isinstance(o, Blocked) else o.reason}" for name, o in failed.items()
     )
     reached = any(not isinstance(o, Failed) or o.reached for o in outcomes.values())
     expired = not reached and all(isinstance(o, Failed) and o.expired for o in failed.values())
-    delivered_to = sorted(set(outcomes) - set(failed))
-    if delivered_to:
-        reasons += f" (delivered to {', '.join(delivered_to)})"
+    if delivered:
+        reasons += f" (delivered to {', '.join(sorted(delivered))})"
     return Failed(reasons, reached=reached, attempts=attempts, latency_ms=latency, expired=expired)
 
 

@@ -104,12 +104,16 @@ def _rule0(message: dict[str, Any], queue: list[Queued], now: float) -> str | No
     return RECENT_HUMAN if gap < R0_GAP_MS and gap_agent >= gap else None
 
 
+def _object(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _rule1(message: dict[str, Any], budget: float) -> str | None:
-    bid = message.get("bid") if isinstance(message.get("bid"), dict) else {}
+    bid = _object(message.get("bid"))
     if bid.get("type") != BOOKED_TYPE:
         return None
-    price = bid.get("price") if isinstance(bid.get("price"), dict) else {}
-    amount = price.get("value", 0.0)
+    amount = _object(bid.get("price")).get("value", 0.0)
     return INSUFFICIENT_BUDGET if isinstance(amount, int | float) and amount > budget else None
 
 

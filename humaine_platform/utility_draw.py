@@ -125,4 +125,7 @@ def draw_utility(role: str, rng: random.Random | None = None) -> dict[str, Any]:
 
     Raises :class:`UnknownRole` for a role other than ``buyer``/``human`` or ``seller``/``agent``."""
     uniform = rng.random if rng is not None else random.random
-    return _instantiate(None, _parameters(canonical_role(role)), uniform)
+    drawn = _instantiate(None, _parameters(canonical_role(role)), uniform)
+    if not isinstance(drawn, dict):
+        raise ValueError(f"the {role} distribution is not an object")
+    return drawn

@@ -100,8 +100,7 @@ async def check_utility_generator(app_settings: dict[str, Any], configured: str 
     round), and the one the room uses (``[eo] utility_generator_url``, else that entry) should
     answer; without one the room draws utilities and rates allocations with the suite's port of
     its rules."""
-    service_map = app_settings.get("serviceMap") if isinstance(app_settings.get("serviceMap"), dict) else {}
-    entry = service_map.get(UTILITY_GENERATOR)
+    entry = _dict(app_settings.get("serviceMap")).get(UTILITY_GENERATOR)
     checks = []
     if not isinstance(entry, dict):
         checks.append(Check(f"{UTILITY_GENERATOR} serviceMap", False, f"no serviceMap entry {UTILITY_GENERATOR!r}: the EO "
@@ -159,6 +158,81 @@ async def check_services_answer(app_settings: dict[str, Any]) -> list[Check]:
     return checks
 
 
+def _dict(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a file's part that is missing or
+    of the wrong shape reads as empty: the checks then say what is missing)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _json_object(file: Path) -> dict[str, Any] | Check:
+    """The file's JSON object, or the failed check that says why there is none."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return Check("EO appSettings.json", False, f"{file}: {exc}")
+    if not isinstance(data, dict):
+        return Check("EO appSettings.json", False, f"{file}: not a JSON object")
+    return data
+
+
+def _uuid_check(found: object, wanted: str) -> Check:
+    hint = "" if found == wanted else "; set environment_uuid (or the EO's) so they match"
+    return Check("environmentUUID", found == wanted, f"EO {found!r}, room {wanted!r}{hint}")
+
+
+NO_HUMAN_SIDE: Final = Check(
+    "human-side service",
+    False,
+    f"no negotiatorsInfo entry of type 'human' named {' or '.join(HUMAN_SERVICE_NAMES)}; add "
+    f'{{"name": "{HUMAN_SERVICE_NAMES[0]}", "type": "human", "role": "{BUYER}"}}',
+)
+
+
+@dataclass(frozen=True)
+class _AvatarEntries:
+    """The ``serviceMap`` entries of the EO's human-side services, read against where the
+    Avatar Controller listens."""
+
+    service_map: dict[str, Any]
+    host: str
+    port: int
+
+    def points_back(self, name: str) -> bool:
+        """The entry ``name`` calls the Avatar Controller (loopback by any of its names)."""
+        entry = self.service_map.get(name)
+        loopback = {self.host, "localhost", "127.0.0.1"} if self.host in ("127.0.0.1", "localhost") else {self.host}
+        return isinstance(entry, dict) and str(entry.get("host")) in loopback and str(entry.get("port")) == str(self.port)
+
+    def checks(self, info: dict[str, Any], ours: list[str]) -> list[Check]:
+        """The role and the ``serviceMap`` entry of one human-side service; one beside the
+        Avatar Controller's own (``ours``) may point elsewhere: it asks the buyer."""
+        name, role = str(info.get("name")), info.get("role")
+        checks = [Check(f"{name} role", role == BUYER, f"role {role!r}" + ("" if role == BUYER else f"; set role: {BUYER}"))]
+        entry = self.service_map.get(name)
+        if not isinstance(entry, dict):
+            return [*checks, Check(f"{name} serviceMap", False, f"no serviceMap entry {name!r}; the EO cannot call it")]
+        beside = bool(ours) and name not in ours
+        fine = self.points_back(name) or beside
+        detail = f"{entry.get('host')}:{entry.get('port')}"
+        detail += "" if fine else f"; the Avatar Controller is at {self.host}:{self.port}"
+        detail += " (another human-side service beside the Avatar Controller: it asks the buyer)" if beside else ""
+        if name not in HUMAN_SERVICE_NAMES:
+            detail += f" (the current EO calls it, but only {' or '.join(HUMAN_SERVICE_NAMES)} names are read)"
+        return [*checks, Check(f"{name} serviceMap", fine, detail)]
+
+
+def _confirm_check(confirm_accept: str, others: list[str]) -> Check:
+    """Who answers ``/confirmAccept``: the competition-ui beside the Avatar Controller when
+    another human-side service asks the buyer (the EO books a deal only when both say yes)."""
+    fine = confirm_accept == "competition-ui" if others else confirm_accept != "competition-ui"
+    detail = f"[avatar] confirm_accept = {confirm_accept!r}"
+    if not fine and others:
+        detail += f"; {', '.join(others)} asks the buyer: set it to 'competition-ui' (the EO books a deal only when both say yes)"
+    elif not fine:
+        detail += "; no other human-side service asks the buyer: use 'buyer' (the /buyer page and the voice)"
+    return Check("who confirms deals", fine, detail)
+
+
 def check_app_settings(
     path: str | Path,
     *,
@@ -174,70 +248,19 @@ def check_app_settings(
     as ``chat-ui``, say), which asks the buyer - then ``confirm_accept`` must be
     ``competition-ui`` (the EO books an Accept only when every human-side service says yes)."""
     file = Path(path)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        return [Check("EO appSettings.json", False, f"{file}: {exc}")]
-    if not isinstance(data, dict):
-        return [Check("EO appSettings.json", False, f"{file}: not a JSON object")]
-    checks = [Check("EO appSettings.json", True, str(file))]
-    found_uuid = data.get("environmentUUID")
-    checks.append(
-        Check(
-            "environmentUUID",
-            found_uuid == environment_uuid,
-            f"EO {found_uuid!r}, room {environment_uuid!r}"
-            + ("" if found_uuid == environment_uuid else "; set environment_uuid (or the EO's) so they match"),
-        )
-    )
-    infos = data.get("negotiatorsInfo") if isinstance(data.get("negotiatorsInfo"), list) else []
-    humans = [i for i in infos if isinstance(i, dict) and i.get("type") == "human"]
-    named = [i for i in humans if i.get("name") in HUMAN_SERVICE_NAMES]
-    if not named:
-        checks.append(
-            Check(
-                "human-side service",
-                False,
-                f"no negotiatorsInfo entry of type 'human' named {' or '.join(HUMAN_SERVICE_NAMES)}; add "
-                f'{{"name": "{HUMAN_SERVICE_NAMES[0]}", "type": "human", "role": "{BUYER}"}}',
-            )
-        )
-        return checks
-    service_map = data.get("serviceMap") if isinstance(data.get("serviceMap"), dict) else {}
-    wanted_hosts = {avatar_host, "localhost", "127.0.0.1"} if avatar_host in ("127.0.0.1", "localhost") else {avatar_host}
-    def points_back(name: str) -> bool:
-        entry = service_map.get(name)
-        return isinstance(entry, dict) and str(entry.get("host")) in wanted_hosts and str(entry.get("port")) == str(avatar_port)
-
-    ours = [str(i.get("name")) for i in humans if points_back(str(i.get("name")))]
+    data = _json_object(file)
+    if isinstance(data, Check):
+        return [data]
+    checks = [Check("EO appSettings.json", True, str(file)), _uuid_check(data.get("environmentUUID"), environment_uuid)]
+    infos = data.get("negotiatorsInfo")
+    humans = [i for i in (infos if isinstance(infos, list) else []) if isinstance(i, dict) and i.get("type") == "human"]
+    names = [str(i.get("name")) for i in humans]
+    if not any(name in HUMAN_SERVICE_NAMES for name in names):
+        return [*checks, NO_HUMAN_SIDE]
+    entries = _AvatarEntries(_dict(data.get("serviceMap")), avatar_host, avatar_port)
+    ours = [name for name in names if entries.points_back(name)]
     for info in humans:
-        name = str(info.get("name"))
-        role = info.get("role")
-        checks.append(Check(f"{name} role", role == BUYER, f"role {role!r}" + ("" if role == BUYER else f"; set role: {BUYER}")))
-        entry = service_map.get(name)
-        if not isinstance(entry, dict):
-            checks.append(Check(f"{name} serviceMap", False, f"no serviceMap entry {name!r}; the EO cannot call it"))
-            continue
-        host, port = entry.get("host"), entry.get("port")
-        beside = bool(ours) and name not in ours
-        checks.append(
-            Check(
-                f"{name} serviceMap",
-                points_back(name) or beside,
-                f"{host}:{port}"
-                + ("" if points_back(name) or beside else f"; the Avatar Controller is at {avatar_host}:{avatar_port}")
-                + (" (another human-side service beside the Avatar Controller: it asks the buyer)" if beside else "")
-                + ("" if name in HUMAN_SERVICE_NAMES else f" (the current EO calls it, but only {name} names are read)"),
-            )
-        )
+        checks += entries.checks(info, ours)
     if ours and confirm_accept is not None:
-        others = [str(i.get("name")) for i in humans if str(i.get("name")) not in ours]
-        wanted = "competition-ui" if others else None
-        fine = confirm_accept == "competition-ui" if others else confirm_accept != "competition-ui"
-        detail = f"[avatar] confirm_accept = {confirm_accept!r}"
-        if not fine and wanted:
-            detail += f"; {', '.join(others)} asks the buyer: set it to 'competition-ui' (the EO books a deal only when both say yes)"
-        elif not fine:
-            detail += "; no other human-side service asks the buyer: use 'buyer' (the /buyer page and the voice)"
-        checks.append(Check("who confirms deals", fine, detail))
+        checks.append(_confirm_check(confirm_accept, [name for name in names if name not in ours]))
     return checks

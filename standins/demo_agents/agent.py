@@ -161,8 +161,8 @@ class SellerAgent:
 
     def _on_rival(self, speaker: str, body: dict[str, Any]) -> None:
         # the EO passes agents each other's words without the bid: what was said tells a deal
-        bid = body.get("bid") if isinstance(body.get("bid"), dict) else {}
-        kind = bid.get("type")
+        bid = body.get("bid")
+        kind = bid.get("type") if isinstance(bid, dict) else None
         text = str(body.get("text", ""))
         closed = kind in ACCEPT_BID_TYPES or closes_a_deal(text)
         if closed:
