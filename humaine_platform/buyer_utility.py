@@ -14,7 +14,7 @@ way the venue's generator will. ``tests/e2e/humaine_platform/test_buyer_utility.
 - :func:`best_allocation` is what the generator's own (commented-out, unfinished)
   ``optimizeIngredients`` meant to be: the exact optimum over cakes, pancakes and supplements.
 
-Floor 3: the standard library only.
+The standard library only.
 """
 
 from __future__ import annotations

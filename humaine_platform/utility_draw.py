@@ -16,7 +16,7 @@ of the generator's ``distribution_parameters/buyer.json`` and ``seller.json``
 generator: the same keys and strings, the same ranges and quantisation, and each varying number
 distributed alike (two-sample Kolmogorov–Smirnov).
 
-Floor 3: the standard library only.
+The standard library only (and this package's endpoints and quantisation).
 """
 
 from __future__ import annotations
