@@ -27,10 +27,14 @@ from workers.runtime.http.edge import BodyDocs, EdgeJSONResponse, edge_app, json
 log = logging.getLogger(__name__)
 
 
-def _engine(request: Request) -> StandinOrchestrator:
+def engine_of(app: FastAPI) -> StandinOrchestrator:
     """The app's engine (``app.state.orchestrator``, put there by :func:`create_app`)."""
-    engine: StandinOrchestrator = request.app.state.orchestrator
+    engine: StandinOrchestrator = app.state.orchestrator
     return engine
+
+
+def _engine(request: Request) -> StandinOrchestrator:
+    return engine_of(request.app)
 
 
 EngineDep = Annotated[StandinOrchestrator, Depends(_engine)]
@@ -113,7 +117,7 @@ def _routers(docs: BodyDocs) -> list[APIRouter]:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """The engine's rounds and connections end with the app."""
     yield
-    await app.state.orchestrator.aclose()
+    await engine_of(app).aclose()
 
 
 def create_app(settings: StandinSettings | None = None, orchestrator: StandinOrchestrator | None = None) -> FastAPI:

@@ -52,7 +52,6 @@ class StandinOrchestrator:
     their life on timers, their totals and the mode's relay."""
 
     def __init__(self, settings: StandinSettings) -> None:
-        self.settings = settings
         platform = settings.rules == "real_eo"
         self._memory = RoundMemory()
         self._calls = ServiceCalls(settings)

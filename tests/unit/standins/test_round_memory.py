@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from humaine_platform.rules import TurnQueue
 from standins.eo.errors import StandinError
 from standins.eo.memory import RoundMemory
-from standins.eo.round_setup import default_round
-from standins.eo.rounds import Ledger, Round, Service
-
-
-def _round(round_id: int | str) -> Round:
-    setup = default_round({"Celia": 1}, 2, round_id=round_id)
-    human = Service("competition-ui", "http://127.0.0.1:2", {})
-    return Round(round_id, setup, {"Celia": Service("Celia", "http://127.0.0.1:1", {})}, human, setup.durations,
-                 {}, TurnQueue(), Ledger("USD"))
+from tests.unit.standins.builders import memory_round
 
 
 def test_rounds_by_the_text_of_their_id_and_a_404_naming_the_known_ones() -> None:
     memory = RoundMemory()
-    memory.replace(_round(1))
+    memory.replace(memory_round(1))
     assert memory.get("1").round_id == 1 and 1 in memory and "2" not in memory
     with pytest.raises(StandinError) as error:
         memory.get("r9")
@@ -32,7 +23,7 @@ def test_an_ended_round_is_unknown_to_the_eo_and_the_next_free_id_follows_the_hi
     memory = RoundMemory()
     assert memory.free_round_id() == "r1"
     for round_id in ("r2", "r7", "practice"):
-        memory.replace(_round(round_id))
+        memory.replace(memory_round(round_id))
     assert memory.free_round_id() == "r8"
     ended = memory.get("r7")
     ended.phase = "ended"
