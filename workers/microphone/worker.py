@@ -122,7 +122,7 @@ class MicrophoneWorker(Worker):
         """Measure the pitch and the end of turn when the reader asks (or ``end_of_turn`` is on).
         Asked later, the turn model is loaded on a thread of its own, never on the MQTT network
         thread; asked by the time the audio starts, before the first block."""
-        transcriber.measure_pitch = PITCH_END in self.reader_reads
+        transcriber.measure_pitch(PITCH_END in self.reader_reads)
         if transcriber.turn is None and TURN_COMPLETE in self.reader_reads:
             if on_network_thread:
                 threading.Thread(target=self._load_turn, args=(transcriber,), name="turn-model", daemon=True).start()
@@ -132,7 +132,7 @@ class MicrophoneWorker(Worker):
     def _load_turn(self, transcriber: Transcriber) -> None:
         with self._turn_loading:
             if transcriber.turn is None:
-                transcriber.turn = turn_model.load(self.settings.turn_model_path)
+                transcriber.use_turn_model(turn_model.load(self.settings.turn_model_path))
 
     def _on_headpose(self, _topic: str, pose: HeadPose) -> None:
         assert self.lips is not None
