@@ -140,8 +140,9 @@ def describe(recognizer: Recognizer) -> str:
     model = getattr(recognizer, "model_name", None) or getattr(recognizer, "model_path", None)
     if model is not None:
         details.append(model if isinstance(model, str) else Path(model).name)
-    if getattr(recognizer, "beam_size", None):
-        details.append(f"beam {recognizer.beam_size}")  # type: ignore[attr-defined]
+    beam = getattr(recognizer, "beam_size", None)
+    if beam:
+        details.append(f"beam {beam}")
     if getattr(recognizer, "hotwords", None) or getattr(recognizer, "grammar", None) or getattr(recognizer, "biasing", False):
         details.append("biased")
     if getattr(recognizer, "rescorer", None) is not None:

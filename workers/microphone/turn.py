@@ -22,11 +22,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from hardware.audio import SAMPLE_RATE
+from workers.microphone.onnx_session import OnnxSession
 from workers.microphone.turn_features import last_window, log_mel
 from workers.runtime.messages import TURN_COMPLETE_AT
 
@@ -53,7 +55,7 @@ class EndOfTurn:
     threads: int = 1
     inference_ms: list[float] = field(default_factory=list)
     """Wall time of the latest inferences, features included (the last 100)."""
-    _session: object = field(init=False, repr=False)
+    _session: OnnxSession = field(init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -70,17 +72,17 @@ class EndOfTurn:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(self.path), sess_options=options, providers=["CPUExecutionProvider"])
 
-    def probability(self, samples: np.ndarray) -> float:
+    def probability(self, samples: NDArray[np.int16] | NDArray[np.floating[Any]]) -> float:
         """Probability that the turn whose audio ends with ``samples`` (16 kHz; int16, or float
         in [-1, 1]) is complete."""
         audio = samples.astype(np.float32) / 32768.0 if samples.dtype == np.int16 else samples.astype(np.float32)
         started = time.perf_counter()
         features = log_mel(last_window(audio))[None, :, :]
-        output = self._session.run(None, {"input_features": features})  # type: ignore[attr-defined]
+        output = self._session.run(None, {"input_features": features})
         self.inference_ms = [*self.inference_ms[-99:], (time.perf_counter() - started) * 1000.0]
         return float(np.asarray(output[0]).reshape(-1)[0])
 
-    def submit(self, samples: np.ndarray) -> Future[float]:
+    def submit(self, samples: NDArray[np.int16] | NDArray[np.floating[Any]]) -> Future[float]:
         """:meth:`probability` on the model's own thread: the microphone asks as soon as a pause
         begins, so the answer is ready when the hangover ends the utterance (the recogniser's
         speculative decode runs on its own thread meanwhile)."""
