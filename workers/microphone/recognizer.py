@@ -68,6 +68,6 @@ class SpeculativeStream(Protocol):
 
 class Recognizer(Protocol):
     name: str
-    """Engine name as published in transcripts (``vosk``, ``pocketsphinx``)."""
+    """Engine name as published in transcripts (``whisper``, ``vosk``, ``pocketsphinx``)."""
 
     def stream(self) -> RecognizerStream: ...
