@@ -15,6 +15,7 @@ import collections
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio import level_dbfs
 
@@ -46,7 +47,7 @@ class BargeInDetector:
         self._fired = False
         self.last_reference_db = None
 
-    def process(self, samples: np.ndarray, block_ms: int, avatar_speaking: bool, can_fire: bool = True) -> float | None:
+    def process(self, samples: NDArray[np.int16], block_ms: int, avatar_speaking: bool, can_fire: bool = True) -> float | None:
         """The block's level (dBFS) when this block completes a barge-in, else ``None``.
         ``can_fire`` False (no utterance open yet): keep learning, decide later."""
         if not avatar_speaking:

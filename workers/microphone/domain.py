@@ -10,12 +10,13 @@ as unigrams, so speech outside the templates still decodes into English words).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from workers.runtime.config import DEFAULT_AVATARS
 
@@ -134,6 +135,11 @@ def corpus_vocabulary(sentences: Iterable[str]) -> set[str]:
     return {w for s in sentences for w in s.split()}
 
 
+Gram = tuple[str, ...]
+"""An n-gram, or the history before its last word."""
+Probs = dict[Gram, float]
+
+
 def build_arpa(
     sentences: Iterable[str],
     background: Mapping[str, float] | None = None,
@@ -145,77 +151,97 @@ def build_arpa(
     ``background`` maps extra words to their (relative) general-English probability; together
     they receive ``background_mass`` of the unigram distribution so out-of-template speech can
     still be decoded, while the template n-grams dominate."""
+    uni, bi, tri = _count_ngrams(sentences)
+    p1 = _unigram_probs(uni, background, background_mass)
+    p2, left2 = _discounted(bi, discount)
+    p3, left3 = _discounted(tri, discount)
+    bo1 = _backoff_weights(p2, left2, functools.partial(_unigram_prob, p1))
+    bo2 = _backoff_weights(p3, left3, functools.partial(_bigram_prob, p1, p2, bo1))
+    return _arpa_text(p1, p2, p3, bo1, bo2)
+
+
+def _count_ngrams(sentences: Iterable[str]) -> tuple[Counter[str], Counter[Gram], Counter[Gram]]:
+    """Unigram, bigram and trigram counts, each sentence between ``<s>`` and ``</s>``."""
     uni: Counter[str] = Counter()
-    bi: Counter[tuple[str, str]] = Counter()
-    tri: Counter[tuple[str, str, str]] = Counter()
+    bi: Counter[Gram] = Counter()
+    tri: Counter[Gram] = Counter()
     for sentence in sentences:
         words = ["<s>", *sentence.split(), "</s>"]
         uni.update(words[1:])
         bi.update(itertools.pairwise(words))
         tri.update(zip(words, words[1:], words[2:], strict=False))
+    return uni, bi, tri
+
+
+def _unigram_probs(uni: Counter[str], background: Mapping[str, float] | None, background_mass: float) -> dict[str, float]:
+    """The template words' shares, with ``background_mass`` left to the background's words
+    (or spread over the template words when there is no background)."""
     total = sum(uni.values())
     p1: dict[str, float] = {w: (1.0 - background_mass) * c / total for w, c in uni.items()}
     p1["<s>"] = 0.0
-    if background:
-        extra = {w: p for w, p in background.items() if w not in uni and w not in ("<s>", "</s>")}
-        norm = sum(extra.values()) or 1.0
-        for w, p in extra.items():
-            p1[w] = background_mass * p / norm
-    else:
+    if not background:
         scale = 1.0 / (1.0 - background_mass)
-        p1 = {w: p * scale for w, p in p1.items()}
+        return {w: p * scale for w, p in p1.items()}
+    extra = {w: p for w, p in background.items() if w not in uni and w not in ("<s>", "</s>")}
+    norm = sum(extra.values()) or 1.0
+    for w, p in extra.items():
+        p1[w] = background_mass * p / norm
+    return p1
 
-    Probs = dict[tuple[str, ...], float]
 
-    def discounted(counts: Mapping[tuple[str, ...], int]) -> tuple[Probs, Probs]:
-        hist_total: dict[tuple[str, ...], int] = defaultdict(int)
-        for gram, c in counts.items():
-            hist_total[gram[:-1]] += c
-        probs = {gram: (c - discount) / hist_total[gram[:-1]] for gram, c in counts.items()}
-        left: dict[tuple[str, ...], float] = defaultdict(lambda: 1.0)
-        for gram, p in probs.items():
-            left[gram[:-1]] -= p
-        return probs, dict(left)
+def _discounted(counts: Mapping[Gram, int], discount: float) -> tuple[Probs, Probs]:
+    """Each n-gram's discounted probability given its history, and the mass each history
+    leaves to the lower order."""
+    hist_total: dict[Gram, int] = defaultdict(int)
+    for gram, c in counts.items():
+        hist_total[gram[:-1]] += c
+    probs = {gram: (c - discount) / hist_total[gram[:-1]] for gram, c in counts.items()}
+    left: dict[Gram, float] = defaultdict(lambda: 1.0)
+    for gram, p in probs.items():
+        left[gram[:-1]] -= p
+    return probs, dict(left)
 
-    p2, left2 = discounted(bi)  # type: ignore[arg-type]
-    p3, left3 = discounted(tri)  # type: ignore[arg-type]
 
-    def lower2(h: tuple[str, ...], w: str) -> float:
-        return p1.get(w, 0.0)
+def _unigram_prob(p1: Mapping[str, float], _history: Gram, word: str) -> float:
+    return p1.get(word, 0.0)
 
-    bo1: dict[str, float] = {}
-    seen_after: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    for gram in p2:
+
+def _bigram_prob(p1: Mapping[str, float], p2: Probs, bo1: Probs, history: Gram, word: str) -> float:
+    """The bigram model's probability of ``word`` after the last word of ``history``."""
+    a = history[-1]
+    if (a, word) in p2:
+        return p2[(a, word)]
+    return bo1.get((a,), 1.0) * p1.get(word, 0.0)
+
+
+def _backoff_weights(probs: Probs, left: Probs, lower: Callable[[Gram, str], float]) -> Probs:
+    """Each history's backoff weight: the mass it left, over what the lower order gives the
+    words never seen after it."""
+    seen_after: dict[Gram, list[str]] = defaultdict(list)
+    for gram in probs:
         seen_after[gram[:-1]].append(gram[-1])
+    weights: Probs = {}
     for h, words in seen_after.items():
-        denom = 1.0 - sum(lower2(h, w) for w in words)
-        bo1[h[0]] = left2[h] / denom if denom > 1e-9 else 1.0
+        denom = 1.0 - sum(lower(h, w) for w in words)
+        weights[h] = left[h] / denom if denom > 1e-9 else 1.0
+    return weights
 
-    def p_bigram(a: str, b: str) -> float:
-        if (a, b) in p2:
-            return p2[(a, b)]
-        return bo1.get(a, 1.0) * p1.get(b, 0.0)
 
-    bo2: dict[tuple[str, str], float] = {}
-    seen3: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    for gram in p3:
-        seen3[gram[:-1]].append(gram[-1])
-    for h, words in seen3.items():
-        denom = 1.0 - sum(p_bigram(h[1], w) for w in words)
-        bo2[(h[0], h[1])] = left3[h] / denom if denom > 1e-9 else 1.0
+def _log10(x: float) -> str:
+    return f"{math.log10(x):.4f}" if x > 0 else "-99.0000"
 
-    def lg(x: float) -> str:
-        return f"{math.log10(x):.4f}" if x > 0 else "-99.0000"
 
+def _arpa_text(p1: Mapping[str, float], p2: Probs, p3: Probs, bo1: Probs, bo2: Probs) -> str:
+    """The model in the ARPA text format the decoders read (log10 probabilities and backoffs)."""
     lines = ["\\data\\", f"ngram 1={len(p1)}", f"ngram 2={len(p2)}", f"ngram 3={len(p3)}", "", "\\1-grams:"]
     for w in sorted(p1):
-        lines.append(f"{lg(p1[w])} {w} {lg(bo1.get(w, 1.0))}")
+        lines.append(f"{_log10(p1[w])} {w} {_log10(bo1.get((w,), 1.0))}")
     lines += ["", "\\2-grams:"]
     for gram in sorted(p2):
-        bo = bo2.get((gram[0], gram[1]))
-        lines.append(f"{lg(p2[gram])} {gram[0]} {gram[1]}" + (f" {lg(bo)}" if bo is not None else ""))
+        bo = bo2.get(gram)
+        lines.append(f"{_log10(p2[gram])} {gram[0]} {gram[1]}" + (f" {_log10(bo)}" if bo is not None else ""))
     lines += ["", "\\3-grams:"]
     for gram in sorted(p3):
-        lines.append(f"{lg(p3[gram])} {' '.join(gram)}")
+        lines.append(f"{_log10(p3[gram])} {' '.join(gram)}")
     lines += ["", "\\end\\", ""]
     return "\n".join(lines)

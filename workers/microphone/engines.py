@@ -20,15 +20,15 @@ log = logging.getLogger(__name__)
 ACCURACY_ORDER: tuple[str, ...] = ("whisper", "vosk", "pocketsphinx")
 """What ``engine = "auto"`` tries, most accurate first."""
 WHY: dict[str, str] = {
-    "whisper": "the most accurate engine here (bench/stt.py, one core: WER 0.16 on negotiation speech by four voices, "
-    "0.08 on LibriVox reads, 0.06 on telephone prompts; pocketsphinx 0.27, 0.28, 0.49)",
+    "whisper": "the most accurate engine here (bench/stt.py, one core: the lowest WER on negotiation speech, "
+    "read speech and telephone prompts)",
     "vosk": "no Whisper model; Vosk's small English model is next (published LibriSpeech test-clean WER 9.9% vs "
-    "Whisper tiny.en 5.6%; pocketsphinx measured 0.28 on read speech here)",
-    "pocketsphinx": "the only engine present, and the least accurate (bench/stt.py: WER 0.27 on negotiation speech, "
-    "0.28 on LibriVox reads, vs Whisper 0.16 and 0.08)",
+    "Whisper tiny.en 5.6%)",
+    "pocketsphinx": "the only engine present, and the least accurate (bench/stt.py: several times Whisper's WER on "
+    "read speech and telephone prompts)",
 }
-"""The reason ``auto`` logs with its choice (figures from bench/stt.py, see
-docs/microphone.md#speech-engines-measured)."""
+"""The reason ``auto`` logs with its choice (bench/stt.py measures it: docs/microphone.md#speech-engines-measured
+says what, docs/measurements.md has the figures)."""
 WHISPER_MODEL_PREFIX = "faster-whisper-"
 """Folder name prefix of the Whisper models ``humaine-env models --whisper`` installs."""
 
@@ -140,8 +140,9 @@ def describe(recognizer: Recognizer) -> str:
     model = getattr(recognizer, "model_name", None) or getattr(recognizer, "model_path", None)
     if model is not None:
         details.append(model if isinstance(model, str) else Path(model).name)
-    if getattr(recognizer, "beam_size", None):
-        details.append(f"beam {recognizer.beam_size}")  # type: ignore[attr-defined]
+    beam = getattr(recognizer, "beam_size", None)
+    if beam:
+        details.append(f"beam {beam}")
     if getattr(recognizer, "hotwords", None) or getattr(recognizer, "grammar", None) or getattr(recognizer, "biasing", False):
         details.append("biased")
     if getattr(recognizer, "rescorer", None) is not None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio import SAMPLE_RATE, AudioBlock
 from workers.microphone import gtcrn
@@ -74,10 +75,13 @@ class EnhancerUnavailable(RuntimeError):
 
 class Enhancer(Protocol):
     name: str
-    delay_samples: int
-    """How late the output is against the input (the first ``delay_samples`` out are zeros)."""
 
-    def process(self, samples: np.ndarray) -> np.ndarray:
+    @property
+    def delay_samples(self) -> int:
+        """How late the output is against the input (the first ``delay_samples`` out are zeros)."""
+        ...
+
+    def process(self, samples: NDArray[np.int16]) -> NDArray[np.int16]:
         """One block of int16 samples in; as many int16 samples out."""
         ...
 
@@ -89,9 +93,9 @@ class _Framed:
 
     name: str
     frame: int
-    frame_fn: Callable[[np.ndarray], np.ndarray]
-    _in: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16), init=False)
-    _out: np.ndarray = field(init=False)
+    frame_fn: Callable[[NDArray[np.int16]], NDArray[np.int16]]
+    _in: NDArray[np.int16] = field(default_factory=lambda: np.zeros(0, np.int16), init=False)
+    _out: NDArray[np.int16] = field(init=False)
 
     def __post_init__(self) -> None:
         self._out = np.zeros(self.frame, np.int16)  # one frame of delay at most
@@ -100,9 +104,9 @@ class _Framed:
     def delay_samples(self) -> int:
         return self.frame
 
-    def process(self, samples: np.ndarray) -> np.ndarray:
+    def process(self, samples: NDArray[np.int16]) -> NDArray[np.int16]:
         self._in = np.concatenate([self._in, samples.astype(np.int16, copy=False)])
-        done: list[np.ndarray] = [self._out]
+        done: list[NDArray[np.int16]] = [self._out]
         while len(self._in) >= self.frame:
             piece, self._in = self._in[:self.frame], self._in[self.frame:]
             done.append(self.frame_fn(piece))
@@ -125,7 +129,7 @@ def _webrtc() -> Enhancer:
     processor = module.AudioProcessor(WEBRTC_AUTO_GAIN_DBFS, WEBRTC_NOISE_SUPPRESSION)
     ten_ms = SAMPLE_RATE // 100
 
-    def frame_fn(piece: np.ndarray) -> np.ndarray:
+    def frame_fn(piece: NDArray[np.int16]) -> NDArray[np.int16]:
         return np.frombuffer(processor.Process10ms(piece.astype("<i2").tobytes()).audio, dtype="<i2").astype(np.int16)
 
     return _Framed("webrtc", ten_ms, frame_fn)
@@ -136,7 +140,7 @@ def _speex() -> Enhancer:
     frame = SAMPLE_RATE // 50
     suppressor = module.NoiseSuppression.create(frame, SAMPLE_RATE)
 
-    def frame_fn(piece: np.ndarray) -> np.ndarray:
+    def frame_fn(piece: NDArray[np.int16]) -> NDArray[np.int16]:
         return np.frombuffer(suppressor.process(piece.astype("<i2").tobytes()), dtype="<i2").astype(np.int16)
 
     return _Framed("speex", frame, frame_fn)
@@ -153,7 +157,7 @@ def _rnnoise() -> Enhancer:
     produced = np.zeros(0, np.float32)
     frame16 = frame48 * SAMPLE_RATE // RNNOISE_RATE
 
-    def frame_fn(piece: np.ndarray) -> np.ndarray:
+    def frame_fn(piece: NDArray[np.int16]) -> NDArray[np.int16]:
         nonlocal pending, produced
         pending = np.concatenate([pending, up.resample_chunk(piece.astype(np.float32))])
         while len(pending) >= frame48:
@@ -164,7 +168,7 @@ def _rnnoise() -> Enhancer:
         take = min(len(produced), len(piece))
         out = np.concatenate([np.zeros(len(piece) - take, np.float32), produced[:take]])
         produced = produced[take:]
-        return np.clip(np.round(out), -32768, 32767).astype(np.int16)
+        return to_int16(out)
 
     return _Framed("rnnoise", frame16, frame_fn)
 
@@ -173,9 +177,9 @@ def _noisereduce() -> Enhancer:
     module = _import("noisereduce", "noisereduce")
     chunk = int(SAMPLE_RATE * NOISEREDUCE_CHUNK_S)
 
-    def frame_fn(piece: np.ndarray) -> np.ndarray:
+    def frame_fn(piece: NDArray[np.int16]) -> NDArray[np.int16]:
         cleaned = module.reduce_noise(y=piece.astype(np.float32), sr=SAMPLE_RATE, stationary=False)
-        return np.clip(np.round(cleaned), -32768, 32767).astype(np.int16)
+        return to_int16(cleaned)
 
     return _Framed("noisereduce", chunk, frame_fn)
 
@@ -205,14 +209,14 @@ class _Blended:
     share: float
     name: str = field(init=False)
     delay_samples: int = field(init=False)
-    _dry: np.ndarray = field(init=False, repr=False)
+    _dry: NDArray[np.int16] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.name = self.inner.name
         self.delay_samples = self.inner.delay_samples
         self._dry = np.zeros(self.delay_samples, np.int16)
 
-    def process(self, samples: np.ndarray) -> np.ndarray:
+    def process(self, samples: NDArray[np.int16]) -> NDArray[np.int16]:
         wet = self.inner.process(samples)
         dry = np.concatenate([self._dry, samples.astype(np.int16, copy=False)])
         dry, self._dry = dry[:len(samples)], dry[len(samples):]
@@ -234,7 +238,7 @@ def load(name: str, blend: float = 0.0) -> Enhancer | None:
     return _Blended(enhancer, blend) if blend > 0.0 else enhancer
 
 
-def run(enhancer: Enhancer, samples: np.ndarray, block: int = SAMPLE_RATE // 50) -> np.ndarray:
+def run(enhancer: Enhancer, samples: NDArray[np.int16], block: int = SAMPLE_RATE // 50) -> NDArray[np.int16]:
     """A whole recording through ``enhancer`` block by block, as the live worker would feed it,
     with its delay taken back out (same length and alignment as ``samples``)."""
     padded = np.concatenate([samples.astype(np.int16), np.zeros(enhancer.delay_samples + block, np.int16)])

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio_files import load_audio
 from workers.microphone.domain import GOODS_COUNTABLE, INGREDIENTS, UNITS
@@ -36,7 +37,7 @@ class Sample:
     text: str
     raw: bool = False
 
-    def audio(self) -> np.ndarray:
+    def audio(self) -> NDArray[np.int16]:
         return load_audio(self.path, raw=self.raw)
 
 
@@ -130,7 +131,7 @@ def asterisk_corpus(limit: int | None = None) -> list[Sample]:
     return out[:limit] if limit else out
 
 
-def transcribe(recognizer: Recognizer, samples: np.ndarray) -> Hypothesis:
+def transcribe(recognizer: Recognizer, samples: NDArray[np.int16]) -> Hypothesis:
     """Decode one whole recording through a fresh stream, fed in 20 ms pieces."""
     stream = recognizer.stream()
     for offset in range(0, len(samples), FEED_SAMPLES):

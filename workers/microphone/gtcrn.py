@@ -17,12 +17,13 @@ from __future__ import annotations
 import importlib.util
 import logging
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio import FULL_SCALE
 from workers.microphone.noise import to_int16
+from workers.microphone.onnx_session import OnnxSession
 from workers.microphone.stft import StreamingStft
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,12 @@ CACHES: dict[str, tuple[int, ...]] = {
 after the enhanced frame are the same caches, in this order."""
 
 
-def window() -> np.ndarray:
+def window() -> NDArray[np.float32]:
     """Square-root Hann, computed as the wheel computes it (numpy's symmetric ``hanning`` in
     float32, then the root): its overlapped squares do not sum to exactly one, which the
     overlap-add's normalisation makes up for."""
-    return np.hanning(N_FFT).astype(np.float32) ** 0.5
+    root: NDArray[np.float32] = np.hanning(N_FFT).astype(np.float32) ** 0.5
+    return root
 
 
 class GtcrnUnavailable(RuntimeError):
@@ -74,7 +76,7 @@ def model_path() -> Path:
     return path
 
 
-def session(path: Path) -> Any:
+def session(path: Path) -> OnnxSession:
     """An ONNX Runtime session on one thread, sequential: the microphone worker shares its core
     with the recogniser, and the wheel sets up its session the same way."""
     import onnxruntime as ort
@@ -85,22 +87,24 @@ def session(path: Path) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    inference: OnnxSession = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    return inference
 
 
 class GtcrnFrames:
     """The graph over one stream, frame by frame: a complex spectrum in, the enhanced one out,
     the caches kept between calls."""
 
-    def __init__(self, inference: Any) -> None:
+    def __init__(self, inference: OnnxSession) -> None:
         self._session = inference
         self._caches = {name: np.zeros(shape, np.float32) for name, shape in CACHES.items()}
 
-    def __call__(self, spectrum: np.ndarray) -> np.ndarray:
+    def __call__(self, spectrum: NDArray[np.complex128]) -> NDArray[np.complex64]:
         mix = np.stack([spectrum.real, spectrum.imag], axis=-1).astype(np.float32)[None, :, None, :]
         enhanced, *caches = self._session.run(None, {"mix": mix, **self._caches})
         self._caches = dict(zip(CACHES, caches, strict=True))
-        return enhanced[0, :, 0, 0] + 1j * enhanced[0, :, 0, 1]
+        frame: NDArray[np.complex64] = enhanced[0, :, 0, 0] + 1j * enhanced[0, :, 0, 1]
+        return frame
 
 
 class Gtcrn:
@@ -109,13 +113,13 @@ class Gtcrn:
 
     name = "gtcrn"
 
-    def __init__(self, inference: Any | None = None) -> None:
+    def __init__(self, inference: OnnxSession | None = None) -> None:
         self._stft = StreamingStft(GtcrnFrames(inference if inference is not None else session(model_path())), window(), HOP)
 
     @property
     def delay_samples(self) -> int:
         return self._stft.delay_samples
 
-    def process(self, samples: np.ndarray) -> np.ndarray:
+    def process(self, samples: NDArray[np.int16]) -> NDArray[np.int16]:
         """The model works on float audio in [-1, 1], as the wheel feeds it."""
         return to_int16(self._stft.process(samples.astype(np.float32) / np.float32(FULL_SCALE)) * FULL_SCALE)

@@ -23,8 +23,10 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio import FULL_SCALE, SAMPLE_RATE, SILENCE_DBFS, level_dbfs
 
@@ -50,8 +52,11 @@ VENUE_HUM_DB = -18.0
 """Hum level relative to the babble's level in :func:`venue_noise`."""
 INT16_PEAK = 32767.0
 
+Samples = NDArray[np.int16] | NDArray[np.floating[Any]]
+"""Audio in int16 scale: int16 as recorded, or float as mixed and scaled here."""
 
-def frame_levels_dbfs(samples: np.ndarray, frame_ms: int = FRAME_MS) -> np.ndarray:
+
+def frame_levels_dbfs(samples: Samples, frame_ms: int = FRAME_MS) -> NDArray[np.float64]:
     """RMS level of each whole ``frame_ms`` frame of int16-scaled ``samples``, in dBFS."""
     n = SAMPLE_RATE * frame_ms // 1000
     usable = len(samples) // n * n
@@ -59,10 +64,11 @@ def frame_levels_dbfs(samples: np.ndarray, frame_ms: int = FRAME_MS) -> np.ndarr
         return np.array([SILENCE_DBFS])
     frames = samples[:usable].astype(np.float64).reshape(-1, n)
     rms = np.sqrt(np.mean(np.square(frames), axis=1))
-    return np.maximum(SILENCE_DBFS, 20.0 * np.log10(np.maximum(rms, 1e-12) / FULL_SCALE))
+    levels: NDArray[np.float64] = np.maximum(SILENCE_DBFS, 20.0 * np.log10(np.maximum(rms, 1e-12) / FULL_SCALE))
+    return levels
 
 
-def active_level_dbfs(samples: np.ndarray) -> float:
+def active_level_dbfs(samples: Samples) -> float:
     """The level of ``samples`` over the frames where someone speaks (dBFS): the frames within
     :data:`ACTIVE_RANGE_DB` of the loud ones. Silence before, between and after words is left
     out, so a sentence with long pauses is not taken for a quiet one."""
@@ -75,26 +81,28 @@ def active_level_dbfs(samples: np.ndarray) -> float:
     return float(10.0 * np.log10(power))
 
 
-def set_active_level(samples: np.ndarray, dbfs: float) -> np.ndarray:
+def set_active_level(samples: Samples, dbfs: float) -> NDArray[np.float64]:
     """``samples`` (float64) scaled so that their active level is ``dbfs``."""
     current = active_level_dbfs(samples)
     if current <= SILENCE_DBFS:
         return samples.astype(np.float64)
-    return samples.astype(np.float64) * 10.0 ** ((dbfs - current) / 20.0)
+    scaled: NDArray[np.float64] = samples.astype(np.float64) * 10.0 ** ((dbfs - current) / 20.0)
+    return scaled
 
 
-def to_int16(samples: np.ndarray) -> np.ndarray:
+def to_int16(samples: NDArray[np.floating[Any]]) -> NDArray[np.int16]:
     """Round and clip float samples in int16 scale to int16."""
-    return np.clip(np.round(samples), -32768, 32767).astype(np.int16)
+    clipped: NDArray[np.float64] = np.clip(np.round(samples), -32768, 32767)
+    return clipped.astype(np.int16)
 
 
-def talker_stream(recordings: Sequence[np.ndarray], seconds: float, rng: np.random.Generator) -> np.ndarray:
+def talker_stream(recordings: Sequence[Samples], seconds: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """One talker for ``seconds``: their recordings, each at the same active level, in a random
     order with short pauses, repeated as often as needed and started at a random point."""
     if not recordings:
         raise ValueError("a talker needs at least one recording")
     total = int(seconds * SAMPLE_RATE)
-    parts: list[np.ndarray] = []
+    parts: list[NDArray[np.float64]] = []
     length = 0
     while length < total + SAMPLE_RATE * 60:  # a minute over, so the random start can fall anywhere
         for index in rng.permutation(len(recordings)):
@@ -107,36 +115,38 @@ def talker_stream(recordings: Sequence[np.ndarray], seconds: float, rng: np.rand
     return stream[start:start + total]
 
 
-def babble(talkers: Sequence[Sequence[np.ndarray]], seconds: float, seed: int = 0) -> np.ndarray:
+def babble(talkers: Sequence[Sequence[Samples]], seconds: float, seed: int = 0) -> NDArray[np.float64]:
     """Several talkers at once (float64, int16 scale): each talker's stream
     (:func:`talker_stream`) at an equal active level, summed, the sum set back to
     :data:`STREAM_LEVEL_DBFS`. Deterministic for a given ``seed``."""
     if len(talkers) < 2:
         raise ValueError("babble needs at least two talkers")
     rng = np.random.default_rng(seed)
-    mixed = np.sum([talker_stream(recordings, seconds, rng) for recordings in talkers], axis=0)
+    mixed: NDArray[np.float64] = np.sum([talker_stream(recordings, seconds, rng) for recordings in talkers], axis=0)
     return set_active_level(mixed, STREAM_LEVEL_DBFS)
 
 
-def pink_noise(n: int, rng: np.random.Generator) -> np.ndarray:
+def pink_noise(n: int, rng: np.random.Generator) -> NDArray[np.float64]:
     """``n`` samples of 1/f noise (unit RMS): white noise shaped in the frequency domain."""
     spectrum = np.fft.rfft(rng.normal(0.0, 1.0, n))
     freqs = np.fft.rfftfreq(n, 1.0 / SAMPLE_RATE)
     spectrum[1:] /= np.sqrt(freqs[1:])
     spectrum[0] = 0.0
     pink = np.fft.irfft(spectrum, n)
-    return pink / (np.sqrt(np.mean(np.square(pink))) or 1.0)
+    unit: NDArray[np.float64] = pink / (np.sqrt(np.mean(np.square(pink))) or 1.0)
+    return unit
 
 
-def hum(n: int) -> np.ndarray:
+def hum(n: int) -> NDArray[np.float64]:
     """``n`` samples of mains hum with its harmonics (:data:`HUM_HARMONICS`), unit RMS."""
     t = np.arange(n) / SAMPLE_RATE
     wave = sum(a * np.sin(2 * math.pi * HUM_HZ * (k + 1) * t) for k, a in enumerate(HUM_HARMONICS))
-    wave = np.asarray(wave, dtype=np.float64)
-    return wave / (np.sqrt(np.mean(np.square(wave))) or 1.0)
+    samples = np.asarray(wave, dtype=np.float64)
+    unit: NDArray[np.float64] = samples / (np.sqrt(np.mean(np.square(samples))) or 1.0)
+    return unit
 
 
-def venue_noise(babble_samples: np.ndarray, seed: int = 0) -> np.ndarray:
+def venue_noise(babble_samples: NDArray[np.float64], seed: int = 0) -> NDArray[np.float64]:
     """A hall: ``babble_samples`` plus pink broadband noise :data:`VENUE_BROADBAND_DB` and hum
     :data:`VENUE_HUM_DB` under the babble's active level (float64, int16 scale)."""
     rng = np.random.default_rng(seed)
@@ -144,19 +154,20 @@ def venue_noise(babble_samples: np.ndarray, seed: int = 0) -> np.ndarray:
     level = FULL_SCALE * 10.0 ** (active_level_dbfs(babble_samples) / 20.0)
     broadband = pink_noise(n, rng) * level * 10.0 ** (VENUE_BROADBAND_DB / 20.0)
     mains = hum(n) * level * 10.0 ** (VENUE_HUM_DB / 20.0)
-    return babble_samples.astype(np.float64) + broadband + mains
+    hall: NDArray[np.float64] = babble_samples.astype(np.float64) + broadband + mains
+    return hall
 
 
-def noise_for(noise: np.ndarray, n: int, offset: int) -> np.ndarray:
+def noise_for(noise: Samples, n: int, offset: int) -> NDArray[np.float64]:
     """``n`` samples of ``noise`` from ``offset``, wrapping around (a long noise is read as a loop)."""
     if len(noise) == 0:
         raise ValueError("empty noise")
     index = (offset + np.arange(n)) % len(noise)
-    return noise[index].astype(np.float64)
+    return np.asarray(noise[index], dtype=np.float64)
 
 
-def mix_at_snr(speech: np.ndarray, noise: np.ndarray, snr_db: float, offset: int = 0,
-               speech_level_dbfs: float | None = None) -> np.ndarray:
+def mix_at_snr(speech: Samples, noise: Samples, snr_db: float, offset: int = 0,
+               speech_level_dbfs: float | None = None) -> NDArray[np.int16]:
     """``speech`` plus ``noise`` (read from ``offset``, looped) scaled so that the speech's active
     level is ``snr_db`` over the noise's level (its plain RMS over the span: babble never pauses
     long enough for an active level to differ much, and a steady noise has no pauses); int16. ``speech_level_dbfs``: the speech level to

@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio import level_dbfs
 
@@ -54,7 +55,7 @@ class NoiseFloorCheck:
     def done(self) -> bool:
         return self.floor_dbfs is not None or self.seconds <= 0
 
-    def observe(self, samples: np.ndarray, duration_ms: float) -> None:
+    def observe(self, samples: NDArray[np.int16], duration_ms: float) -> None:
         """One block of live input (int16). Cheap: one RMS per block, nothing once done."""
         if self.done:
             return

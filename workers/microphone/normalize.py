@@ -410,7 +410,8 @@ def _read_price(tokens: Sequence[_Token], i: int) -> _Price | None:
     price = _price_at(tokens, i)
     if price is None:
         return None
-    end, parts, garbled = price.end, (), price.garbled
+    parts: tuple[str, ...] = ()
+    end, garbled = price.end, price.garbled
     while True:  # "$4 .0 cents .0": pieces and units in any order
         after, parts, _ = _fragments(tokens, end, parts)
         if _unit_at(tokens, after, MONEY_WORDS):

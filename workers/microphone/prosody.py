@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio import SAMPLE_RATE
 
@@ -40,7 +41,7 @@ _WINDOW = FRAME - _LAG_MAX
 _FFT = 1 << (FRAME - 1).bit_length() + 1
 
 
-def yin_f0(frames: np.ndarray) -> np.ndarray:
+def yin_f0(frames: NDArray[np.int16]) -> NDArray[np.float64]:
     """F0 (Hz) of each row of ``frames`` (n x :data:`FRAME` samples), NaN where unvoiced."""
     x = frames.astype(np.float64)
     x -= x.mean(axis=1, keepdims=True)
@@ -80,7 +81,7 @@ class PitchTracker:
         self._pending = np.zeros(0, dtype=np.int16)
         self._f0: list[float] = []
 
-    def accept(self, samples: np.ndarray) -> None:
+    def accept(self, samples: NDArray[np.int16]) -> None:
         self._pending = np.concatenate([self._pending, samples.astype(np.int16, copy=False)])
         count = (len(self._pending) - FRAME) // HOP + 1
         if count <= 0:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 class EngineUnavailable(Exception):
@@ -39,7 +40,7 @@ class Hypothesis:
 
 
 class RecognizerStream(Protocol):
-    def accept(self, samples: np.ndarray) -> None: ...
+    def accept(self, samples: NDArray[np.int16]) -> None: ...
 
     def partial(self) -> str:
         """The current best guess for the utterance so far (may change)."""
@@ -67,6 +68,6 @@ class SpeculativeStream(Protocol):
 
 class Recognizer(Protocol):
     name: str
-    """Engine name as published in transcripts (``vosk``, ``pocketsphinx``)."""
+    """Engine name as published in transcripts (``whisper``, ``vosk``, ``pocketsphinx``)."""
 
     def stream(self) -> RecognizerStream: ...

@@ -43,6 +43,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from formats.spoken_amounts import MAX_DOLLARS, heard, number_words
 from workers.microphone.normalize import NUMBER_WORDS, normalize_words
@@ -219,6 +220,15 @@ class Pick:
     resplit: bool = False
 
 
+class _NGramModel(Protocol):
+    """A pocketsphinx ``NGramModel`` as the rescoring asks it (pocketsphinx ships no types)."""
+
+    def prob(self, words: list[str]) -> int:
+        """The log probability of the last of ``words`` after the others, in the model's own
+        log base (:data:`_LOG10_PER_UNIT` converts it)."""
+        ...
+
+
 class InterpolatedLM:
     """Two pocketsphinx n-gram models mixed word by word: ``share`` · P_domain + (1 − share) · P_general."""
 
@@ -227,15 +237,15 @@ class InterpolatedLM:
 
         config = Config()
         config.set_string("-logfn", os.devnull)  # pocketsphinx logs every model it reads otherwise
-        self.domain = NGramModel(config, LogMath(), str(domain_path))
-        self.general = NGramModel(config, LogMath(), str(general_path))
+        self.domain: _NGramModel = NGramModel(config, LogMath(), str(domain_path))
+        self.general: _NGramModel = NGramModel(config, LogMath(), str(general_path))
         self.share = share
         self._lock = threading.Lock()
         """pocketsphinx's trie models keep scratch state per lookup; finals can decode on two threads
         (a speculative final on the background thread, a names' second pass on the caller's)."""
 
-    def _log10(self, model: object, query: list[str]) -> float:
-        return max(float(model.prob(query)) * _LOG10_PER_UNIT, FLOOR_LOG10)  # type: ignore[attr-defined]
+    def _log10(self, model: _NGramModel, query: list[str]) -> float:
+        return max(float(model.prob(query)) * _LOG10_PER_UNIT, FLOOR_LOG10)
 
     def mean_log10(self, words: Sequence[str]) -> float:
         """Mean log10 probability per word of the sentence ``words`` (its end included)."""
@@ -301,9 +311,9 @@ class NBestRescorer:
             for n, ((_, _, score, words, _), fault) in enumerate(zip(candidates, faults, strict=True))
             if fault == fewest
         ]
-        index, text, _, _, split = candidates[max(combined)[2]]
-        pick = Pick(index, text, split)
-        if index != 0 or split:
+        index, text, _, _, was_split = candidates[max(combined)[2]]
+        pick = Pick(index, text, was_split)
+        if index != 0 or was_split:
             self.changed += 1
             log.debug("rescored: %r over %r", text, texts[0])
         return pick

@@ -14,10 +14,12 @@ numpy only: neither librosa nor the framework a model ships with is needed at ru
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-SpectrumFn = Callable[[np.ndarray], np.ndarray]
+SpectrumFn = Callable[[NDArray[np.complex128]], NDArray[np.complexfloating[Any, Any]]]
 """One frame's complex spectrum (``n_fft // 2 + 1`` bins) in, the spectrum to synthesise out."""
 
 
@@ -26,7 +28,7 @@ class StreamingStft:
     samples as it is given, the resynthesised signal delayed by :attr:`delay_samples` (zeros
     until then). The output does not depend on how the stream is cut into blocks."""
 
-    def __init__(self, frame_fn: SpectrumFn, window: np.ndarray, hop: int) -> None:
+    def __init__(self, frame_fn: SpectrumFn, window: NDArray[np.float32], hop: int) -> None:
         n_fft = len(window)
         if not 0 < hop <= n_fft // 2:
             raise ValueError(f"hop {hop} must be in (0, {n_fft // 2}]: overlap-add needs every sample in two frames")
@@ -50,10 +52,10 @@ class StreamingStft:
         final only once the frame that starts with it is complete, ``n_fft - 1`` samples on."""
         return self.n_fft - 1
 
-    def process(self, samples: np.ndarray) -> np.ndarray:
+    def process(self, samples: NDArray[np.floating[Any]]) -> NDArray[np.float64]:
         """One block in (float); as many samples out (float64), :attr:`delay_samples` late."""
         self._pending = np.concatenate([self._pending, samples.astype(np.float32, copy=False)])
-        done: list[np.ndarray] = [self._ready]
+        done: list[NDArray[np.float64]] = [self._ready]
         start = 0
         while len(self._pending) - start >= self.n_fft:
             done.append(self._frame(self._pending[start:start + self.n_fft]))
@@ -63,7 +65,7 @@ class StreamingStft:
         out, self._ready = ready[:len(samples)], ready[len(samples):]
         return out
 
-    def _frame(self, frame: np.ndarray) -> np.ndarray:
+    def _frame(self, frame: NDArray[np.float32]) -> NDArray[np.float64]:
         """One frame analysed, transformed, synthesised and overlap-added; returns the samples
         it made final (the first ``hop`` of the sum, less any of the leading zeros)."""
         spectrum = np.fft.rfft(frame * self.window)
@@ -71,7 +73,7 @@ class StreamingStft:
         self._sum += synthesised
         self._weight += self._squared
         final, weight = self._sum[:self.hop], self._weight[:self.hop]
-        out = np.divide(final, weight, out=final.copy(), where=weight > self._tiny)
+        out: NDArray[np.float64] = np.divide(final, weight, out=final.copy(), where=weight > self._tiny)
         self._sum = np.concatenate([self._sum[self.hop:], np.zeros(self.hop)])
         self._weight = np.concatenate([self._weight[self.hop:], np.zeros(self.hop)])
         skipped = min(self._skip, self.hop)

@@ -121,6 +121,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
             print(f"humaine-env transcribe: {exc}", file=sys.stderr)
             status = EXIT_FILE_FAILED
             continue
-        for line in lines:
-            print(json.dumps(line, ensure_ascii=False), flush=True)
+        for record in lines:
+            print(json.dumps(record, ensure_ascii=False), flush=True)
     return status

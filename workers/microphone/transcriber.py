@@ -10,24 +10,22 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from hardware.audio import SAMPLE_RATE, AudioBlock, SourceKind
+from hardware.audio import AudioBlock, SourceKind
 from workers.microphone import turn as turn_model
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
 from workers.microphone.lips import LipWatch
 from workers.microphone.names import Confirm, NameRecovery, names_prompt
 from workers.microphone.normalize import NumberStyle, normalize_hypothesis, normalize_text
+from workers.microphone.outgoing import Outgoing
 from workers.microphone.prosody import PitchTracker
 from workers.microphone.recognizer import Hypothesis, Recognizer, RecognizerStream, SpeculativeStream
 from workers.microphone.review import review
 from workers.microphone.settings import SPECULATE_MS
-from workers.microphone.turn import EndOfTurn
+from workers.microphone.turn import EndOfTurn, UtteranceTurn
 from workers.microphone.vad import FrameClassifier, Segmenter, SpeechAudio, SpeechEnd, SpeechStart, WebrtcFrames
 from workers.runtime.config import DEFAULT_AVATARS
 from workers.runtime.messages import BargeIn, Transcript, VadEvent, Word
@@ -56,10 +54,8 @@ class _Open:
     """The buyer talked over an avatar: this utterance is speech, not echo."""
     pitch: PitchTracker | None = None
     """Measures how the utterance's pitch ends, when asked to (``measure_pitch``)."""
-    audio: list[np.ndarray] | None = None
-    """The utterance's samples (pre-roll included), kept when an end-of-turn model reads them."""
-    turn_early: tuple[int, Future[float]] | None = None
-    """The end-of-turn model asked when the pause began: where the speech ended, the answer."""
+    turn: UtteranceTurn | None = None
+    """The utterance's audio for the end-of-turn model and its answers, when a model reads them."""
 
 
 @dataclass
@@ -157,10 +153,9 @@ class Transcriber:
         ``avatars``: the room's names (``[core] avatars``), written as configured."""
         self.recognizer = recognizer
         self.segmenter = segmenter
-        self.source_kind = source_kind
         self.emit_vad = emit_vad
         self.emit_transcript = emit_transcript
-        self.worker_id = worker_id
+        self._out = Outgoing(worker_id, source_kind, recognizer.name)
         self.echo = echo or EchoGate()
         self.echo_mode = echo_mode
         self.interim_interval_ms = round(1000.0 / interim_hz)
@@ -168,7 +163,7 @@ class Transcriber:
         self.speculate_ms = speculate_ms
         self.barge_in = barge_in
         self.emit_barge_in = emit_barge_in
-        self.measure_pitch = measure_pitch
+        self._measure_pitch = measure_pitch
         self.names = names
         self.quantity_doubts = quantity_doubts
         self.turn = turn
@@ -220,6 +215,15 @@ class Transcriber:
     def paused(self) -> bool:
         return self._paused.is_set()
 
+    # -- what finals carry ---------------------------------------------------------------------
+    def measure_pitch(self, on: bool) -> None:
+        """Finals carry ``pitch_end`` from the next utterance on (or no longer)."""
+        self._measure_pitch = on
+
+    def use_turn_model(self, model: EndOfTurn | None) -> None:
+        """Finals carry the end-of-turn model's ``turn_complete`` from the next utterance on."""
+        self.turn = model
+
     # -- audio ---------------------------------------------------------------------------------
     def process(self, block: AudioBlock) -> None:
         if self._paused.is_set():
@@ -247,14 +251,12 @@ class Transcriber:
         self.stats.barge_ins += 1
         if not current.vad_published:
             current.vad_published = True
-            self.emit_vad(self._vad("speech_start", current.utterance_id, current.start_ms))
+            self.emit_vad(self._out.vad("speech_start", current.utterance_id, current.start_ms))
         log.info("barge-in: the buyer talks over the avatar (%.1f dBFS over an echo of %.1f)",
                  level, self.barge_in.last_reference_db or 0.0)
         if self.emit_barge_in is not None:
-            self.emit_barge_in(BargeIn.model_validate({
-                "source": self.worker_id, "utterance_id": current.utterance_id, "at": block.end_ms,
-                "level_db": round(level, 1), "echo_db": round(self.barge_in.last_reference_db or 0.0, 1),
-            }))
+            echo_db = self.barge_in.last_reference_db or 0.0
+            self.emit_barge_in(self._out.barge_in(current.utterance_id, block.end_ms, level, echo_db))
 
     def flush(self) -> None:
         """End of input: finish an open utterance."""
@@ -269,7 +271,7 @@ class Transcriber:
             except Exception as exc:  # the result is discarded either way
                 log.debug("abandoning utterance: %s", exc)
             if current.vad_published:  # every published speech_start gets its speech_end
-                self.emit_vad(self._vad("speech_end", current.utterance_id, current.heard_until_ms))
+                self.emit_vad(self._out.vad("speech_end", current.utterance_id, current.heard_until_ms))
         self.segmenter.flush_silently()
 
     def _handle(self, event: SpeechStart | SpeechAudio | SpeechEnd, block: AudioBlock | None) -> None:
@@ -278,20 +280,21 @@ class Transcriber:
             stream = self.recognizer.stream()
             stream.accept(event.samples)
             self._open = _Open(event.utterance_id, event.t_ms, stream, event.t_ms, event.t_ms)
-            if self.measure_pitch:
+            if self._measure_pitch:
                 self._open.pitch = PitchTracker()
                 self._open.pitch.accept(event.samples)
             if self.turn is not None:
-                self._open.audio = [event.samples]
+                self._open.turn = UtteranceTurn(self.turn, event.t_ms, self.turn_tail_ms)
+                self._open.turn.accept(event.samples)
             if not self._gated(event.t_ms, event.onset_ms):
                 self._open.vad_published = True
-                self.emit_vad(self._vad("speech_start", event.utterance_id, event.onset_ms))
+                self.emit_vad(self._out.vad("speech_start", event.utterance_id, event.onset_ms))
         elif isinstance(event, SpeechAudio) and self._open is not None:
             self._open.stream.accept(event.samples)
             if self._open.pitch is not None:
                 self._open.pitch.accept(event.samples)
-            if self._open.audio is not None:
-                self._open.audio.append(event.samples)
+            if self._open.turn is not None:
+                self._open.turn.accept(event.samples)
             assert block is not None
             self._open.heard_until_ms = block.end_ms
             self._maybe_speculate(event.voiced, round(block.duration_ms))
@@ -322,9 +325,8 @@ class Transcriber:
         if not current.speculating and current.silent_ms >= self.speculate_ms:
             current.speculating = True
             current.stream.speculate()
-            if self.turn is not None and current.audio is not None and current.silent_ms >= self.turn_tail_ms:
-                speech_end = current.heard_until_ms - current.silent_ms
-                current.turn_early = (speech_end, self.turn.submit(self._turn_audio(current, speech_end)))
+            if current.turn is not None:
+                current.turn.ask_early(current.heard_until_ms - current.silent_ms, current.silent_ms)
 
     def _maybe_interim(self, now_ms: int) -> None:
         assert self._open is not None
@@ -341,7 +343,8 @@ class Transcriber:
         if self.lips is not None and self.lips.still(self._open.start_ms, now_ms):
             return
         self.stats.interims += 1
-        self.emit_transcript(self._transcript(False, text, 0.0, [], self._open.start_ms, now_ms, echo))
+        span = (self._open.start_ms, now_ms)
+        self.emit_transcript(self._out.transcript(self._open.utterance_id, False, text, 0.0, [], span, echo))
 
     def _names_second_pass(self, stream: object, speech_end_ms: int) -> Confirm | None:
         """The names' second decode (:mod:`workers.microphone.names`), for an engine that can
@@ -356,13 +359,13 @@ class Transcriber:
         assert self._open is not None
         current, self._open = self._open, None
         # before the final's decode is awaited: a speculative decode runs on meanwhile
-        turn_complete = self._turn_complete(current, end)
+        turn_complete = current.turn.complete(end.t_ms, end.forced) if current.turn is not None else None
         decode_started = time.monotonic()
         hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers, self.avatars)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
         echo = self.echo.is_echo(current.start_ms, end.t_ms) and not current.barged
         if current.vad_published or not echo:  # every published speech_start gets its speech_end
-            self.emit_vad(self._vad("speech_end", current.utterance_id, end.t_ms))
+            self.emit_vad(self._out.vad("speech_end", current.utterance_id, end.t_ms))
         if echo and self.echo_mode == "drop":
             self.stats.echo_dropped += 1
             log.info("dropped echo utterance %r", hyp.text)
@@ -381,53 +384,9 @@ class Transcriber:
         self.stats.finals += 1
         self.stats.echo_tagged += int(echo)
         self.stats.final_latency_ms = [*self.stats.final_latency_ms[-99:], decode_ms]
-        transcript = self._transcript(True, hyp.text, hyp.confidence, words, current.start_ms, end.t_ms, echo)
-        transcript.utterance_id = current.utterance_id
+        span = (current.start_ms, end.t_ms)
+        transcript = self._out.transcript(current.utterance_id, True, hyp.text, hyp.confidence, words, span, echo)
         transcript.pitch_end = current.pitch.ending_st() if current.pitch is not None else None
         transcript.doubts = doubts
         transcript.turn_complete = turn_complete
         self.emit_transcript(transcript)
-
-    def _turn_complete(self, current: _Open, end: SpeechEnd) -> float | None:
-        """The end-of-turn model's probability that the speaker is done, on the utterance up
-        to ``turn_tail_ms`` after its last voiced frame (``None``: no model, or the
-        utterance was cut by its maximum length, which says nothing about its end)."""
-        if self.turn is None or current.audio is None or end.forced:
-            return None
-        early = current.turn_early
-        if early is not None and early[0] == end.t_ms:  # asked when this pause began
-            return round(early[1].result(), 4)
-        return round(self.turn.probability(self._turn_audio(current, end.t_ms)), 4)
-
-    def _turn_audio(self, current: _Open, speech_end_ms: int) -> np.ndarray:
-        """The utterance's audio up to ``turn_tail_ms`` past its speech end (never more than
-        was heard)."""
-        assert current.audio is not None
-        audio = np.concatenate(current.audio)
-        keep = (speech_end_ms - current.start_ms + self.turn_tail_ms) * SAMPLE_RATE // 1000
-        return audio[: max(0, keep)]
-
-    def _transcript(
-        self, final: bool, text: str, confidence: float, words: list[Word], start: int, end: int, echo: bool
-    ) -> Transcript:
-        """The envelope's ``source`` of a transcript is where the speech came from (mic, file,
-        replay, typed), as the message contract defines it."""
-        uid = self._open.utterance_id if self._open is not None else ""
-        return Transcript.model_validate(
-            {
-                "source": self.source_kind,
-                "final": final,
-                "utterance_id": uid,
-                "text": text,
-                "confidence": confidence,
-                "words": words,
-                "start": start,
-                "end": end,
-                "engine": self.recognizer.name,
-                "echo": echo,
-            }
-        )
-
-    def _vad(self, kind: str, utterance_id: str, at: int) -> VadEvent:
-        payload = {"source": self.worker_id, "event": kind, "utterance_id": utterance_id, "at": at}
-        return VadEvent.model_validate(payload)

@@ -22,9 +22,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from hardware.audio import SAMPLE_RATE
+from workers.microphone.onnx_session import OnnxSession
 from workers.microphone.turn_features import last_window, log_mel
 from workers.runtime.messages import TURN_COMPLETE_AT
 
@@ -51,7 +55,7 @@ class EndOfTurn:
     threads: int = 1
     inference_ms: list[float] = field(default_factory=list)
     """Wall time of the latest inferences, features included (the last 100)."""
-    _session: object = field(init=False, repr=False)
+    _session: OnnxSession = field(init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -68,17 +72,17 @@ class EndOfTurn:
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(self.path), sess_options=options, providers=["CPUExecutionProvider"])
 
-    def probability(self, samples: np.ndarray) -> float:
+    def probability(self, samples: NDArray[np.int16] | NDArray[np.floating[Any]]) -> float:
         """Probability that the turn whose audio ends with ``samples`` (16 kHz; int16, or float
         in [-1, 1]) is complete."""
         audio = samples.astype(np.float32) / 32768.0 if samples.dtype == np.int16 else samples.astype(np.float32)
         started = time.perf_counter()
         features = log_mel(last_window(audio))[None, :, :]
-        output = self._session.run(None, {"input_features": features})  # type: ignore[attr-defined]
+        output = self._session.run(None, {"input_features": features})
         self.inference_ms = [*self.inference_ms[-99:], (time.perf_counter() - started) * 1000.0]
         return float(np.asarray(output[0]).reshape(-1)[0])
 
-    def submit(self, samples: np.ndarray) -> Future[float]:
+    def submit(self, samples: NDArray[np.int16] | NDArray[np.floating[Any]]) -> Future[float]:
         """:meth:`probability` on the model's own thread: the microphone asks as soon as a pause
         begins, so the answer is ready when the hangover ends the utterance (the recogniser's
         speculative decode runs on its own thread meanwhile)."""
@@ -86,6 +90,47 @@ class EndOfTurn:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="end-of-turn")
             return self._executor.submit(self.probability, samples)
+
+
+@dataclass
+class UtteranceTurn:
+    """One utterance's audio, kept for the end-of-turn model, and the model's answers on it:
+    asked early, when a pause begins, and again at the end unless that pause was the end."""
+
+    model: EndOfTurn
+    start_ms: int
+    """Audio-clock time of the utterance's first sample (its pre-roll included)."""
+    tail_ms: int = 0
+    """Silence after the last voiced frame the model hears (``[microphone] turn_tail_ms``)."""
+    _chunks: list[NDArray[np.int16]] = field(default_factory=list, repr=False)
+    _early: tuple[int, Future[float]] | None = field(default=None, repr=False)
+    """Asked when a pause began: where the speech ended, the answer."""
+
+    def accept(self, samples: NDArray[np.int16]) -> None:
+        self._chunks.append(samples)
+
+    def ask_early(self, speech_end_ms: int, silent_ms: int) -> None:
+        """A pause began at ``speech_end_ms``: ask now, on the model's thread, so the answer is
+        ready if the pause ends the utterance (once ``tail_ms`` of it has been heard)."""
+        if silent_ms >= self.tail_ms:
+            self._early = (speech_end_ms, self.model.submit(self._audio(speech_end_ms)))
+
+    def complete(self, speech_end_ms: int, forced: bool) -> float | None:
+        """The probability that the speaker is done, on the utterance up to ``tail_ms`` after
+        its last voiced frame (``None``: the utterance was cut by its maximum length, which
+        says nothing about its end)."""
+        if forced:
+            return None
+        if self._early is not None and self._early[0] == speech_end_ms:  # asked when this pause began
+            return round(self._early[1].result(), 4)
+        return round(self.model.probability(self._audio(speech_end_ms)), 4)
+
+    def _audio(self, speech_end_ms: int) -> NDArray[np.int16]:
+        """The utterance's audio up to ``tail_ms`` past its speech end (never more than was
+        heard)."""
+        audio = np.concatenate(self._chunks)
+        keep = (speech_end_ms - self.start_ms + self.tail_ms) * SAMPLE_RATE // 1000
+        return audio[: max(0, keep)]
 
 
 def load(path: str = "", threads: int = 1) -> EndOfTurn | None:

@@ -25,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 import webrtcvad
+from numpy.typing import NDArray
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, level_dbfs
 from workers.runtime.messages import new_id
@@ -61,13 +62,13 @@ class SpeechStart:
     """Capture time of the first sample handed to the recognizer (pre-roll included)."""
     onset_ms: int
     """When the detector decided speech began (first voiced frame of the start window)."""
-    samples: np.ndarray
+    samples: NDArray[np.int16]
 
 
 @dataclass
 class SpeechAudio:
     utterance_id: str
-    samples: np.ndarray
+    samples: NDArray[np.int16]
     voiced: bool = True
     """Whether the voice activity detector heard speech in this frame (pauses, hangover: not)."""
 
@@ -92,7 +93,7 @@ class FrameClassifier(Protocol):
     frames under the energy floor are not given to it (webrtcvad's adaptive noise model was
     measured that way)."""
 
-    def is_speech(self, samples: np.ndarray) -> bool: ...
+    def is_speech(self, samples: NDArray[np.int16]) -> bool: ...
 
 
 @dataclass
@@ -108,8 +109,8 @@ class WebrtcFrames:
             raise ValueError(f"VAD aggressiveness must be 0..3, got {self.aggressiveness}")
         self._vad = webrtcvad.Vad(self.aggressiveness)
 
-    def is_speech(self, samples: np.ndarray) -> bool:
-        return self._vad.is_speech(samples.astype("<i2").tobytes(), SAMPLE_RATE)
+    def is_speech(self, samples: NDArray[np.int16]) -> bool:
+        return bool(self._vad.is_speech(samples.astype("<i2").tobytes(), SAMPLE_RATE))
 
 
 @dataclass
@@ -140,7 +141,7 @@ class BackgroundLevel:
 
 @dataclass
 class _Frame:
-    samples: np.ndarray
+    samples: NDArray[np.int16]
     t_ms: int
     voiced: bool
     level_dbfs: float = -120.0

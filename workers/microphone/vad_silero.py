@@ -18,6 +18,9 @@ import functools
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
+
+from workers.microphone.onnx_session import OnnxSession
 
 WINDOW = 512
 """Samples per model step at 16 kHz (32 ms)."""
@@ -30,7 +33,7 @@ THRESHOLD = 0.5
 
 
 @functools.cache
-def _session() -> object:
+def _session() -> OnnxSession:
     """One onnxruntime session per process, one thread: a step costs well under a millisecond."""
     import onnxruntime as ort
     from faster_whisper.utils import get_assets_path
@@ -39,7 +42,9 @@ def _session() -> object:
     options.inter_op_num_threads = 1
     options.intra_op_num_threads = 1
     options.log_severity_level = 4
-    return ort.InferenceSession(f"{get_assets_path()}/silero_vad_v6.onnx", sess_options=options, providers=["CPUExecutionProvider"])
+    path = f"{get_assets_path()}/silero_vad_v6.onnx"
+    inference: OnnxSession = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+    return inference
 
 
 @dataclass
@@ -49,13 +54,13 @@ class SileroFrames:
     threshold: float = THRESHOLD
     continuous: bool = True
     last_probability: float = 0.0
-    _pending: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32), repr=False)
-    _context: np.ndarray = field(default_factory=lambda: np.zeros(CONTEXT, np.float32), repr=False)
-    _h: np.ndarray = field(default_factory=lambda: np.zeros((1, 1, 128), np.float32), repr=False)
-    _c: np.ndarray = field(default_factory=lambda: np.zeros((1, 1, 128), np.float32), repr=False)
+    _pending: NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32), repr=False)
+    _context: NDArray[np.float32] = field(default_factory=lambda: np.zeros(CONTEXT, np.float32), repr=False)
+    _h: NDArray[np.float32] = field(default_factory=lambda: np.zeros((1, 1, 128), np.float32), repr=False)
+    _c: NDArray[np.float32] = field(default_factory=lambda: np.zeros((1, 1, 128), np.float32), repr=False)
     _speaking: bool = False
 
-    def probabilities(self, samples: np.ndarray) -> list[float]:
+    def probabilities(self, samples: NDArray[np.int16]) -> list[float]:
         """Feed int16 samples; the speech probability of every model window completed."""
         audio = np.concatenate([self._pending, samples.astype(np.float32) / 32768.0])
         done = len(audio) // WINDOW * WINDOW
@@ -64,12 +69,12 @@ class SileroFrames:
         for start in range(0, done, WINDOW):
             window = audio[start : start + WINDOW]
             batch = np.concatenate([self._context, window])[None, :]
-            out, self._h, self._c = _session().run(None, {"input": batch, "h": self._h, "c": self._c})  # type: ignore[attr-defined]
+            out, self._h, self._c = _session().run(None, {"input": batch, "h": self._h, "c": self._c})
             self._context = window[-CONTEXT:]
             probs.append(float(np.asarray(out).reshape(-1)[-1]))
         return probs
 
-    def is_speech(self, samples: np.ndarray) -> bool:
+    def is_speech(self, samples: NDArray[np.int16]) -> bool:
         for p in self.probabilities(samples):
             self.last_probability = p
             self._speaking = p >= self.threshold or (self._speaking and p >= self.threshold - HYSTERESIS)

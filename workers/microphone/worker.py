@@ -77,6 +77,8 @@ class MicrophoneWorker(Worker):
         self._paused = threading.Event()
         self.transcriber: Transcriber | None = None
         self.source: AudioSource | None = None
+        self._first_source: AudioSource | None = None
+        """The source opened before the engine loaded, until :func:`resilient_blocks` takes it."""
         self.mode = "typed" if self.settings.typed else "audio"
         self.typed_published = 0
         # a noisy venue: one warning when the room's floor is too high (workers/microphone/noise_floor.py)
@@ -120,7 +122,7 @@ class MicrophoneWorker(Worker):
         """Measure the pitch and the end of turn when the reader asks (or ``end_of_turn`` is on).
         Asked later, the turn model is loaded on a thread of its own, never on the MQTT network
         thread; asked by the time the audio starts, before the first block."""
-        transcriber.measure_pitch = PITCH_END in self.reader_reads
+        transcriber.measure_pitch(PITCH_END in self.reader_reads)
         if transcriber.turn is None and TURN_COMPLETE in self.reader_reads:
             if on_network_thread:
                 threading.Thread(target=self._load_turn, args=(transcriber,), name="turn-model", daemon=True).start()
@@ -130,7 +132,7 @@ class MicrophoneWorker(Worker):
     def _load_turn(self, transcriber: Transcriber) -> None:
         with self._turn_loading:
             if transcriber.turn is None:
-                transcriber.turn = turn_model.load(self.settings.turn_model_path)
+                transcriber.use_turn_model(turn_model.load(self.settings.turn_model_path))
 
     def _on_headpose(self, _topic: str, pose: HeadPose) -> None:
         assert self.lips is not None
@@ -162,12 +164,33 @@ class MicrophoneWorker(Worker):
 
     # -- main loop -----------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
+        first = None if self.mode == "typed" else self._open_first(self.settings.source)
         if self.mode == "typed":
             self._run_typed(stop)
             return
-        spec = self.settings.source
+        self._load_recognizer()
+        try:  # [microphone] enhance: a noise suppressor in front of the VAD and the recogniser
+            enhancer = load_enhancer(self.settings.enhance, self.settings.enhance_blend)
+        except EnhancerUnavailable as exc:
+            raise WorkerUnavailable(str(exc)) from None
+        self._first_source = first
+        blocks = resilient_blocks(self._next_source, stop, self._source_failed, self._source_opened, self.settings.retry_s)
+        for block in blocks:
+            assert self.transcriber is not None
+            self.noise_check.observe(block.samples, block.duration_ms)
+            self.transcriber.process(enhance_block(enhancer, block))
+        if self.transcriber is not None:
+            self.transcriber.flush()
+        if not stop.is_set() and self.source is not None:
+            # A file or replay ended: the worker's job is done (the CLI exits).
+            self.log.info("end of %s", self.source.description)
+
+    def _open_first(self, spec: str) -> AudioSource | None:
+        """The configured source, opened once before the engine loads. ``None``: it failed in a
+        way that may pass (the status says so and :func:`resilient_blocks` retries), or the
+        machine has no microphone and the buyer types instead (:attr:`mode` is then ``typed``)."""
         try:
-            first = self._open(spec)
+            return self._open(spec)
         except NoInputDeviceError as exc:
             if self.settings.typed_fallback and is_device(spec) and not self._has_console():
                 # typed input nobody can type would read end-of-file at once and exit 0: a
@@ -177,51 +200,42 @@ class MicrophoneWorker(Worker):
                 self.log.log(NOTICE, "no microphone: the buyer types what they say (%s)", exc)
                 self.mode = "typed"
                 self.report_ok("no microphone: typed input")
-                self._run_typed(stop)
-                return
-            first = None
+                return None
             self.report_error(str(exc))
         except UnreadableMediaError as exc:
             raise WorkerUnavailable(str(exc)) from None  # a file does not get better by waiting
         except AudioSourceError as exc:
-            first = None
             self.report_error(str(exc))
+        return None
+
+    def _load_recognizer(self) -> None:
+        """Load the engine ``[microphone] engine`` chooses, unless the worker was given one (or
+        loaded it on an earlier run)."""
+        if self._recognizer is not None:
+            return
         try:
-            recognizer = self._recognizer or load_recognizer(self.settings, self.config.core.data_dir, self.config.core.avatars)
+            self._recognizer = load_recognizer(self.settings, self.config.core.data_dir, self.config.core.avatars)
         except EngineUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None  # no model: waiting cannot bring one
-        self._recognizer = recognizer
-        try:  # [microphone] enhance: a noise suppressor in front of the VAD and the recogniser
-            enhancer = load_enhancer(self.settings.enhance, self.settings.enhance_blend)
-        except EnhancerUnavailable as exc:
-            raise WorkerUnavailable(str(exc)) from None
-        pending = [first] if first is not None else []
 
-        def open_fn() -> AudioSource:
-            return pending.pop() if pending else self._open(spec)
+    def _next_source(self) -> AudioSource:
+        """The source opened before the engine loaded, once; then the configured one again."""
+        first, self._first_source = self._first_source, None
+        return first if first is not None else self._open(self.settings.source)
 
-        def recovered(source: AudioSource) -> None:
-            self.source = source
-            self.transcriber = self._make_transcriber(recognizer, source)
-            self._measure_what_is_read(self.transcriber)  # after it is set: a status may come meanwhile
-            self.report_ok(f"listening: {source.description} ({recognizer.name})")
+    def _source_opened(self, source: AudioSource) -> None:
+        assert self._recognizer is not None
+        self.source = source
+        self.transcriber = self._make_transcriber(self._recognizer, source)
+        self._measure_what_is_read(self.transcriber)  # after it is set: a status may come meanwhile
+        self.report_ok(f"listening: {source.description} ({self._recognizer.name})")
 
-        def failed(reason: str) -> None:
-            # What was said before the device failed was heard: finish that utterance now. It
-            # also hands the recogniser back (one utterance at a time) for the reopened device.
-            if self.transcriber is not None:
-                self.transcriber.flush()
-            self.report_error(reason)
-
-        for block in resilient_blocks(open_fn, stop, failed, recovered, self.settings.retry_s):
-            assert self.transcriber is not None
-            self.noise_check.observe(block.samples, block.duration_ms)
-            self.transcriber.process(enhance_block(enhancer, block))
+    def _source_failed(self, reason: str) -> None:
+        # What was said before the device failed was heard: finish that utterance now. It
+        # also hands the recogniser back (one utterance at a time) for the reopened device.
         if self.transcriber is not None:
             self.transcriber.flush()
-        if not stop.is_set() and self.source is not None:
-            # A file or replay ended: the worker's job is done (the CLI exits).
-            self.log.info("end of %s", self.source.description)
+        self.report_error(reason)
 
     def _open(self, spec: str) -> AudioSource:
         return open_source(spec, clock=self.clock, block_ms=self.settings.block_ms, start_ms=self.clock.now_ms())

