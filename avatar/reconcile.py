@@ -27,11 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from avatar.buyer.book import cut_fates, goods_of, number
+from avatar.books.records import TOTALS_GRACE_MS, RoundBook
+from avatar.books.rules import number
+from avatar.buyer.book import cut_fates, goods_of
 from avatar.controller import AvatarController
-from humaine_platform.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
+from humaine_platform.client import Blocked, Delivered, EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
 from humaine_platform.models import HUMAN
-from workers.runtime.ledger import TOTALS_GRACE_MS, RoundBook
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ class Reconciler:
             return f"no word ({outcome.reason if isinstance(outcome, Failed) else 'an odd answer'})"
         if known is False:
             return self._unknown(book)
-        eo = eo_books(outcome.answer) if not isinstance(outcome, Failed) else None
+        eo = eo_books(outcome.answer) if isinstance(outcome, Delivered | Blocked) else None
         if eo is None:
             return "no totals yet"
         if rnd.key not in self._seen_known:

@@ -21,12 +21,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import RoundBook
 from avatar.buyer.book import buyer_view
 from avatar.confirm_queue import prompt_views
 from avatar.display import DisplayHub
 from avatar.page_events import BuyerEvent, ConfirmsEvent, DealsEvent, DisplayState
 from avatar.settings import AvatarSettings
-from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)

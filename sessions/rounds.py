@@ -42,13 +42,14 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from avatar.books.ledger import RoomLedger
+from avatar.room_ledger import LEDGER_FILE, read_ledger
 from sessions.format import EVENTS_FILE, SESSION_FILE, SessionFormatError, SessionInfo, write_info
 from sessions.settings import SessionsSettings
 from transcript.session_log import RETRY_S, SessionLog
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import Envelope, RoundState, now_ms
 from workers.runtime.worker import Worker
@@ -314,7 +315,7 @@ class RoundRecorder(Worker):
     def _books(self) -> RoomLedger | None:
         """The room's ledger, read-only (the Avatar Controller writes it); None until it exists."""
         if self._ledger is None:
-            self._ledger = RoomLedger.reader(self._ledger_path)
+            self._ledger = read_ledger(self._ledger_path)
         return self._ledger
 
     def _file_under_buyer(self, session: RoundSession) -> None:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import LedgerRound, day_of
 from avatar.competition.agents import AgentPrograms, AgentStartError
 from avatar.competition.eo_rounds import KIND_WORDS, STANDALONE_ROUND_ID, EOKind, EORounds, RoundCallRefused
 from avatar.competition.schedule import SEATS
@@ -48,7 +50,6 @@ from humaine_platform.models import HUMAN, Durations, InitializeRound, Negotiato
 from humaine_platform.reachable import answers_soon
 from humaine_platform.service_map import ServiceMapError, resolve_utility_generator_url
 from workers.runtime.config import OrchestratorSettings
-from workers.runtime.ledger import LedgerRound, RoomLedger, day_of
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import MAX_PHASE_S, PHASE_NAMES, now_ms
 

@@ -1,7 +1,7 @@
 """The competition's rows in the room's ledger: the rounds the room starts, the schedule, the
 utilities drawn for it and the agent programs of each round.
 
-They share the ledger's database (:class:`~workers.runtime.ledger.RoomLedger`, SQLite in WAL
+They share the ledger's database (:class:`~avatar.books.database.RoomDatabase`, SQLite in WAL
 mode, each change one transaction) because they are facts of the same day: a round the room
 started (a *launch*) is the EO's round of that id once the EO's metadata opens it there, and a
 restart of the Avatar Controller, or of ``run``, continues the schedule, the standings and the
@@ -18,8 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from avatar.books.database import Tables
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import LedgerRound, day_of, round_label
 from avatar.competition.schedule import Seat, Slot
-from workers.runtime.ledger import LedgerRound, RoomLedger, day_of, round_label
 
 ROUND_ID_PREFIX: Final = "r"
 """The room's round ids are ``r1``, ``r2``, ... through the day (the current EO's own spelling)."""
@@ -37,6 +39,64 @@ SlotState = Literal["planned", "playing", "played", "lost", "dropped"]
 them (put back at the end of the schedule once); ``dropped``: the roster changed before it ran."""
 RunState = Literal["running", "stopped", "exited"]
 """An agent program the room started: ``stopped`` by the room after its round, ``exited`` on its own."""
+
+COMPETITION_TABLES: Final = Tables(
+    owner="competition",
+    ddl="""
+CREATE TABLE IF NOT EXISTS launches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    round_id TEXT NOT NULL,
+    round_label TEXT NOT NULL,
+    day TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    buyer TEXT NOT NULL DEFAULT '',
+    slot_id INTEGER REFERENCES schedule (id),
+    seats TEXT NOT NULL,
+    utilities TEXT NOT NULL,
+    durations TEXT NOT NULL,
+    eo TEXT NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    ends_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS launches_by_label ON launches (day, round_label, id);
+CREATE TABLE IF NOT EXISTS schedule (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    roster TEXT NOT NULL,
+    cycle INTEGER NOT NULL,
+    buyer TEXT NOT NULL,
+    seats TEXT NOT NULL,
+    buyer_utility TEXT NOT NULL,
+    twin_set INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'planned',
+    put_back_from INTEGER REFERENCES schedule (id)
+);
+CREATE INDEX IF NOT EXISTS schedule_by_roster ON schedule (roster, state, id);
+CREATE TABLE IF NOT EXISTS utilities (
+    key TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    utility TEXT NOT NULL,
+    source TEXT NOT NULL,
+    drawn_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    launch_id INTEGER NOT NULL REFERENCES launches (id),
+    agent TEXT NOT NULL,
+    avatar TEXT NOT NULL,
+    pid INTEGER,
+    port INTEGER,
+    log TEXT NOT NULL DEFAULT '',
+    started_ms INTEGER NOT NULL,
+    ended_ms INTEGER,
+    outcome TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS agent_runs_by_state ON agent_runs (state);
+""",
+)
+"""The rounds the room starts (``launches``; a round of the books names its launch), the
+schedule, the utilities drawn for it and the agent programs of each round."""
 
 
 def _dumps(value: Any) -> str:

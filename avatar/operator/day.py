@@ -20,8 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from avatar.buyer.book import human_totals, number
-from workers.runtime.ledger import RoomLedger, RoundBook
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import RoundBook
+from avatar.books.rules import number
+from avatar.buyer.book import human_totals
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import MAX_BUYER_CHARS
 
