@@ -120,7 +120,7 @@ class Reconciler:
         self.checks = 0
         self._seen_known: set[int] = set()
         """Rounds whose knowing this process has written already (the ledger keeps the fact:
-        :meth:`~workers.runtime.ledger.RoomLedger.eo_knew`)."""
+        :meth:`~avatar.books.ledger.RoomLedger.eo_knew`)."""
         self._said: set[tuple[int, str]] = set()
         """Differences said already (one the room cannot mend stays on the console once)."""
         self._fates: list[tuple[object, str]] = []

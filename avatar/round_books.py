@@ -2,7 +2,7 @@
 
 The buyer page (budget, values, offers, what was bought, the confirmation asked now), the
 display (the deals and the EO's totals, the question asked now) and the operator's day book are
-views of one store, the ledger (:mod:`workers.runtime.ledger`): after each change the Avatar
+views of one store, the ledger (:mod:`avatar.books.ledger`): after each change the Avatar
 Controller calls :meth:`RoundBooks.refresh`, which reads the current round's book once and hands
 each view to the display hub (whose kept state gives a page opened or reconnecting the same
 picture) and to the listeners (the day book). No view keeps a tally of its own, so what a page

@@ -14,7 +14,7 @@ it, or the whole suite, on the platform's EO that kept the round) finds the roun
 mark (:data:`ROUND_MARK`: the environment, the round and when its negotiation began) and goes on
 writing there. The session's summary
 of the round (the deals the EO booked, the money paid, the allocation saved, the EO's totals) is
-read from the room's ledger (:mod:`workers.runtime.ledger`), never counted from the bus, and
+read from the room's ledger (:mod:`avatar.books.ledger`), never counted from the bus, and
 written again when the EO's totals arrive after the post-round.
 
 What a session holds is what the bus carried: with typed input and no camera, the buyer's

@@ -3,7 +3,7 @@
 The EO tells the human side about a round in pieces (the budget in the round metadata, the
 buyer's utility in ``/setUtility``, every seller's offer in the permitted messages, every deal it
 booked as the seller's Accept it forwards, the scores in the round totals); the room's ledger
-(:mod:`workers.runtime.ledger`) keeps them. This module reads one round's book and says what the
+(:mod:`avatar.books.ledger`) keeps them. This module reads one round's book and says what the
 buyer sees: the budget left after what the EO booked, what was bought, the best allocation of it
 and its value, what one more cake or pancake still needs, the answers that wait for the EO.
 It keeps nothing of its own.
