@@ -330,11 +330,12 @@ class AvatarController:
         if not isinstance(message, AgentMessage) or message.bid is None:
             return
         bid = message.bid
-        if not (is_standing_offer(bid) or is_booked_deal(message)):
+        offer = is_standing_offer(bid)
+        if not (offer or is_booked_deal(message)):
             return
         try:
             rnd = self.rounds.round_of(body.get("roundId"))
-            if is_standing_offer(bid):
+            if offer:
                 self.ledger.set_offer(rnd.key, message.speaker, bid, plain, now_ms())
             else:
                 deal = self.ledger.book_deal(rnd.key, message.speaker, bid, plain, _message_key(body), now_ms())

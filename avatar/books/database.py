@@ -45,7 +45,6 @@ class AddedColumn:
 class Tables:
     """One owner's tables: their DDL (``CREATE ... IF NOT EXISTS``) and the columns added since."""
 
-    owner: str
     ddl: str
     added: tuple[AddedColumn, ...] = ()
 

@@ -9,7 +9,6 @@ from typing import Final
 from avatar.books.database import AddedColumn, Tables
 
 BOOK_TABLES: Final = Tables(
-    owner="books",
     ddl="""
 CREATE TABLE IF NOT EXISTS rounds (
     key INTEGER PRIMARY KEY AUTOINCREMENT,

