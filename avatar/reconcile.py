@@ -158,10 +158,11 @@ class Reconciler:
         """The EO's books agree with the room's: a deal a stop cut that they do not have was not
         booked. The pages are told when that settles a fate (nothing else would change the views)."""
         books = self.controller.books
-        books.agreed = (book.round.key, now_ms())
+        at = now_ms()
+        books.eo_agreed(book.round.key, at)
         if not any(p.outcome == "cut" for p in book.prompts):
             return
-        fates = [(f["id"], f["fate"]) for f in cut_fates(book, books.agreed[1])]
+        fates = [(f["id"], f["fate"]) for f in cut_fates(book, at)]
         if fates != self._fates:
             self._fates = fates
             books.changed()
