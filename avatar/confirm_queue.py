@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import RoundBook
 from formats import written
-from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,8 @@ from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 from avatar import gestures, visemes
-from avatar.buyer.book import goods_of, price_of
+from avatar.books.ledger import RoomLedger
+from avatar.books.rules import is_booked_deal, is_standing_offer
 from avatar.competition.store import HUMAN_SERVICES_FACT
 from avatar.confirm_queue import SHUTDOWN, Answer, ConfirmQueue
 from avatar.display import AUDIO_PATH, DisplayHub
@@ -50,10 +51,9 @@ from formats import written
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
 from hardware.speaker_stream import stream_sink
 from humaine_platform.endpoints import CONFIRM_ACCEPT_STATUS, HUMAN_SERVICE_NAMES
-from humaine_platform.eo_rules import BOOKED_TYPE
 from humaine_platform.models import (
     HUMAN,
-    OFFER_BID_TYPES,
+    AgentMessage,
     ConfirmAccept,
     EndRound,
     LogEntry,
@@ -65,7 +65,6 @@ from humaine_platform.models import (
     StartRound,
     confirm_accept_answer,
 )
-from workers.runtime.ledger import RoomLedger
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (
     AgentMessageSeen,
@@ -142,9 +141,10 @@ class AvatarController:
         bus: Publisher,
         speaker: Speaker,
         source: str = AVATAR_WORKER,
-        ledger: RoomLedger | None = None,
+        *,
+        ledger: RoomLedger,
     ) -> None:
-        """``ledger``: the room's books (under ``data_dir`` in a worker); one in memory when not given."""
+        """``ledger``: the room's books (:mod:`avatar.room_ledger`: under ``data_dir`` in a worker)."""
         self.settings = settings.for_room(avatars)
         self.avatars = list(avatars)
         self.bus = bus
@@ -156,7 +156,7 @@ class AvatarController:
         """The microphone worker is online: the buyer may answer a confirmation by voice."""
         self.voices_in_use: dict[str, str] = {}
         """Avatar -> the engine and voice that really speak it (the fallback when its own is missing)."""
-        self.ledger = ledger or RoomLedger.in_memory()
+        self.ledger = ledger
         self.books = RoundBooks(self.ledger, self.hub, settings)
         self.rounds = RoundEvents(self.ledger)
         self.confirms = ConfirmQueue(self.ledger, settings.confirm_timeout_s,
@@ -327,22 +327,22 @@ class AvatarController:
         """A seller's permitted message into the ledger: an offer is that seller's current offer;
         an Accept with its bid addressed to the buyer is a deal the EO has booked (it forwards an
         Accept only after every human side said yes, and books it for speaker and addressee)."""
-        bid = body.get("bid")
-        if not isinstance(bid, dict):
+        if not isinstance(message, AgentMessage) or message.bid is None:
             return
-        goods, price = goods_of(bid), price_of(bid)
+        bid = message.bid
+        offer = is_standing_offer(bid)
+        if not (offer or is_booked_deal(message)):
+            return
         try:
             rnd = self.rounds.round_of(body.get("roundId"))
-            if bid.get("type") in OFFER_BID_TYPES and goods and price is not None:
-                self.ledger.set_offer(rnd.key, message.speaker, goods, price, plain, now_ms())
-            elif bid.get("type") == BOOKED_TYPE and str(message.addressee) == HUMAN:
-                deal = self.ledger.book_deal(rnd.key, message.speaker, goods, price or 0.0, plain, _message_key(body), now_ms())
+            if offer:
+                self.ledger.set_offer(rnd.key, message.speaker, bid, plain, now_ms())
+            else:
+                deal = self.ledger.book_deal(rnd.key, message.speaker, bid, plain, _message_key(body), now_ms())
                 if deal is not None:
-                    log.info("round %s: the EO booked %s's deal: %s for %.2f", rnd.round_id, message.speaker, goods, deal.price)
+                    log.info("round %s: the EO booked %s's deal: %s for %.2f", rnd.round_id, message.speaker, deal.goods, deal.price)
                     self.hub.emit(BookedEvent(seller=deal.seller, goods=deal.goods, price=deal.price, prompt_id=deal.prompt_id,
                                               at=deal.booked_ms))
-            else:
-                return
         except Exception as exc:  # a ledger that cannot be written is said; the message is still spoken
             _notes.error(("books", type(exc).__name__), "the round's books cannot be kept: %s: %s", type(exc).__name__, exc)
             return
@@ -582,12 +582,10 @@ class AvatarController:
         timeout_yes = settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
         if body is None:
             return _answer(not settings.confirm_asks or timeout_yes)
-        bid = body.bid.body()
         prompt_id = new_id()
         try:
             rnd = self.rounds.round_of(body.roundId)
-            self.ledger.add_prompt(prompt_id, rnd.key, body.speaker, prepare(body.text).plain, bid, goods_of(bid),
-                                   price_of(bid), now_ms())
+            self.ledger.add_prompt(prompt_id, rnd.key, body.speaker, prepare(body.text).plain, body.bid, now_ms())
         except Exception as exc:  # the EO's answer does not wait for the disk
             _notes.error(("prompt", type(exc).__name__), "a confirmation cannot be written to the ledger: %s: %s",
                          type(exc).__name__, exc)

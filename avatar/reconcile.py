@@ -27,11 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from avatar.buyer.book import cut_fates, goods_of, number
+from avatar.books.records import TOTALS_GRACE_MS, RoundBook
+from avatar.books.rules import number
+from avatar.buyer.book import cut_fates, goods_of
 from avatar.controller import AvatarController
-from humaine_platform.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
+from humaine_platform.client import Blocked, Delivered, EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
 from humaine_platform.models import HUMAN
-from workers.runtime.ledger import TOTALS_GRACE_MS, RoundBook
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ class Reconciler:
         self.checks = 0
         self._seen_known: set[int] = set()
         """Rounds whose knowing this process has written already (the ledger keeps the fact:
-        :meth:`~workers.runtime.ledger.RoomLedger.eo_knew`)."""
+        :meth:`~avatar.books.ledger.RoomLedger.eo_knew`)."""
         self._said: set[tuple[int, str]] = set()
         """Differences said already (one the room cannot mend stays on the console once)."""
         self._fates: list[tuple[object, str]] = []
@@ -157,10 +158,11 @@ class Reconciler:
         """The EO's books agree with the room's: a deal a stop cut that they do not have was not
         booked. The pages are told when that settles a fate (nothing else would change the views)."""
         books = self.controller.books
-        books.agreed = (book.round.key, now_ms())
+        at = now_ms()
+        books.eo_agreed(book.round.key, at)
         if not any(p.outcome == "cut" for p in book.prompts):
             return
-        fates = [(f["id"], f["fate"]) for f in cut_fates(book, books.agreed[1])]
+        fates = [(f["id"], f["fate"]) for f in cut_fates(book, at)]
         if fates != self._fates:
             self._fates = fates
             books.changed()
@@ -184,7 +186,7 @@ class Reconciler:
             return f"no word ({outcome.reason if isinstance(outcome, Failed) else 'an odd answer'})"
         if known is False:
             return self._unknown(book)
-        eo = eo_books(outcome.answer) if not isinstance(outcome, Failed) else None
+        eo = eo_books(outcome.answer) if isinstance(outcome, Delivered | Blocked) else None
         if eo is None:
             return "no totals yet"
         if rnd.key not in self._seen_known:

@@ -2,7 +2,7 @@
 
 The buyer page (budget, values, offers, what was bought, the confirmation asked now), the
 display (the deals and the EO's totals, the question asked now) and the operator's day book are
-views of one store, the ledger (:mod:`workers.runtime.ledger`): after each change the Avatar
+views of one store, the ledger (:mod:`avatar.books.ledger`): after each change the Avatar
 Controller calls :meth:`RoundBooks.refresh`, which reads the current round's book once and hands
 each view to the display hub (whose kept state gives a page opened or reconnecting the same
 picture) and to the listeners (the day book). No view keeps a tally of its own, so what a page
@@ -16,17 +16,19 @@ after, a burst of changes once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import RoundBook
 from avatar.buyer.book import buyer_view
 from avatar.confirm_queue import prompt_views
 from avatar.display import DisplayHub
 from avatar.page_events import BuyerEvent, ConfirmsEvent, DealsEvent, DisplayState
 from avatar.settings import AvatarSettings
-from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,19 @@ def deal_views(book: RoundBook | None) -> list[dict[str, Any]]:
             for d in book.deals]
 
 
+def _keep_buyer(view: dict[str, Any], state: DisplayState) -> None:
+    """The buyer page's view kept, for a page opened or reconnecting."""
+    state.buyer = view
+
+
+def _keep_deals(deals: DealsEvent, state: DisplayState) -> None:
+    state.deals, state.totals = deals.deals, deals.totals
+
+
+def _keep_confirms(confirms: ConfirmsEvent, state: DisplayState) -> None:
+    state.confirms = confirms.queue
+
+
 class RoundBooks:
     """The ledger of one room and the views derived from it."""
 
@@ -54,13 +69,17 @@ class RoundBooks:
         self._dirty = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self.agreed: tuple[int, int] | None = None
+        self._agreed: tuple[int, int] | None = None
         """The round (its ledger key) whose books the EO's last agreed with, and when (ms): a deal
         a restart cut that the EO's books do not have after that was not booked
-        (:func:`~avatar.buyer.book.cut_fates`). Set by the books' check."""
+        (:func:`~avatar.buyer.book.cut_fates`). Told by the books' check (:meth:`eo_agreed`)."""
         self._refreshing = threading.Lock()
         """Refreshes come from several threads (HTTP, MQTT): one at a time, so a view read
         before a change can never be sent after the view read after it."""
+
+    def eo_agreed(self, key: int, at_ms: int) -> None:
+        """The EO's books of round ``key`` agreed with the room's at ``at_ms``."""
+        self._agreed = (key, at_ms)
 
     def listen(self, listener: Listener) -> None:
         """Call ``listener`` with the current round's book after every change (the day book)."""
@@ -114,25 +133,14 @@ class RoundBooks:
         except Exception as exc:  # a ledger that cannot be read must never cost the EO an answer
             _notes.warning(("read", type(exc).__name__), "the round's books cannot be read: %s: %s", type(exc).__name__, exc)
             return None
-        agreed = self.agreed
+        agreed = self._agreed
         buyer = BuyerEvent(**buyer_view(book, agreed[1] if agreed is not None and book is not None
                                          and agreed[0] == book.round.key else None))
         deals = DealsEvent(round_id=buyer.round_id, deals=deal_views(book), totals=book.round.totals if book is not None else None)
         confirms = ConfirmsEvent(queue=self.prompts(book))
-        kept_buyer = buyer.payload()
-
-        def keep_buyer(state: DisplayState) -> None:
-            state.buyer = kept_buyer
-
-        def keep_deals(state: DisplayState) -> None:
-            state.deals, state.totals = deals.deals, deals.totals
-
-        def keep_confirms(state: DisplayState) -> None:
-            state.confirms = confirms.queue
-
-        self.hub.emit(buyer, keep_buyer)
-        self.hub.emit(deals, keep_deals)
-        self.hub.emit(confirms, keep_confirms)
+        self.hub.emit(buyer, functools.partial(_keep_buyer, buyer.payload()))
+        self.hub.emit(deals, functools.partial(_keep_deals, deals))
+        self.hub.emit(confirms, functools.partial(_keep_confirms, confirms))
         for listener in self._listeners:
             try:
                 listener(book)

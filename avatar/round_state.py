@@ -15,8 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import OPEN_PHASES, LedgerRound
 from humaine_platform.models import EndRound, RoundMetadata, RoundTotals, StartRound
-from workers.runtime.ledger import OPEN_PHASES, LedgerRound, RoomLedger
 from workers.runtime.messages import RoundPhase, RoundState, now_ms
 
 log = logging.getLogger(__name__)

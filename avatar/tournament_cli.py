@@ -27,10 +27,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    from avatar.books.database import LedgerError
     from avatar.competition.settings import TournamentSettings
     from avatar.competition.store import CompetitionStore
     from avatar.competition.tournament import ScheduleError, Tournament
-    from workers.runtime.ledger import LEDGER_FILE, LedgerError, RoomLedger
+    from avatar.room_ledger import LEDGER_FILE, open_ledger
     from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE
 
     settings = config.section(TournamentSettings)
@@ -38,7 +39,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         print("humaine-env tournament: no roster: set [tournament] buyers and agents (docs/configuration.md)", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        ledger = RoomLedger.open(config.core.data_dir / LEDGER_FILE)
+        ledger = open_ledger(config.core.data_dir / LEDGER_FILE)
     except LedgerError as exc:
         print(f"humaine-env tournament: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

@@ -11,6 +11,7 @@ from avatar.competition.control import RoundControl
 from avatar.competition.settings import RoundsSettings, TournamentSettings
 from avatar.controller import AvatarController
 from avatar.operator import CONSOLE_PATH
+from avatar.room_ledger import LEDGER_FILE, open_ledger_or_memory
 from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker
@@ -20,7 +21,6 @@ from humaine_platform.models import ServiceEntry
 from humaine_platform.service_map import ServiceMapError, resolve_eo_url
 from humaine_platform.wiring import reachable_host
 from workers.runtime.config import Config, OrchestratorSettings
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.logs import NOTICE
 from workers.runtime.worker import Worker, wait_for_stop
 from workers.runtime.worker_ids import AVATAR as AVATAR_WORKER
@@ -48,7 +48,7 @@ class AvatarWorker(Worker):
             self.log.log(NOTICE, "no sound card (%s): the avatars' speech goes to WAV files in %s", sink.instead_of,
                          config.core.data_dir / SPEECH_DIR)
         speaker = Speaker(sink, engines=engines)
-        self.ledger = RoomLedger.open_or_memory(config.core.data_dir / LEDGER_FILE)
+        self.ledger = open_ledger_or_memory(config.core.data_dir / LEDGER_FILE)
         self.controller = AvatarController(
             self.settings, config.core.avatars, self.bus, speaker, source=self.worker_id, ledger=self.ledger
         )

@@ -35,12 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 
 from avatar.harness import LocalAvatar
+from avatar.room_ledger import LEDGER_FILE
 from bench.stats import WEIBULL, percentile
 from humaine_platform import endpoints as ep
 from humaine_platform.models import ms_to_iso
 from tests.support.helpers import MosquittoBroker
 from workers.runtime.config import Config
-from workers.runtime.ledger import LEDGER_FILE
 from workers.runtime.messages import now_ms
 
 TRAFFIC = json.loads((Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "eo-observed-traffic.json")

@@ -37,17 +37,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from websockets.sync.client import connect as ws_connect
 
+from avatar.books.records import day_of
 from avatar.competition.settings import AgentEntry, TournamentSettings
 from avatar.competition.store import CompetitionStore, SeatPlan
 from avatar.competition.tournament import Tournament
 from avatar.operator.routes import CONSOLE_FEED_PATH, NEXT_ROUND_PATH
+from avatar.room_ledger import LEDGER_FILE, open_ledger
 from bench.stats import HIGHER, percentile
 from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.helpers import MosquittoBroker, free_port, wait_for
 from tests.support.real_eo import RealEO
 from tests.support.real_utility_generator import RealUtilityGenerator
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger, day_of
 from workers.runtime.messages import now_ms
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +165,7 @@ def planning_ms(repeat: int) -> tuple[float, int]:
     best, count = float("inf"), 0
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as name:
-            ledger = RoomLedger.open(Path(name) / LEDGER_FILE)
+            ledger = open_ledger(Path(name) / LEDGER_FILE)
             try:
                 started = time.perf_counter()
                 count = len(Tournament(CompetitionStore(ledger), _roster(BIG_AGENTS, BIG_BUYERS), AVATARS).plan())
@@ -177,7 +178,7 @@ def planning_ms(repeat: int) -> tuple[float, int]:
 def standings_ms(finished: int, repeat: int) -> float:
     """The fastest standings of a roster's ``finished`` scored rounds (a ledger on disk)."""
     with tempfile.TemporaryDirectory() as name:
-        ledger = RoomLedger.open(Path(name) / LEDGER_FILE)
+        ledger = open_ledger(Path(name) / LEDGER_FILE)
         try:
             tournament = Tournament(CompetitionStore(ledger), _roster(BIG_AGENTS, BIG_BUYERS), AVATARS)
             store = tournament.store

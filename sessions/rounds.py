@@ -14,7 +14,7 @@ it, or the whole suite, on the platform's EO that kept the round) finds the roun
 mark (:data:`ROUND_MARK`: the environment, the round and when its negotiation began) and goes on
 writing there. The session's summary
 of the round (the deals the EO booked, the money paid, the allocation saved, the EO's totals) is
-read from the room's ledger (:mod:`workers.runtime.ledger`), never counted from the bus, and
+read from the room's ledger (:mod:`avatar.books.ledger`), never counted from the bus, and
 written again when the EO's totals arrive after the post-round.
 
 What a session holds is what the bus carried: with typed input and no camera, the buyer's
@@ -42,13 +42,14 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from avatar.books.ledger import RoomLedger
+from avatar.room_ledger import LEDGER_FILE, read_ledger
 from sessions.format import EVENTS_FILE, SESSION_FILE, SessionFormatError, SessionInfo, write_info
 from sessions.settings import SessionsSettings
 from transcript.session_log import RETRY_S, SessionLog
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import Envelope, RoundState, now_ms
 from workers.runtime.worker import Worker
@@ -314,7 +315,7 @@ class RoundRecorder(Worker):
     def _books(self) -> RoomLedger | None:
         """The room's ledger, read-only (the Avatar Controller writes it); None until it exists."""
         if self._ledger is None:
-            self._ledger = RoomLedger.reader(self._ledger_path)
+            self._ledger = read_ledger(self._ledger_path)
         return self._ledger
 
     def _file_under_buyer(self, session: RoundSession) -> None:

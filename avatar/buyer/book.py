@@ -3,7 +3,7 @@
 The EO tells the human side about a round in pieces (the budget in the round metadata, the
 buyer's utility in ``/setUtility``, every seller's offer in the permitted messages, every deal it
 booked as the seller's Accept it forwards, the scores in the round totals); the room's ledger
-(:mod:`workers.runtime.ledger`) keeps them. This module reads one round's book and says what the
+(:mod:`avatar.books.ledger`) keeps them. This module reads one round's book and says what the
 buyer sees: the budget left after what the EO booked, what was bought, the best allocation of it
 and its value, what one more cake or pancake still needs, the answers that wait for the EO.
 It keeps nothing of its own.
@@ -15,27 +15,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from avatar.books.records import RoundBook
+from avatar.books.rules import number
 from formats import written
 from humaine_platform import buyer_utility as bu
 from humaine_platform.models import HUMAN
-from workers.runtime.ledger import RoundBook
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
-
-def number(value: Any) -> float | None:
-    """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    result = float(value)
-    return result if result == result and abs(result) != float("inf") else None
-
-
-def price_of(bid: Mapping[str, Any] | None) -> float | None:
-    price = bid.get("price") if isinstance(bid, Mapping) else None
-    return number(price.get("value")) if isinstance(price, Mapping) else None
-
 
 def goods_of(bid: Mapping[str, Any] | None) -> dict[str, int]:
     """The bid's goods as whole quantities (what the utility generator counts); anything else

@@ -19,6 +19,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from avatar.auth import TOKEN_REQUIRED
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import RoundBook
 from avatar.deps import StateKey
 from avatar.display.routes import DISPLAY_FEED_PATH
 from avatar.pages import add_files, fill_page
@@ -27,7 +29,6 @@ from humaine_platform.allocation import AllocationServiceError, check_allocation
 from humaine_platform.service_map import ServiceMapError, resolve_eo_url, resolve_utility_generator_url
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.http.edge import BodyRefused, StrictRoute, parse_body
-from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import RoundState
 

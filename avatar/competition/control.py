@@ -11,7 +11,8 @@ starts nothing by itself. Next round here:
    same functions;
 3. allocates a round id no round of the day has used (``r1``, ``r2``, ... also across restarts:
    the ledger says which are used);
-4. starts the agents that run per round and checks that the others answer;
+4. starts the agents that run per round and checks that the others answer (1, 2 and 4 are
+   :class:`~avatar.competition.lineup.RoundLineup`'s);
 5. calls the EO as the platform does (:class:`~avatar.competition.eo_rounds.EORounds`).
 
 Anything that fails before the EO took the round refuses in one line naming the cause, and uses
@@ -33,22 +34,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from avatar.competition.agents import AgentPrograms, AgentStartError
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import LedgerRound, day_of
+from avatar.competition.agents import AgentPrograms
 from avatar.competition.eo_rounds import KIND_WORDS, STANDALONE_ROUND_ID, EOKind, EORounds, RoundCallRefused
-from avatar.competition.schedule import SEATS
+from avatar.competition.lineup import Refused, RoundLineup, initialize_round
 from avatar.competition.settings import RoundsSettings, TournamentSettings
 from avatar.competition.standings import Standings
-from avatar.competition.store import HUMAN_SERVICES_FACT, CompetitionStore, Launch, ScheduledSlot, SeatPlan
+from avatar.competition.store import HUMAN_SERVICES_FACT, CompetitionStore, SeatPlan
 from avatar.competition.tournament import ScheduleError, Tournament
 from avatar.competition.utilities import UtilitySource
 from avatar.competition.watch import PHASE_KEYS, RoundWatch
-from humaine_platform import endpoints as ep
-from humaine_platform.answers import PlatformCallError
-from humaine_platform.models import HUMAN, Durations, InitializeRound, NegotiatorInfo, ServiceEntry
+from humaine_platform.models import ServiceEntry
 from humaine_platform.reachable import answers_soon
 from humaine_platform.service_map import ServiceMapError, resolve_utility_generator_url
 from workers.runtime.config import OrchestratorSettings
-from workers.runtime.ledger import LedgerRound, RoomLedger, day_of
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import MAX_PHASE_S, PHASE_NAMES, now_ms
 
@@ -62,10 +62,6 @@ AUTO_START_POLL_S: Final = 0.5
 BUSY: Final = "a round is being started or ended: wait for it"
 
 
-class Refused(Exception):
-    """Next or End round cannot be done now; the message says why, in words, in one line."""
-
-
 @dataclass(frozen=True)
 class ControlAnswer:
     """What Next or End round did (or why not), as the console shows it."""
@@ -76,18 +72,6 @@ class ControlAnswer:
 
     def body(self) -> dict[str, Any]:
         return {"ok": self.ok, **({"reason": self.reason} if self.reason else {}), **self.fields}
-
-
-@dataclass(frozen=True)
-class RoundPlan:
-    """The round Next round is about to start."""
-
-    buyer: str
-    slot: ScheduledSlot | None
-    seats: tuple[tuple[str, str], ...]
-    """``(avatar, agent)`` in avatar order."""
-    utility_keys: dict[str, str]
-    """``Human`` or an avatar -> the schedule's key of its utility (absent: drawn afresh)."""
 
 
 def checked_durations(given: Mapping[str, Any] | None, defaults: Mapping[str, float]) -> dict[str, float]:
@@ -134,6 +118,8 @@ class RoundControl:
             self.competition.plan()  # the console shows the next round before the first Next round
         except ScheduleError as exc:
             log.error("%s", exc)  # said again, in its words, by every Next round
+        self.lineup = RoundLineup(ledger, self.store, avatars, rounds=rounds, tournament=tournament, competition=self.competition,
+                                  utilities=self.utilities, agents=self.agents)
         self.watch = RoundWatch(self.store, self.agents, self.competition.roster, alert, self.changed, self.after_a_loss)
         self.kind: EOKind | None = None
         """What the last look at the EO found it to be."""
@@ -199,23 +185,17 @@ class RoundControl:
         if kind is None:
             raise Refused(f"the EO at {self.eo.url} does not answer: start it, or fix [eo] url")
         self.watch.settle()
-        plan = self._plan(buyer)
-        utilities = await self._utilities(plan)
+        plan = self.lineup.plan(buyer)
+        utilities = await self.lineup.utilities_of(plan)
         round_id = STANDALONE_ROUND_ID if kind == "standalone" else self.store.free_round_id(day_of(now_ms()))
         seats = [SeatPlan(avatar, agent, "", plan.utility_keys.get(avatar, "")) for avatar, agent in plan.seats]
         launch = self.store.add_launch(round_id, now_ms(), plan.buyer, plan.slot.id if plan.slot else None, seats, utilities,
                                        chosen, kind)
         try:
-            seats = await self._agents_for(launch, plan)
-            agents = []
-            for seat in seats:
-                where = ServiceEntry.of_url(seat.url)
-                agents.append(NegotiatorInfo(name=seat.avatar, protocol=where.protocol, host=where.host, port=where.port,
-                                             utilityFunction=utilities[seat.avatar]))
-            body = InitializeRound(roundId=round_id, agents=agents, human={"utilityFunction": utilities[HUMAN]},
-                                   durations=Durations.model_validate(chosen))
+            seats = await self.lineup.seats_of(launch, plan)
+            body = initialize_round(round_id, seats, utilities, chosen)
         except Exception as exc:  # nothing reached the EO: nothing of this start may stay behind
-            await self._forget(launch)
+            await self.lineup.forget(launch)
             if isinstance(exc, Refused):
                 raise
             raise Refused(f"round {round_id} could not be set up: {type(exc).__name__}: {exc}") from exc
@@ -244,66 +224,6 @@ class RoundControl:
             with contextlib.suppress(Refused):
                 return checked_durations({k: v for k, v in last.items() if k in PHASE_KEYS}, defaults)
         return defaults
-
-    def _plan(self, buyer: str | None) -> RoundPlan:
-        if self.competition.roster is None:
-            named = buyer if buyer is not None else self.ledger.next_buyer()
-            return RoundPlan(named, None, tuple((avatar, avatar) for avatar in self.avatars), {})
-        if len(self.avatars) != SEATS:
-            raise Refused(f"a competition's round has {SEATS} sellers, and the room has {len(self.avatars)} avatars ([core] avatars)")
-        try:
-            slot = self.competition.next_slot()
-        except ScheduleError as exc:
-            raise Refused(str(exc)) from None
-        if slot is None:
-            raise Refused("the schedule has no round left")
-        seats = tuple((avatar, seat.agent) for avatar, seat in zip(self.avatars, slot.slot.seats, strict=True))
-        keys = {avatar: seat.utility for avatar, seat in zip(self.avatars, slot.slot.seats, strict=True)}
-        keys[HUMAN] = slot.slot.buyer_utility
-        return RoundPlan(slot.slot.buyer, slot, seats, keys)
-
-    async def _utilities(self, plan: RoundPlan) -> dict[str, dict[str, Any]]:
-        """Each participant's utility function: a scheduled key's first draw (kept), else a new draw."""
-        roles = {HUMAN: ep.BUYER_ROLE, **{avatar: ep.SELLER_ROLE for avatar, _agent in plan.seats}}
-        found: dict[str, dict[str, Any]] = {}
-        for who, role in roles.items():
-            key = plan.utility_keys.get(who, "")
-            kept = self.store.utility(key) if key else None
-            if kept is not None:
-                found[who] = kept
-                continue
-            try:
-                drawn = await self.utilities.draw(role, key)
-            except PlatformCallError as exc:
-                raise Refused(f"no {role} utility: {exc}") from None
-            found[who] = self.store.keep_utility(key, role, drawn, self.utilities.source, now_ms()) if key else drawn
-        return found
-
-    async def _agents_for(self, launch: Launch, plan: RoundPlan) -> list[SeatPlan]:
-        """Every seat's agent, answering: the ones with a ``command`` started for this round."""
-        seats: list[SeatPlan] = []
-        sellers = self.rounds.seller_urls(self.avatars)
-        try:
-            for seat, (avatar, agent) in zip(launch.seats, plan.seats, strict=True):
-                entry = self.tournament.agents.get(agent) if self.competition.roster is not None else None
-                if entry is not None and entry.command:
-                    running = await self.agents.start(launch, agent, avatar, entry)
-                    seats.append(SeatPlan(avatar, agent, running.url, seat.utility_key))
-                    continue
-                url = entry.url if entry is not None else sellers[avatar]
-                if not await answers_soon(url):
-                    key = f"[tournament] agents.{agent}.url" if entry is not None else f"[rounds] sellers.{avatar}"
-                    raise Refused(f"agent {agent} ({avatar}) does not answer at {url}: start it, or fix {key}")
-                seats.append(SeatPlan(avatar, agent, url.rstrip("/"), seat.utility_key))
-        except AgentStartError as exc:
-            raise Refused(str(exc)) from None
-        return seats
-
-    async def _forget(self, launch: Launch) -> None:
-        """A start that never reached the EO: the programs it started stopped (off the event loop,
-        which answers the EO meanwhile), its id free again."""
-        await asyncio.to_thread(self.agents.stop_round, launch.id, "its round did not start")
-        self.store.forget_launch(launch.id)
 
     # -- End round -----------------------------------------------------------------------------------
     async def end_round(self) -> ControlAnswer:

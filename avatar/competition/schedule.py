@@ -167,7 +167,8 @@ def _number_twin_sets(meetings: Sequence[Meeting]) -> list[int]:
     numbers: dict[tuple[str, str, int], int] = {}
     sets = []
     for meeting in meetings:
-        twin = (*sorted(meeting), times[meeting])
+        low, high = sorted(meeting)
+        twin = (low, high, times[meeting])
         times[meeting] += 1
         sets.append(numbers.setdefault(twin, len(numbers) + 1))
     return sets

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from avatar.books.records import TOTALS_GRACE_MS, LedgerRound
 from avatar.competition.store import Launch
 from humaine_platform.models import HUMAN
-from workers.runtime.ledger import TOTALS_GRACE_MS, LedgerRound
 from workers.runtime.messages import now_ms
 
 CENTS: Final = 2

@@ -1,7 +1,7 @@
 """The competition's rows in the room's ledger: the rounds the room starts, the schedule, the
 utilities drawn for it and the agent programs of each round.
 
-They share the ledger's database (:class:`~workers.runtime.ledger.RoomLedger`, SQLite in WAL
+They share the ledger's database (:class:`~avatar.books.database.RoomDatabase`, SQLite in WAL
 mode, each change one transaction) because they are facts of the same day: a round the room
 started (a *launch*) is the EO's round of that id once the EO's metadata opens it there, and a
 restart of the Avatar Controller, or of ``run``, continues the schedule, the standings and the
@@ -18,8 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from avatar.books.database import Tables
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import LedgerRound, day_of, dumps, round_label
 from avatar.competition.schedule import Seat, Slot
-from workers.runtime.ledger import LedgerRound, RoomLedger, day_of, round_label
 
 ROUND_ID_PREFIX: Final = "r"
 """The room's round ids are ``r1``, ``r2``, ... through the day (the current EO's own spelling)."""
@@ -38,14 +40,67 @@ them (put back at the end of the schedule once); ``dropped``: the roster changed
 RunState = Literal["running", "stopped", "exited"]
 """An agent program the room started: ``stopped`` by the room after its round, ``exited`` on its own."""
 
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+COMPETITION_TABLES: Final = Tables(
+    ddl="""
+CREATE TABLE IF NOT EXISTS launches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    round_id TEXT NOT NULL,
+    round_label TEXT NOT NULL,
+    day TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    buyer TEXT NOT NULL DEFAULT '',
+    slot_id INTEGER REFERENCES schedule (id),
+    seats TEXT NOT NULL,
+    utilities TEXT NOT NULL,
+    durations TEXT NOT NULL,
+    eo TEXT NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    ends_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS launches_by_label ON launches (day, round_label, id);
+CREATE TABLE IF NOT EXISTS schedule (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    roster TEXT NOT NULL,
+    cycle INTEGER NOT NULL,
+    buyer TEXT NOT NULL,
+    seats TEXT NOT NULL,
+    buyer_utility TEXT NOT NULL,
+    twin_set INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'planned',
+    put_back_from INTEGER REFERENCES schedule (id)
+);
+CREATE INDEX IF NOT EXISTS schedule_by_roster ON schedule (roster, state, id);
+CREATE TABLE IF NOT EXISTS utilities (
+    key TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    utility TEXT NOT NULL,
+    source TEXT NOT NULL,
+    drawn_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    launch_id INTEGER NOT NULL REFERENCES launches (id),
+    agent TEXT NOT NULL,
+    avatar TEXT NOT NULL,
+    pid INTEGER,
+    port INTEGER,
+    log TEXT NOT NULL DEFAULT '',
+    started_ms INTEGER NOT NULL,
+    ended_ms INTEGER,
+    outcome TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS agent_runs_by_state ON agent_runs (state);
+""",
+)
+"""The rounds the room starts (``launches``; a round of the books names its launch), the
+schedule, the utilities drawn for it and the agent programs of each round."""
 
 
 def roster_key(agents: Sequence[str], buyers: Sequence[str]) -> str:
     """The roster a schedule was planned for: another roster is another competition."""
-    return hashlib.sha256(_dumps({"agents": list(agents), "buyers": list(buyers)}).encode()).hexdigest()[:16]
+    return hashlib.sha256(dumps({"agents": list(agents), "buyers": list(buyers)}).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -164,8 +219,8 @@ class CompetitionStore:
             cursor = db.execute(
                 "INSERT INTO launches (round_id, round_label, day, at_ms, buyer, slot_id, seats, utilities, durations, eo, state) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'starting')",
-                (_dumps(round_id), round_label(round_id), day_of(at_ms), at_ms, buyer, slot_id, _dumps([s.view() for s in seats]),
-                 _dumps(dict(utilities)), _dumps(dict(durations)), eo))
+                (dumps(round_id), round_label(round_id), day_of(at_ms), at_ms, buyer, slot_id, dumps([s.view() for s in seats]),
+                 dumps(dict(utilities)), dumps(dict(durations)), eo))
             launch_id = int(cursor.lastrowid or 0)
         found = self.launch(launch_id)
         assert found is not None
@@ -179,7 +234,7 @@ class CompetitionStore:
     def seats_of(self, launch_id: int, seats: Iterable[SeatPlan]) -> None:
         """Where each agent really listens, once the programs started per round are up."""
         with self.ledger.transaction() as db:
-            db.execute("UPDATE launches SET seats = ? WHERE id = ?", (_dumps([s.view() for s in seats]), launch_id))
+            db.execute("UPDATE launches SET seats = ? WHERE id = ?", (dumps([s.view() for s in seats]), launch_id))
 
     def forget_launch(self, launch_id: int) -> None:
         """A start that never reached the EO: gone, its round id free again."""
@@ -206,7 +261,7 @@ class CompetitionStore:
     def add_cycle(self, roster: str, cycle: int, slots: Iterable[Slot]) -> None:
         with self.ledger.transaction() as db:
             db.executemany("INSERT INTO schedule (roster, cycle, buyer, seats, buyer_utility, twin_set) VALUES (?, ?, ?, ?, ?, ?)",
-                           [(roster, cycle, s.buyer, _dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
+                           [(roster, cycle, s.buyer, dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
                              s.buyer_utility, s.twin_set) for s in slots])
 
     def slots(self, roster: str, states: Sequence[SlotState] | None = None) -> list[ScheduledSlot]:
@@ -243,7 +298,7 @@ class CompetitionStore:
             s = lost.slot
             cursor = db.execute("INSERT INTO schedule (roster, cycle, buyer, seats, buyer_utility, twin_set, put_back_from) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (roster, lost.cycle, s.buyer, _dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
+                                (roster, lost.cycle, s.buyer, dumps([{"agent": x.agent, "utility": x.utility} for x in s.seats]),
                                  s.buyer_utility, s.twin_set, lost.id))
             return int(cursor.lastrowid or 0)
 
@@ -276,7 +331,7 @@ class CompetitionStore:
         """The utility drawn for ``key``; a key drawn already keeps its first draw (returned)."""
         with self.ledger.transaction() as db:
             db.execute("INSERT OR IGNORE INTO utilities (key, role, utility, source, drawn_ms) VALUES (?, ?, ?, ?, ?)",
-                       (key, role, _dumps(dict(utility)), source, drawn_ms))
+                       (key, role, dumps(dict(utility)), source, drawn_ms))
             row = db.execute("SELECT utility FROM utilities WHERE key = ?", (key,)).fetchone()
         return dict(json.loads(row[0]))
 

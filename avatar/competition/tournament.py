@@ -15,11 +15,11 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from avatar.books.records import day_of
 from avatar.competition.schedule import RosterError, fairness_problems, plan_cycle
 from avatar.competition.settings import TournamentSettings
 from avatar.competition.standings import Standings, standings
 from avatar.competition.store import CompetitionStore, ScheduledSlot, roster_key
-from workers.runtime.ledger import day_of
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Final
 
+from avatar.books.records import OPEN_PHASES, TOTALS_GRACE_MS, LedgerRound
 from avatar.competition.agents import AgentPrograms
 from avatar.competition.store import CompetitionStore, Launch
-from workers.runtime.ledger import OPEN_PHASES, TOTALS_GRACE_MS, LedgerRound
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)

@@ -12,12 +12,32 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from avatar.books.database import Tables
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import day_of
 from avatar.page_events import Alert
-from workers.runtime.ledger import RoomLedger, day_of
 
 ALERTS_KEPT: Final = 50
 """The alerts a console gets of the day: the latest."""
 _COLUMNS: Final = "id, at_ms, kind, level, subject, text, resolved_ms, resolution"
+
+ALERT_TABLES: Final = Tables(
+    ddl="""
+CREATE TABLE IF NOT EXISTS alerts (
+    id TEXT PRIMARY KEY,
+    day TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    level TEXT NOT NULL,
+    subject TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL,
+    resolved_ms INTEGER,
+    resolution TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS alerts_by_day ON alerts (day, at_ms);
+""",
+)
+"""The day's alerts, each kept until what it says stops being true (then resolved, still kept)."""
 
 
 class AlertBook:

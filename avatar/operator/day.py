@@ -1,6 +1,6 @@
 """The competition day in one table: every round with its buyer, deals, money and scores.
 
-The day is read from the room's ledger (:mod:`workers.runtime.ledger`), where the Avatar
+The day is read from the room's ledger (:mod:`avatar.books.ledger`), where the Avatar
 Controller writes what the EO told it as it happens: the rounds of the day, the buyer the
 operator named for each, the deals the EO booked, the allocation saved, the EO's totals, the
 utterances that never reached the EO. The day book keeps no account of its own. After every
@@ -20,8 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from avatar.buyer.book import human_totals, number
-from workers.runtime.ledger import RoomLedger, RoundBook
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import RoundBook
+from avatar.books.rules import number
+from avatar.buyer.book import human_totals
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import MAX_BUYER_CHARS
 

@@ -18,10 +18,11 @@ import collections
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Final, Protocol, get_args
+from typing import Any, Final, Protocol, TypeGuard, get_args
 
 from pydantic import BaseModel
 
+from avatar.books.records import day_of
 from avatar.display import EventHub
 from avatar.operator.alerts import ALERTS_KEPT, AlertBook
 from avatar.page_events import (
@@ -48,7 +49,6 @@ from avatar.page_events import (
     WorkerView,
 )
 from humaine_platform.models import HUMAN
-from workers.runtime.ledger import day_of
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import (
     PHASE_NAMES,
@@ -88,13 +88,18 @@ MISSED_REFRESHES: Final = 3
 """A worker that is not offline refreshes its status every ``refresh_s`` it states: this many
 missed refreshes and it is reported silent (hung, or cut off from the broker without its last
 will). A client that states none (the supervisor, a tool) is never reported silent."""
-UNDELIVERED_OUTCOMES: Final = {"undelivered": "undelivered", "failed": "undelivered", "maybe_delivered": "maybe_delivered"}
+UNDELIVERED_OUTCOMES: Final[dict[str, AlertKind]] = {"undelivered": "undelivered", "failed": "undelivered",
+                                                     "maybe_delivered": "maybe_delivered"}
 """An utterance outcome that raises an alert -> the alert's kind (``blocked`` has its own)."""
 
 
 def view(model: BaseModel) -> dict[str, Any]:
     """A kept view as the console's snapshot carries it."""
     return model.model_dump(mode="json")
+
+
+def _is_alert_kind(kind: str) -> TypeGuard[AlertKind]:
+    return kind in ALERT_KINDS
 
 
 class Subscriber(Protocol):
@@ -299,7 +304,7 @@ class OperatorFeed:
         elif message.outcome in UNDELIVERED_OUTCOMES:
             if self.on_undelivered is not None:
                 self.on_undelivered(message.message.get("roundId"))
-            kind: AlertKind = UNDELIVERED_OUTCOMES[message.outcome]  # type: ignore[assignment]
+            kind = UNDELIVERED_OUTCOMES[message.outcome]
             level: AlertLevel = "warning" if kind == "maybe_delivered" else "error"
             self._alert(kind, level, f"the buyer's {said} was {message.outcome.replace('_', ' ')}: {message.reason}")
 
@@ -376,7 +381,7 @@ class OperatorFeed:
         """What the controller says about the round's books (they differ from the EO's; a round
         the EO lost) and about the competition's rounds (an agent that exited, a round that did
         not start by itself): an error on the console."""
-        self._alert(kind if kind in ALERT_KINDS else "books_differ", "error", text)  # type: ignore[arg-type]
+        self._alert(kind if _is_alert_kind(kind) else "books_differ", "error", text)
 
     def _alert(self, kind: AlertKind, level: AlertLevel, text: str, subject: str = "") -> None:
         """Raise an alert (kept in the ledger); one about ``subject`` while the same kind about it

@@ -28,6 +28,7 @@ from playwright.sync_api import Page, expect
 from avatar.harness import Observer
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import STANDINGS_JSON_PATH
+from avatar.room_ledger import LEDGER_FILE, read_ledger
 from humaine_platform import endpoints as ep
 from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback
@@ -37,7 +38,6 @@ from tests.support.paths import ROOT
 from tests.support.real_eo import RealEO
 from tests.support.real_utility_generator import RealUtilityGenerator
 from workers.runtime.config import Config
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.messages import RoundState
 
 AGENT = ROOT / "tests" / "support" / "tournament_agent.py"
@@ -229,7 +229,7 @@ def test_a_competition_on_the_platforms_eo_from_the_console(
 
 def _states(data_dir: Path) -> list[str]:
     """The schedule's rounds' states, in order, as the room's ledger has them."""
-    ledger = RoomLedger.reader(data_dir / LEDGER_FILE)
+    ledger = read_ledger(data_dir / LEDGER_FILE)
     if ledger is None:
         return []
     try:

@@ -23,6 +23,7 @@ from avatar.operator import CONSOLE_PATH
 from avatar.operator.alerts import AlertBook
 from avatar.operator.feed import ALERTS_KEPT, MISSED_REFRESHES, UTTERANCES_KEPT, WORKERS_KEPT, OperatorFeed
 from avatar.operator.routes import CONSOLE_FEED_PATH, CONSOLE_STATIC_PATH
+from avatar.room_ledger import ledger_in_memory
 from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.avatar import AvatarRunner
@@ -40,7 +41,6 @@ from tests.support.helpers import (
 from workers.camera.settings import CameraSettings
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.ledger import RoomLedger
 from workers.runtime.messages import (
     Attention,
     CameraGeometry,
@@ -99,7 +99,7 @@ def test_alerts_are_facts_of_the_day_resolved_when_no_longer_true_and_kept_throu
     """A worker's offline and error alerts are resolved (kept, with why) once it is online again;
     the day's alerts are in the ledger, so a restarted controller's console has them as they were;
     a documented fallback (no webcam on a laptop) is a notice, not an error."""
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     feed = OperatorFeed(_Subscriptions(), AlertBook(ledger))
     _heard(feed, _status("online", worker="orchestrator"))
     _heard(feed, _status("offline", "connection lost", worker="orchestrator"))
@@ -124,7 +124,7 @@ def test_alerts_are_facts_of_the_day_resolved_when_no_longer_true_and_kept_throu
 def test_a_silent_alert_raised_as_its_worker_is_heard_again_is_resolved() -> None:
     """The silence check (event loop) and a status (the bus's thread) may cross: a worker heard
     between the check's look and its alert leaves no open alert behind."""
-    feed = OperatorFeed(_Subscriptions(), AlertBook(RoomLedger.in_memory()))
+    feed = OperatorFeed(_Subscriptions(), AlertBook(ledger_in_memory()))
     _heard(feed, _status("online"))
     later = now_ms() + 10 * HEALTH_INTERVAL_S * 1000
     raise_alert = feed._alert

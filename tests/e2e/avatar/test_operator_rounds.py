@@ -22,6 +22,7 @@ from playwright.sync_api import Page, expect
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
 from avatar.operator.routes import DAY_CSV_PATH, DAY_JSON_PATH
+from avatar.room_ledger import LEDGER_FILE, read_ledger
 from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.helpers import (
@@ -37,7 +38,6 @@ from tests.support.helpers import (
 )
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.messages import RoundState
 from workers.runtime.worker import HEALTH_INTERVAL_S
 
@@ -131,7 +131,7 @@ def test_next_round_from_the_console_without_restarting_run(tmp_path: Path, page
 
         # a laptop's rounds have utilities of their own (drawn from the platform generator's
         # distributions), and after two rounds the console's standings count both
-        ledger = RoomLedger.reader(tmp_path / "data" / LEDGER_FILE)
+        ledger = read_ledger(tmp_path / "data" / LEDGER_FILE)
         assert ledger is not None
         try:
             first_utility, second_utility = (ledger.round_for(r).utility for r in ("r1", second.round_id))  # type: ignore[union-attr]

@@ -9,15 +9,16 @@ import asyncio
 import time
 from pathlib import Path
 
+from avatar.books.ledger import RoomLedger
 from avatar.competition.control import RoundControl
 from avatar.competition.settings import RoundsSettings, TournamentSettings
+from avatar.room_ledger import open_ledger
 from humaine_platform import endpoints as ep
 from humaine_platform.models import ServiceEntry
 from standins.recorder import Behavior, RecordingServer
 from tests.support.helpers import run_async, wait_for
 from tests.support.real_eo import RealEO
 from workers.runtime.config import OrchestratorSettings
-from workers.runtime.ledger import RoomLedger
 from workers.runtime.messages import now_ms
 
 DURATIONS = {"warmUp": 0.5, "round": 4.0, "post": 0.5}
@@ -27,7 +28,7 @@ def test_a_standalone_eo_takes_the_whole_round_on_start_and_survives_end_round(t
     with RecordingServer() as human, RecordingServer() as celia, RecordingServer() as watson:
         human.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer={"status": ep.CONFIRM_ACCEPT_STATUS})
         eo = RealEO(tmp_path / "eo", human_port=human.port, standalone=True).start()
-        ledger = RoomLedger.open(tmp_path / "ledger.sqlite3")
+        ledger = open_ledger(tmp_path / "ledger.sqlite3")
         control = RoundControl(
             ledger, ["Celia", "Watson"], rounds=RoundsSettings(sellers={"Celia": celia.url, "Watson": watson.url}),
             tournament=TournamentSettings(), eo=OrchestratorSettings(url=eo.url, standalone=True), data_dir=tmp_path,

@@ -19,10 +19,12 @@ import pytest
 import tomllib
 
 from avatar.operator.routes import BUYER_PATH, END_ROUND_PATH, NEXT_ROUND_PATH
+from avatar.room_ledger import LEDGER_FILE, open_ledger
 from formats.session_files import SESSIONS_DIR
 from sessions.format import EVENTS_FILE, SESSION_FILE, Session
 from sessions.rounds import RoundRecorder, name_part, round_folder
 from tests.support import loopback
+from tests.support.bids import accept
 from tests.support.helpers import (
     AUTO_FIRST_ROUND,
     CLI,
@@ -38,7 +40,6 @@ from tests.support.helpers import (
 from tests.support.room import Collector, Room
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger
 from workers.runtime.messages import RoundState, Status, now_ms
 
 BUYER = "Zoë Lovelace"
@@ -172,9 +173,9 @@ def test_a_buyer_named_during_the_round_gets_its_session_and_the_ledger_its_summ
     mosquitto: MosquittoBroker, make_config: Callable[..., Config], tmp_path: Path
 ) -> None:
     config = make_config(mosquitto.url, **{"sessions.close_after_s": 0.1})
-    ledger = RoomLedger.open(config.core.data_dir / LEDGER_FILE)  # what the Avatar Controller writes
+    ledger = open_ledger(config.core.data_dir / LEDGER_FILE)  # what the Avatar Controller writes
     key = ledger.begin_round("r7", {"warmUp": 0, "round": 60, "post": 30}, 50.0, "USD", "round", now_ms(), None).key
-    ledger.book_deal(key, "Celia", {"egg": 2}, 1.25, "Deal.", "m1", now_ms())
+    ledger.book_deal(key, "Celia", accept({"egg": 2}, 1.25), "Deal.", "m1", now_ms())
     publisher = Bus(config, "test-publisher", persistent=False)
     publisher.start()
     assert publisher.wait_connected(10)

@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
+from avatar.books.records import day_of
 from avatar.competition.control import RoundControl
 from avatar.competition.settings import AgentEntry, RoundsSettings, TournamentSettings
 from avatar.competition.store import CompetitionStore
 from avatar.harness import LocalAvatar
 from avatar.operator.routes import END_ROUND_PATH, NEXT_ROUND_PATH
+from avatar.room_ledger import open_ledger
 from humaine_platform.models import ServiceEntry
 from standins.eo import StandinServer, StandinSettings
 from standins.recorder import RecordingServer
@@ -31,7 +33,6 @@ from tests.support.helpers import free_port, run_async, wait_for
 from tests.support.paths import ROOT
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.instance import pid_running
-from workers.runtime.ledger import RoomLedger, day_of
 from workers.runtime.messages import now_ms
 
 AGENT = ROOT / "tests" / "support" / "tournament_agent.py"
@@ -189,7 +190,7 @@ def _phase(local: LocalAvatar, round_id: str) -> str | None:
 
 
 def _control(tmp_path: Path, eo_url: str, agents: dict[str, AgentEntry], generator: str = "") -> RoundControl:
-    ledger = RoomLedger.open(tmp_path / "ledger.sqlite3")
+    ledger = open_ledger(tmp_path / "ledger.sqlite3")
     return RoundControl(ledger, ["Celia", "Watson"], rounds=RoundsSettings(),
                         tournament=TournamentSettings(buyers=BUYERS, agents=agents, agent_start_s=3.0),
                         eo=OrchestratorSettings(url=eo_url, utility_generator_url=generator), data_dir=tmp_path,

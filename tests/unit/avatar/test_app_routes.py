@@ -22,12 +22,12 @@ from avatar.app import PageSources, create_app
 from avatar.auth import TOKEN_COOKIE, WS_UNAUTHORIZED
 from avatar.controller import AvatarController
 from avatar.display import routes as display
+from avatar.room_ledger import ledger_in_memory
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker
 from hardware.speaker_sinks import open_sink
 from tests.support.scripted_bus import ScriptedBroker
 from workers.runtime.config import Config
-from workers.runtime.ledger import RoomLedger
 
 TOKEN = "s3cret"
 
@@ -46,7 +46,7 @@ def make_app(tmp_path: Path) -> Iterator[Any]:
         settings = config.section(AvatarSettings)
         speaker = Speaker(open_sink(settings.speaker))
         speakers.append(speaker)
-        controller = AvatarController(settings, config.core.avatars, bus.as_bus(), speaker, ledger=RoomLedger.in_memory())
+        controller = AvatarController(settings, config.core.avatars, bus.as_bus(), speaker, ledger=ledger_in_memory())
         return create_app(controller, PageSources(config, bus, lambda: True))
 
     yield make

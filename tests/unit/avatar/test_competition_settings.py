@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from avatar.competition.control import Refused, checked_durations
+from avatar.competition.control import checked_durations
+from avatar.competition.lineup import Refused
 from avatar.competition.settings import RoundsSettings, TournamentSettings, sample_sellers
 from humaine_platform.end_round import NOWHERE, keep_alive_body
 from humaine_platform.models import ServiceEntry

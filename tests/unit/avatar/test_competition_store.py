@@ -7,11 +7,12 @@ import random
 import sqlite3
 from pathlib import Path
 
+from avatar.books.records import day_of
 from avatar.competition.schedule import plan_cycle
 from avatar.competition.settings import AgentEntry, TournamentSettings
 from avatar.competition.store import CompetitionStore, SeatPlan, roster_key
 from avatar.competition.tournament import Tournament
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger, day_of
+from avatar.room_ledger import LEDGER_FILE, ledger_in_memory, open_ledger
 from workers.runtime.messages import now_ms
 
 AGENTS = ["A", "B", "C"]
@@ -24,7 +25,7 @@ def roster(**more: object) -> TournamentSettings:
 
 
 def test_round_ids_go_on_past_every_id_the_day_used_and_a_start_that_never_reached_the_eo_frees_its_own() -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     store = CompetitionStore(ledger)
     day = day_of(now_ms())
     assert store.free_round_id(day) == "r1"
@@ -41,7 +42,7 @@ def test_round_ids_go_on_past_every_id_the_day_used_and_a_start_that_never_reach
 
 
 def test_the_eos_round_takes_its_buyer_and_start_from_the_rooms_launch() -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     store = CompetitionStore(ledger)
     ledger.name_buyer("Operator's pick")
     launch = store.add_launch("r1", now_ms(), "Ada", None, [SeatPlan("Celia", "A", "http://127.0.0.1:15000")], {}, {}, "standin")
@@ -53,7 +54,7 @@ def test_the_eos_round_takes_its_buyer_and_start_from_the_rooms_launch() -> None
 
 
 def test_a_lost_round_is_put_back_at_the_end_once_and_a_new_roster_drops_the_old_ones_rounds() -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     tournament = Tournament(CompetitionStore(ledger), roster(seed=1), ["Celia", "Watson"])
     slots = tournament.plan()
     assert len(slots) == 6 and all(s.state == "planned" for s in slots)
@@ -79,7 +80,7 @@ def test_a_lost_round_is_put_back_at_the_end_once_and_a_new_roster_drops_the_old
 
 
 def test_a_cycle_used_up_plans_the_next_with_a_new_permutation_and_the_same_seed_the_same_plan(tmp_path: Path) -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     tournament = Tournament(CompetitionStore(ledger), roster(seed=5), ["Celia", "Watson"])
     for slot in tournament.plan():
         tournament.store.set_slot(slot.id, "played")
@@ -87,12 +88,12 @@ def test_a_cycle_used_up_plans_the_next_with_a_new_permutation_and_the_same_seed
     assert following is not None and following.cycle == 2
     cycles = {s.cycle for s in tournament.store.slots(tournament.roster or "")}
     assert cycles == {1, 2} and tournament.fairness() == {1: [], 2: []}
-    elsewhere = Tournament(CompetitionStore(RoomLedger.in_memory()), roster(seed=5), ["Celia", "Watson"]).plan()
+    elsewhere = Tournament(CompetitionStore(ledger_in_memory()), roster(seed=5), ["Celia", "Watson"]).plan()
     assert [s.slot for s in elsewhere] == [s.slot for s in tournament.store.slots(tournament.roster or "") if s.cycle == 1]
 
 
 def test_a_utility_is_drawn_once_per_key() -> None:
-    store = CompetitionStore(RoomLedger.in_memory())
+    store = CompetitionStore(ledger_in_memory())
     first = store.keep_utility("c1s1a", "seller", {"utility": {"egg": 1}}, "test", now_ms())
     assert store.keep_utility("c1s1a", "seller", {"utility": {"egg": 2}}, "test", now_ms()) == first
     assert store.utility("c1s1a") == {"utility": {"egg": 1}} and store.utility("c1b1") is None
@@ -114,7 +115,7 @@ def test_a_ledger_of_the_earlier_schema_is_taken_over_with_its_rows(tmp_path: Pa
                (day_of(now_ms()),))
     db.commit()
     db.close()
-    ledger = RoomLedger.open(path)
+    ledger = open_ledger(path)
     try:
         assert ledger.round_for("r4").buyer == "Zoe"  # type: ignore[union-attr]
         assert CompetitionStore(ledger).free_round_id(day_of(now_ms())) == "r5"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from avatar.books.ledger import RoomLedger
 from avatar.confirm_queue import SHUTDOWN, TIMEOUT, Answer, ConfirmQueue, prompt_views
-from workers.runtime.ledger import RoomLedger
+from avatar.room_ledger import ledger_in_memory
+from tests.support.bids import accept
 
 T0 = 1_700_000_000_000
 
@@ -19,7 +21,7 @@ class Clock:
 
 
 def setup(timeout_s: float = 30.0) -> tuple[RoomLedger, int, ConfirmQueue, list[Answer | None], Clock]:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     key = ledger.begin_round("r1", {}, 50.0, "USD", "round", T0, None).key
     changes: list[Answer | None] = []
     clock = Clock()
@@ -27,7 +29,7 @@ def setup(timeout_s: float = 30.0) -> tuple[RoomLedger, int, ConfirmQueue, list[
 
 
 def prompt(ledger: RoomLedger, key: int, pid: str, seller: str, price: float) -> str:
-    ledger.add_prompt(pid, key, seller, "Deal.", {"type": "Accept"}, {"egg": 1}, price, T0)
+    ledger.add_prompt(pid, key, seller, "Deal.", accept({"egg": 1}, price), T0)
     return pid
 
 

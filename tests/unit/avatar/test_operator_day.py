@@ -8,8 +8,10 @@ import io
 import json
 from pathlib import Path
 
+from avatar.books.ledger import RoomLedger
 from avatar.operator.day import MAX_BUYER_CHARS, DayBook, clean_buyer
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger
+from avatar.room_ledger import LEDGER_FILE, ledger_in_memory, open_ledger
+from tests.support.bids import accept
 
 DAY = datetime.date(2026, 11, 24)
 T0 = int(datetime.datetime(2026, 11, 24, 10, 0).timestamp() * 1000)
@@ -18,7 +20,7 @@ T0 = int(datetime.datetime(2026, 11, 24, 10, 0).timestamp() * 1000)
 def _play(ledger: RoomLedger, round_id: str, spent: float, utility: float | None, deals: int = 1, at: int = T0) -> None:
     key = ledger.begin_round(round_id, {"warmUp": 5, "round": 60, "post": 30}, 50.0, "USD", "warmup", at, at + 5000).key
     for i in range(deals):
-        ledger.book_deal(key, "Celia", {"egg": 2}, round(spent / deals, 2), "", f"{round_id}-{i}", at + 1)
+        ledger.book_deal(key, "Celia", accept({"egg": 2}, round(spent / deals, 2)), "", f"{round_id}-{i}", at + 1)
     if utility is not None:
         ledger.save_allocation(key, {"cake": {"quantity": 1}}, utility)
         human = {"quantity": {"egg": 2}, "cost": spent, "utility": {"currencyUnit": "USD", "value": utility}}
@@ -26,7 +28,7 @@ def _play(ledger: RoomLedger, round_id: str, spent: float, utility: float | None
 
 
 def test_rounds_per_buyer_and_seller_from_the_ledger_in_files(tmp_path: Path) -> None:
-    ledger = RoomLedger.open(tmp_path / LEDGER_FILE)
+    ledger = open_ledger(tmp_path / LEDGER_FILE)
     day = DayBook(ledger, tmp_path / "day", DAY)
     ledger.name_buyer("Ada")
     _play(ledger, "r1", 3.0, 20.5)
@@ -49,7 +51,7 @@ def test_rounds_per_buyer_and_seller_from_the_ledger_in_files(tmp_path: Path) ->
     assert exported["buyers"]["Ada"]["rounds"] == 1 and exported["detail"][1]["deals"][0]["goods"] == {"egg": 2}
     ledger.close()
 
-    reopened = RoomLedger.open(tmp_path / LEDGER_FILE)  # the controller restarted: the day goes on
+    reopened = open_ledger(tmp_path / LEDGER_FILE)  # the controller restarted: the day goes on
     again = DayBook(reopened, tmp_path / "day", DAY)
     _play(reopened, "r3", 1.0, 9.0)
     assert [(r["round"], r["deals"]) for r in again.summary()["rounds"]] == [("r1", 1), ("r2", 2), ("r3", 1)]
@@ -58,7 +60,7 @@ def test_rounds_per_buyer_and_seller_from_the_ledger_in_files(tmp_path: Path) ->
 
 
 def test_rounds_of_other_days_are_not_this_days(tmp_path: Path) -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     _play(ledger, "r1", 2.0, 7.0, at=T0 - 86_400_000)
     _play(ledger, "r1", 3.0, 8.0)
     rows = DayBook(ledger, tmp_path, DAY).summary()["rounds"]
@@ -68,7 +70,7 @@ def test_rounds_of_other_days_are_not_this_days(tmp_path: Path) -> None:
 def test_a_disk_that_refuses_keeps_the_day_in_the_ledger(tmp_path: Path) -> None:
     blocked = tmp_path / "file-not-folder"
     blocked.write_text("x")
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     day = DayBook(ledger, blocked / "day", DAY)
     _play(ledger, "r1", 2.0, 7.0)
     assert day.export()[0]["rounds"][0]["buyer_utility"] == 7.0

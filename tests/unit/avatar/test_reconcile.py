@@ -15,10 +15,11 @@ import httpx
 
 from avatar.controller import AvatarController
 from avatar.reconcile import CHECK_RETRIES, Reconciler, differences, eo_books, ledger_books
+from avatar.room_ledger import ledger_in_memory
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, WavSink
 from humaine_platform.client import EOClient, HttpPoster
-from workers.runtime.ledger import RoomLedger
+from tests.support.bids import accept
 from workers.runtime.messages import Envelope, now_ms
 from workers.runtime.topics import Topic, Topics
 
@@ -41,10 +42,10 @@ class QuietBus:
 
 
 def controller(tmp_path: Path, phase: str = "round", deadline: int | None = None) -> tuple[AvatarController, list[tuple[str, str]]]:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     key = ledger.begin_round("r1", {"warmUp": 1, "round": 60, "post": 10}, 50.0, "USD", "warmup", now_ms(), None).key
     ledger.set_phase(key, phase, now_ms(), deadline)  # type: ignore[arg-type]
-    ledger.book_deal(key, "Celia", {"egg": 2}, 1.0, "Deal.", "m1", now_ms())
+    ledger.book_deal(key, "Celia", accept({"egg": 2}, 1.0), "Deal.", "m1", now_ms())
     ctl = AvatarController(AvatarSettings(), ["Celia", "Watson"], QuietBus(), Speaker(WavSink(tmp_path, realtime=False)),
                            ledger=ledger)
     alerts: list[tuple[str, str]] = []
@@ -180,7 +181,7 @@ def test_the_eos_totals_are_read_liberally() -> None:
     assert eo_books(documented)["Celia"].price == 2.0  # type: ignore[index]
     odd = eo_books({"Celia": {"price": "lots", "quantity": {"egg": "two", "milk": 1}}, "Watson": "?"})
     assert odd is not None and odd["Celia"].price == 0.0 and odd["Celia"].goods == {"milk": 1}
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     key = ledger.begin_round("r1", {}, 50.0, "USD", "round", now_ms(), None).key
-    ledger.book_deal(key, "Celia", {"milk": 1}, 0.0, "", "m", now_ms())
+    ledger.book_deal(key, "Celia", accept({"milk": 1}, 0.0), "", "m", now_ms())
     assert differences(odd, ledger_books(ledger.book(key))) == {}  # type: ignore[arg-type]

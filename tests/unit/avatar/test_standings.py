@@ -6,9 +6,11 @@ import csv
 import io
 from typing import Any
 
+from avatar.books.ledger import RoomLedger
+from avatar.books.records import day_of
 from avatar.competition.standings import UNNAMED_BUYER, standings
 from avatar.competition.store import CompetitionStore, SeatPlan
-from workers.runtime.ledger import RoomLedger, day_of
+from avatar.room_ledger import ledger_in_memory
 from workers.runtime.messages import now_ms
 
 AVATARS = ["Celia", "Watson"]
@@ -40,7 +42,7 @@ def today(ledger: RoomLedger) -> list[Any]:
 
 
 def test_means_of_utility_and_welfare_per_agent_and_totals_per_buyer_from_the_eos_totals() -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     # r1: Ada buys from A (as Celia); B (as Watson) dealt nothing and is missing from the totals: 0
     play(ledger, "r1", "Ada", {"Celia": "A", "Watson": "B"},
          {"Human": {"cost": 3.0, "utility": utility(20.5)}, "Celia": {"revenue": 3.0, "utility": utility(1.25)}})
@@ -59,7 +61,7 @@ def test_means_of_utility_and_welfare_per_agent_and_totals_per_buyer_from_the_eo
 
 
 def test_a_round_without_totals_or_with_a_missing_utility_counts_in_no_standing_and_says_why() -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     play(ledger, "r1", "Ada", {"Celia": "A", "Watson": "B"}, None, lost=True)
     play(ledger, "r2", "Ada", {"Celia": "A", "Watson": "B"}, None)
     play(ledger, "r3", "Ada", {"Celia": "A", "Watson": "B"},
@@ -81,7 +83,7 @@ def test_a_round_without_totals_or_with_a_missing_utility_counts_in_no_standing_
 
 
 def test_a_round_the_room_did_not_start_counts_for_the_avatars_and_the_named_buyer() -> None:
-    ledger = RoomLedger.in_memory()
+    ledger = ledger_in_memory()
     play(ledger, "r1", "", None, {"Human": {"utility": utility(1.0)}, "Watson": {"utility": utility(2.0)}})
     table = standings(today(ledger), AVATARS)
     assert {a.name: (a.rounds, a.utility_mean, a.welfare_mean) for a in table.agents} == {"Celia": (1, 0.0, 3.0),

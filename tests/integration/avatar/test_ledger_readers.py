@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workers.runtime.ledger import LEDGER_FILE, RoomLedger, day_of
+from avatar.books.records import day_of
+from avatar.room_ledger import LEDGER_FILE, open_ledger, read_ledger
 
 DURATIONS = {"warmUp": 5.0, "round": 60.0, "post": 30.0}
 T0 = 1_700_000_000_000
@@ -15,10 +16,10 @@ T0 = 1_700_000_000_000
 
 def test_another_process_reads_while_the_controller_writes(tmp_path: Path) -> None:
     path = tmp_path / LEDGER_FILE
-    assert RoomLedger.reader(path) is None  # no ledger yet: nothing to read
-    writer = RoomLedger.open(path)
+    assert read_ledger(path) is None  # no ledger yet: nothing to read
+    writer = open_ledger(path)
     writer.begin_round("r3", DURATIONS, 50.0, "USD", "warmup", T0, None)
-    code = (f"from pathlib import Path; from workers.runtime.ledger import RoomLedger; "
-            f"r = RoomLedger.reader(Path({str(path)!r})); print(sorted(str(x.round_id) for x in r.rounds_on({day_of(T0)!r})))")
+    code = (f"from pathlib import Path; from avatar.room_ledger import read_ledger; "
+            f"r = read_ledger(Path({str(path)!r})); print(sorted(str(x.round_id) for x in r.rounds_on({day_of(T0)!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout.strip() == "['r3']"

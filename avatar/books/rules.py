@@ -1,0 +1,99 @@
+"""The booking rules: what a seller's bid puts in the round's books, which confirmation a booked
+Accept answers, and which open rounds a new round closes.
+
+The EO is the truth about a round; these rules say how what it tells the human side becomes the
+books. They decide on the platform's typed messages (:class:`~humaine_platform.models.Bid`,
+:class:`~humaine_platform.models.AgentMessage`) and on the books' records; the ledger
+(:mod:`avatar.books.ledger`) writes what they decide, each decision in one transaction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from avatar.books.records import LedgerPhase, goods_text
+from humaine_platform.eo_rules import BOOKED_TYPE
+from humaine_platform.models import HUMAN, OFFER_BID_TYPES, AgentMessage, Bid
+
+OVER_PHASES: Final = ("ended", "lost")
+"""A round in one of these is over: a yes the EO has not booked by now never will be."""
+TOTALS_NEVER_CAME: Final = "the EO's totals never reached the room"
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a bid trades: its goods as whole quantities (what the utility generator counts) and
+    its price (None: the bid named none)."""
+
+    goods: dict[str, int]
+    price: float | None
+
+    @property
+    def goods_text(self) -> str:
+        """The goods in the books' one spelling (:func:`~avatar.books.records.goods_text`)."""
+        return goods_text(self.goods)
+
+
+def number(value: Any) -> float | None:
+    """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    result = float(value)
+    return result if math.isfinite(result) else None
+
+
+def terms_of(bid: Bid) -> Terms:
+    """The bid's terms; a quantity that is not a positive number of a good is left out."""
+    amounts = {str(name): number(amount) for name, amount in bid.quantity.items()}
+    goods = {name: int(amount) for name, amount in amounts.items() if amount is not None and amount > 0}
+    return Terms(goods, number(bid.price.value) if bid.price is not None else None)
+
+
+def is_standing_offer(bid: Bid) -> bool:
+    """The bid puts an offer on the table (goods and a price): that seller's current offer."""
+    terms = terms_of(bid)
+    return bid.type in OFFER_BID_TYPES and bool(terms.goods) and terms.price is not None
+
+
+def is_booked_deal(message: AgentMessage) -> bool:
+    """A seller's Accept to the buyer, forwarded by the EO, is a deal it booked: it forwards an
+    Accept only after every human side said yes, and books it for speaker and addressee."""
+    return message.bid is not None and message.bid.type == BOOKED_TYPE and str(message.addressee) == HUMAN
+
+
+@dataclass(frozen=True)
+class SentYes:
+    """A confirmation the buyer said yes to, which the EO has not booked yet."""
+
+    prompt_id: str
+    goods_text: str
+    price: float | None
+
+
+def answered_prompt(sent: Sequence[SentYes], terms: Terms) -> str | None:
+    """The confirmation a booked deal answers: the oldest yes sent to that seller for the same
+    goods and price, else the oldest yes to that seller (``sent`` oldest first)."""
+    same = next((s for s in sent if s.goods_text == terms.goods_text and s.price == terms.price), None)
+    found = same or (sent[0] if sent else None)
+    return found.prompt_id if found is not None else None
+
+
+@dataclass(frozen=True)
+class Closing:
+    """How a round still open ends when the EO opens another."""
+
+    key: int
+    phase: LedgerPhase
+    note: str
+
+
+def closed_by_new_round(open_rounds: Sequence[tuple[int, LedgerPhase]], new_round_id: int | str) -> list[Closing]:
+    """Any round still open is over when the EO opens round ``new_round_id``: one whose
+    negotiation had ended is closed without the totals that never came; one still negotiating is
+    lost (the EO started another: it keeps one round at a time for a room)."""
+    return [Closing(key, "ended", TOTALS_NEVER_CAME) if phase == "post"
+            else Closing(key, "lost", f"the EO started round {new_round_id} before this one ended")
+            for key, phase in open_rounds if phase in ("warmup", "round", "post")]
