@@ -93,13 +93,23 @@ class SpokenUtterance:
 
 # -- outputs ----------------------------------------------------------------------------------
 class AudioSink(Protocol):
-    """Where utterances go. ``realtime`` sinks are paced by the speaker at playback speed."""
+    """Where utterances go. ``realtime`` sinks are paced by the speaker at playback speed.
 
-    realtime: bool
-    latency_s: float
-    """Time from a write to the samples being audible."""
-    lead_s: float
-    """How far ahead of the audible position writes may run."""
+    The three figures are read-only here, so a sink may hold them as attributes or compute
+    them (a sound card knows its latency only once its stream is open)."""
+
+    @property
+    def realtime(self) -> bool: ...
+
+    @property
+    def latency_s(self) -> float:
+        """Time from a write to the samples being audible."""
+        ...
+
+    @property
+    def lead_s(self) -> float:
+        """How far ahead of the audible position writes may run."""
+        ...
 
     def begin(self, name: str, sample_rate: int) -> None: ...
 
@@ -123,17 +133,17 @@ class WavSink:
     latency_s = 0.0
     lead_s = 0.0
 
-    def __init__(self, directory: str | Path, realtime: bool = True) -> None:
+    def __init__(self, directory: str | Path, realtime: bool = True, instead_of: str = "") -> None:
         self.directory = Path(directory)
         self.realtime = realtime
+        self.instead_of = instead_of
+        """Why there is no sound card, when these files stand in for it (``auto``)."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise SpeakerError(f"cannot create WAV output directory {self.directory}: {exc}") from None
         self._wave: wave.Wave_write | None = None
         self._path: Path | None = None
-        self.instead_of = ""
-        """Why there is no sound card, when these files stand in for it (``auto``)."""
 
     def describe(self) -> str:
         return f"wav:{self.directory}" + ("" if self.realtime else " (fast)")
