@@ -16,9 +16,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class NoInputDeviceError(AudioSourceError):
 class AudioBlock:
     """``samples``: int16 mono at :data:`SAMPLE_RATE`; ``t_ms``: capture time of sample 0."""
 
-    samples: np.ndarray
+    samples: NDArray[np.int16]
     t_ms: int
 
     @property
@@ -86,7 +87,7 @@ SILENCE_DBFS = -100.0
 FULL_SCALE = 32768.0
 
 
-def level_dbfs(samples: np.ndarray) -> float:
+def level_dbfs(samples: NDArray[np.number[Any]]) -> float:
     """RMS level of int16-scaled ``samples`` in dB relative to full scale, at least
     :data:`SILENCE_DBFS`: the one measure of loudness the voice-activity segmenter, the barge-in
     detector, the noise-floor check and the noise mixing share."""

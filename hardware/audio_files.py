@@ -14,8 +14,10 @@ import wave
 from collections.abc import Iterator
 from math import gcd
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from formats.session_files import AUDIO_FILE, media_file
 from hardware.audio import (
@@ -38,7 +40,7 @@ RAW_SUFFIXES = (".raw", ".pcm", ".s16")
 """Headerless files taken as 16 kHz mono int16 little-endian (pocketsphinx test data style)."""
 
 
-def to_mono_int16(data: np.ndarray) -> np.ndarray:
+def to_mono_int16(data: NDArray[Any]) -> NDArray[np.int16]:
     """Mix a (frames,) or (frames, channels) array of any numeric type down to mono int16."""
     arr = np.asarray(data)
     if arr.ndim == 2:
@@ -46,7 +48,7 @@ def to_mono_int16(data: np.ndarray) -> np.ndarray:
     if np.issubdtype(arr.dtype, np.floating):
         # Float WAVs are full scale at 1.0; a mixed-down integer array is already in range.
         scaled = arr * 32767.0 if np.abs(arr).max(initial=0) <= 1.0 else arr
-        return np.clip(np.round(scaled), -32768, 32767).astype(np.int16)
+        return scaled.round().clip(-32768, 32767).astype(np.int16)
     if arr.dtype == np.uint8:
         return ((arr.astype(np.int16) - 128) << 8).astype(np.int16)
     if arr.dtype == np.int32:
@@ -54,18 +56,18 @@ def to_mono_int16(data: np.ndarray) -> np.ndarray:
     return arr.astype(np.int16)
 
 
-def resample(samples: np.ndarray, rate: int, target: int = SAMPLE_RATE) -> np.ndarray:
+def resample(samples: NDArray[np.int16], rate: int, target: int = SAMPLE_RATE) -> NDArray[np.int16]:
     """Polyphase resampling (anti-aliased) of int16 mono ``samples`` from ``rate`` to ``target``."""
     if rate == target:
         return samples.astype(np.int16, copy=False)
     from scipy.signal import resample_poly
 
     g = gcd(rate, target)
-    out = resample_poly(samples.astype(np.float64), target // g, rate // g)
-    return np.clip(np.round(out), -32768, 32767).astype(np.int16)
+    out: NDArray[np.float64] = resample_poly(samples.astype(np.float64), target // g, rate // g)
+    return out.round().clip(-32768, 32767).astype(np.int16)
 
 
-def _read_wav(path: Path) -> tuple[np.ndarray, int]:
+def _read_wav(path: Path) -> tuple[NDArray[np.int16], int]:
     try:
         with wave.open(str(path), "rb") as wav:
             rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
@@ -100,7 +102,7 @@ def _read_wav(path: Path) -> tuple[np.ndarray, int]:
     return to_mono_int16(data), rate
 
 
-def decode_with_ffmpeg(path: Path, input_format: str | None = None) -> np.ndarray:
+def decode_with_ffmpeg(path: Path, input_format: str | None = None) -> NDArray[np.int16]:
     """Decode any file ffmpeg understands (``input_format`` e.g. ``g722`` for headerless
     codecs) to 16 kHz mono int16."""
     ffmpeg = shutil.which("ffmpeg")
@@ -121,7 +123,7 @@ def decode_with_ffmpeg(path: Path, input_format: str | None = None) -> np.ndarra
     return np.frombuffer(proc.stdout, dtype="<i2").astype(np.int16)
 
 
-def load_audio(path: str | Path, raw: bool = False) -> np.ndarray:
+def load_audio(path: str | Path, raw: bool = False) -> NDArray[np.int16]:
     """The whole file as 16 kHz mono int16 (raw files: already 16 kHz mono int16 LE)."""
     p, missing = media_file(path, AUDIO_FILE, "audio")
     if missing:
@@ -142,7 +144,7 @@ def load_audio(path: str | Path, raw: bool = False) -> np.ndarray:
     return decode_with_ffmpeg(p)
 
 
-def write_wav(path: str | Path, samples: np.ndarray, rate: int = SAMPLE_RATE) -> None:
+def write_wav(path: str | Path, samples: NDArray[np.int16], rate: int = SAMPLE_RATE) -> None:
     """Write mono int16 samples as a PCM WAV (recordings, test fixtures)."""
     buf = io.BytesIO()
     with wave.open(buf, "wb") as wav:
@@ -153,7 +155,7 @@ def write_wav(path: str | Path, samples: np.ndarray, rate: int = SAMPLE_RATE) ->
     Path(path).write_bytes(buf.getvalue())
 
 
-def _chunks(samples: np.ndarray, n: int) -> Iterator[tuple[int, np.ndarray]]:
+def _chunks(samples: NDArray[np.int16], n: int) -> Iterator[tuple[int, NDArray[np.int16]]]:
     for offset in range(0, len(samples), n):
         chunk = samples[offset : offset + n]
         if len(chunk) < n:

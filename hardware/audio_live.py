@@ -13,7 +13,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -48,7 +48,19 @@ def _sounddevice() -> Any:
     return sounddevice
 
 
-def query_input_devices() -> list[dict[str, object]]:
+class InputDevice(TypedDict):
+    """A capture device as PortAudio describes it (``humaine-env devices --json`` prints these)."""
+
+    index: int
+    name: str
+    hostapi: str
+    channels: int
+    default_samplerate: float
+    default: bool
+    """The system's default input."""
+
+
+def query_input_devices() -> list[InputDevice]:
     """Every device with at least one input channel, as plain dicts."""
     try:
         sd = _sounddevice()
@@ -58,7 +70,7 @@ def query_input_devices() -> list[dict[str, object]]:
     except (NoInputDeviceError, Exception) as exc:
         log.debug("cannot query audio devices: %s", exc)
         return []
-    found: list[dict[str, object]] = []
+    found: list[InputDevice] = []
     for index, dev in enumerate(devices):
         if int(dev.get("max_input_channels", 0)) <= 0:
             continue
@@ -75,7 +87,7 @@ def query_input_devices() -> list[dict[str, object]]:
     return found
 
 
-def resolve_device(device: str | None) -> dict[str, object]:
+def resolve_device(device: str | None) -> InputDevice:
     """The input device named by ``device``: None/empty → the default (or the first input),
     a number → that index, text → the first input whose name contains it (case-insensitive)."""
     devices = query_input_devices()
@@ -112,7 +124,7 @@ class MicrophoneSource:
         self.block_ms = block_ms
         self.block = block_samples(block_ms)
         info = resolve_device(device)
-        self.device_index = int(info["index"])  # type: ignore[arg-type]
+        self.device_index = info["index"]
         self.description = f"microphone {info['index']}: {info['name']}"
         self.overflows = 0
         self.dropped = 0
@@ -121,7 +133,7 @@ class MicrophoneSource:
         self._failed: str | None = None
         sd = _sounddevice()
         self._stream = None
-        for rate in (SAMPLE_RATE, int(float(info["default_samplerate"]))):  # type: ignore[arg-type]
+        for rate in (SAMPLE_RATE, int(info["default_samplerate"])):
             try:
                 self.rate = rate
                 self._stream = sd.RawInputStream(

@@ -7,9 +7,14 @@ three imports one that imports it back.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hardware.audio import DEFAULT_BLOCK_MS, SPEC_HELP, AudioSource, AudioSourceError
 from hardware.audio_files import FileSource, ReplaySource
 from hardware.clock import REPLAY_KIND, Clock, RealClock
+
+if TYPE_CHECKING:
+    from hardware.audio_live import InputDevice
 
 
 def open_source(
@@ -34,7 +39,7 @@ def open_source(
     raise AudioSourceError(f"unknown audio source {kind!r} in {spec!r}: {SPEC_HELP}")
 
 
-def list_input_devices() -> list[dict[str, object]]:
+def list_input_devices() -> list[InputDevice]:
     """Capture devices PortAudio sees: index, name, host API, channels, default rate, default.
     Empty when there is none (or PortAudio itself is missing)."""
     from hardware.audio_live import query_input_devices

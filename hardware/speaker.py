@@ -49,6 +49,8 @@ __all__ = [
     "SpeakerError",
     "SpeechEvent",
     "SpokenUtterance",
+    "UtteranceCallbacks",
+    "UtterancePlayback",
     "VoiceSettings",
     "WavSink",
     "list_voices",
@@ -91,13 +93,23 @@ class SpokenUtterance:
 
 # -- outputs ----------------------------------------------------------------------------------
 class AudioSink(Protocol):
-    """Where utterances go. ``realtime`` sinks are paced by the speaker at playback speed."""
+    """Where utterances go. ``realtime`` sinks are paced by the speaker at playback speed.
 
-    realtime: bool
-    latency_s: float
-    """Time from a write to the samples being audible."""
-    lead_s: float
-    """How far ahead of the audible position writes may run."""
+    The three figures are read-only here, so a sink may hold them as attributes or compute
+    them (a sound card knows its latency only once its stream is open)."""
+
+    @property
+    def realtime(self) -> bool: ...
+
+    @property
+    def latency_s(self) -> float:
+        """Time from a write to the samples being audible."""
+        ...
+
+    @property
+    def lead_s(self) -> float:
+        """How far ahead of the audible position writes may run."""
+        ...
 
     def begin(self, name: str, sample_rate: int) -> None: ...
 
@@ -121,17 +133,17 @@ class WavSink:
     latency_s = 0.0
     lead_s = 0.0
 
-    def __init__(self, directory: str | Path, realtime: bool = True) -> None:
+    def __init__(self, directory: str | Path, realtime: bool = True, instead_of: str = "") -> None:
         self.directory = Path(directory)
         self.realtime = realtime
+        self.instead_of = instead_of
+        """Why there is no sound card, when these files stand in for it (``auto``)."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise SpeakerError(f"cannot create WAV output directory {self.directory}: {exc}") from None
         self._wave: wave.Wave_write | None = None
         self._path: Path | None = None
-        self.instead_of = ""
-        """Why there is no sound card, when these files stand in for it (``auto``)."""
 
     def describe(self) -> str:
         return f"wav:{self.directory}" + ("" if self.realtime else " (fast)")
@@ -237,6 +249,146 @@ class SoundCardSink:
 SpeechCallback = Callable[[SpeechEvent], None]
 
 
+@dataclass(frozen=True)
+class UtteranceCallbacks:
+    """What :meth:`Speaker.speak` tells its caller, and when (see :class:`Speaker`)."""
+
+    on_begin: Callable[[], None] | None = None
+    on_end: Callable[[SpokenUtterance], None] | None = None
+    on_word: SpeechCallback | None = None
+    on_mark: SpeechCallback | None = None
+    on_phonemes: Callable[[list[SpeechEvent]], None] | None = None
+
+
+class UtterancePlayback:
+    """One utterance on its way out: the engine's buffers written to the sink in blocks of
+    :data:`BLOCK_S`, paced at playback speed for a realtime sink, its word and mark events held
+    until the output reaches them, its audio cut at ``max_samples``.
+
+    :meth:`on_audio` is the engine's ``on_audio``; :meth:`play_out` waits for the last sample
+    to be heard; :meth:`finish` closes the utterance in the sink. ``cancel`` set stops it."""
+
+    def __init__(
+        self,
+        sink: AudioSink,
+        result: SpokenUtterance,
+        callbacks: UtteranceCallbacks,
+        cancel: threading.Event,
+        max_samples: int | None = None,
+    ) -> None:
+        self.result = result
+        self._sink = sink
+        self._callbacks = callbacks
+        self._cancel = cancel
+        self._max_samples = max_samples
+        self._rate = result.sample_rate
+        self._block_bytes = max(int(self._rate * BLOCK_S), 1) * SAMPLE_WIDTH
+        self._pending: list[SpeechEvent] = []
+        """Word and mark events synthesised but not reached yet, in audio order."""
+        self._t0: float | None = None
+        """``time.monotonic()`` when the first samples went out (None before)."""
+
+    def on_audio(self, pcm: bytes, events: list[SpeechEvent]) -> bool:
+        """One buffer from the engine: phonemes handed over, audio written (paced), due events
+        fired. False stops the synthesis (cancelled, or the audio reached ``max_samples``)."""
+        if self._cancel.is_set():
+            self.result.cancelled = True
+            return False
+        if self._t0 is None:
+            self._begin()
+        phonemes = [e for e in events if e.kind == "phoneme"]
+        self._pending.extend(e for e in events if e.kind != "phoneme")
+        self._pending.sort(key=lambda e: e.audio_ms)
+        pcm, phonemes = self._cut(pcm, phonemes)
+        if phonemes:
+            self.result.phonemes.extend(phonemes)
+            if self._callbacks.on_phonemes:
+                self._callbacks.on_phonemes(phonemes)
+        if not self._write(pcm):
+            self.result.cancelled = True
+            return False
+        self._fire_due(time.monotonic())
+        return not self.result.cut
+
+    def play_out(self) -> None:
+        """After synthesis: wait until the last sample is audible, firing the events it
+        reaches on the way; then whatever is left (unless cancelled)."""
+        if self._t0 is None:
+            return
+        end_at = self._t0 + self._sink.latency_s + self.result.samples / self._rate if self._sink.realtime else 0.0
+        while not self.result.cancelled:
+            now = time.monotonic()
+            self._fire_due(now)
+            if now >= end_at:
+                break
+            next_due = self._due(self._pending[0]) if self._pending else end_at
+            if self._cancel.wait(max(min(next_due, end_at) - now, 0.0)):
+                self.result.cancelled = True
+        if not self.result.cancelled:
+            self._fire_due(time.monotonic(), force=True)
+
+    def finish(self) -> None:
+        """Close the utterance in the sink and report it, if any audio went out."""
+        if self._t0 is None:
+            return
+        self.result.path = self._sink.end()
+        self.result.ended_at = time.monotonic()
+        if self._callbacks.on_end:
+            self._callbacks.on_end(self.result)
+
+    def _begin(self) -> None:
+        self._sink.begin(self.result.name, self._rate)
+        if self._callbacks.on_begin:
+            self._callbacks.on_begin()
+        self.result.began_at = self._t0 = time.monotonic()
+
+    def _cut(self, pcm: bytes, phonemes: list[SpeechEvent]) -> tuple[bytes, list[SpeechEvent]]:
+        """``pcm`` and its ``phonemes`` up to ``max_samples``; events past it are dropped."""
+        limit = self._max_samples
+        if limit is None or self.result.samples + len(pcm) // SAMPLE_WIDTH < limit:
+            return pcm, phonemes
+        self.result.cut = True
+        end_ms = limit * 1000 // self._rate
+        self._pending = [e for e in self._pending if e.audio_ms <= end_ms]  # never said: never reported
+        return pcm[: (limit - self.result.samples) * SAMPLE_WIDTH], [e for e in phonemes if e.audio_ms < end_ms]
+
+    def _write(self, pcm: bytes) -> bool:
+        """Write ``pcm`` block by block, firing due events before each; False when cancelled
+        while waiting for the output to catch up."""
+        for offset in range(0, len(pcm), self._block_bytes):
+            self._fire_due(time.monotonic())
+            block = pcm[offset : offset + self._block_bytes]
+            self._sink.write(block)
+            self.result.samples += len(block) // SAMPLE_WIDTH
+            if self.result.first_audio_at is None:
+                self.result.first_audio_at = time.monotonic()
+            if self._sink.realtime and self._t0 is not None:
+                target = self._t0 + self.result.samples / self._rate - self._sink.lead_s
+                delay = target - time.monotonic()
+                if delay > 0 and self._cancel.wait(delay):
+                    return False
+        return True
+
+    def _due(self, event: SpeechEvent) -> float:
+        """When the output reaches ``event`` (0: at once, for a sink that is not realtime)."""
+        if not self._sink.realtime or self._t0 is None:
+            return 0.0
+        return self._t0 + self._sink.latency_s + event.audio_ms / 1000.0
+
+    def _fire_due(self, now: float, force: bool = False) -> None:
+        while self._pending and (force or self._due(self._pending[0]) <= now):
+            event = self._pending.pop(0)
+            fired = SpeechEvent(event.kind, event.name, event.audio_ms, event.text_position, now)
+            if fired.kind == "word":
+                self.result.words.append(fired)
+                if self._callbacks.on_word:
+                    self._callbacks.on_word(fired)
+            else:
+                self.result.marks.append(fired)
+                if self._callbacks.on_mark:
+                    self._callbacks.on_mark(fired)
+
+
 class Speaker:
     """Speaks one utterance at a time into a sink, paced at playback speed for realtime sinks.
 
@@ -294,87 +446,16 @@ class Speaker:
         self._cancel.clear()
         engine, voice = self.engines.resolve(voice)
         rate = engine.sample_rate
-        max_samples = None if max_s is None else max(int(max_s * rate), 0)
-        result = SpokenUtterance(name=name, sample_rate=rate, requested_at=time.monotonic())
-        sink = self.sink
-        pending: list[SpeechEvent] = []
-        block_bytes = max(int(rate * BLOCK_S), 1) * SAMPLE_WIDTH
-        state: dict[str, float] = {}
-
-        def due(event: SpeechEvent) -> float:
-            if not sink.realtime:
-                return 0.0
-            return state["t0"] + sink.latency_s + event.audio_ms / 1000.0
-
-        def fire_due(now: float, force: bool = False) -> None:
-            while pending and (force or due(pending[0]) <= now):
-                event = pending.pop(0)
-                fired = SpeechEvent(event.kind, event.name, event.audio_ms, event.text_position, now)
-                if fired.kind == "word":
-                    result.words.append(fired)
-                    if on_word:
-                        on_word(fired)
-                else:
-                    result.marks.append(fired)
-                    if on_mark:
-                        on_mark(fired)
-
-        def on_audio(pcm: bytes, events: list[SpeechEvent]) -> bool:
-            if self._cancel.is_set():
-                result.cancelled = True
-                return False
-            if "t0" not in state:
-                sink.begin(name, rate)
-                if on_begin:
-                    on_begin()
-                result.began_at = state["t0"] = time.monotonic()
-            phonemes = [e for e in events if e.kind == "phoneme"]
-            pending.extend(e for e in events if e.kind != "phoneme")
-            pending.sort(key=lambda e: e.audio_ms)
-            if max_samples is not None and result.samples + len(pcm) // SAMPLE_WIDTH >= max_samples:
-                pcm = pcm[: (max_samples - result.samples) * SAMPLE_WIDTH]
-                result.cut = True
-                end_ms = max_samples * 1000 // rate
-                pending[:] = [e for e in pending if e.audio_ms <= end_ms]  # never said: never reported
-                phonemes = [e for e in phonemes if e.audio_ms < end_ms]
-            if phonemes:
-                result.phonemes.extend(phonemes)
-                if on_phonemes:
-                    on_phonemes(phonemes)
-            for offset in range(0, len(pcm), block_bytes):
-                fire_due(time.monotonic())
-                block = pcm[offset : offset + block_bytes]
-                sink.write(block)
-                result.samples += len(block) // SAMPLE_WIDTH
-                if result.first_audio_at is None:
-                    result.first_audio_at = time.monotonic()
-                if sink.realtime:
-                    target = state["t0"] + result.samples / rate - sink.lead_s
-                    delay = target - time.monotonic()
-                    if delay > 0 and self._cancel.wait(delay):
-                        result.cancelled = True
-                        return False
-            fire_due(time.monotonic())
-            return not result.cut
-
+        playback = UtterancePlayback(
+            self.sink,
+            SpokenUtterance(name=name, sample_rate=rate, requested_at=time.monotonic()),
+            UtteranceCallbacks(on_begin, on_end, on_word, on_mark, on_phonemes),
+            self._cancel,
+            max_samples=None if max_s is None else max(int(max_s * rate), 0),
+        )
         try:
-            engine.synthesize(ssml, voice, on_audio)
-            if "t0" in state:
-                end_at = state["t0"] + sink.latency_s + result.samples / rate if sink.realtime else 0.0
-                while not result.cancelled:
-                    now = time.monotonic()
-                    fire_due(now)
-                    if now >= end_at:
-                        break
-                    next_due = due(pending[0]) if pending else end_at
-                    if self._cancel.wait(max(min(next_due, end_at) - now, 0.0)):
-                        result.cancelled = True
-                if not result.cancelled:
-                    fire_due(time.monotonic(), force=True)
+            engine.synthesize(ssml, voice, playback.on_audio)
+            playback.play_out()
         finally:
-            if "t0" in state:
-                result.path = sink.end()
-                result.ended_at = time.monotonic()
-                if on_end:
-                    on_end(result)
-        return result
+            playback.finish()
+        return playback.result

@@ -35,9 +35,8 @@ def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
         except SpeakerError as exc:
             if fallback_dir is None:
                 raise
-            sink = WavSink(str(fallback_dir), realtime=True)
-            sink.instead_of = str(exc)  # the owner says it, at the level a documented fallback deserves
-            return sink
+            # the owner says why, at the level a documented fallback deserves
+            return WavSink(str(fallback_dir), realtime=True, instead_of=str(exc))
     if kind == "wav" and arg:
         return WavSink(arg, realtime=True)
     if kind == "wav-fast" and arg:

@@ -118,15 +118,15 @@ class TeeSink:
 
     # properties: a sound card knows its latency only once its stream is open
     @property
-    def realtime(self) -> bool:  # type: ignore[override]
+    def realtime(self) -> bool:
         return any(s.realtime for s in self.sinks)
 
     @property
-    def latency_s(self) -> float:  # type: ignore[override]
+    def latency_s(self) -> float:
         return max(s.latency_s for s in self.sinks)
 
     @property
-    def lead_s(self) -> float:  # type: ignore[override]
+    def lead_s(self) -> float:
         return max(s.lead_s for s in self.sinks)
 
     def describe(self) -> str:

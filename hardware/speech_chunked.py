@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from formats import speech_script
-from formats.speech_script import Pause, Phrase
+from formats.speech_script import Pause, Phrase, Piece
 from hardware.speech_types import SpeechEvent, VoiceSettings
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ AHEAD = 2
 class Rendering:
     """One phrase as an engine rendered it."""
 
-    pcm: np.ndarray
+    pcm: NDArray[np.int16]
     """int16 mono samples at the engine's rate."""
     phonemes: list[tuple[int, str]] = field(default_factory=list)
     """``(ms, espeak-ng mnemonic)`` in order."""
@@ -69,6 +70,34 @@ def map_word_starts(engine_starts: list[int], words: int, end_ms: int) -> list[i
     if len(engine_starts) == words:
         return list(engine_starts)
     return [engine_starts[min(len(engine_starts) - 1, math.floor(i * len(engine_starts) / words))] for i in range(words)]
+
+
+def lead_pieces(ssml: str, lead_words: int) -> list[Piece]:
+    """The pieces of ``ssml``, its first phrase split into a short lead (``lead_words``, 0:
+    never) so that a slow engine's first audio comes early."""
+    pieces = speech_script.read(ssml)
+    for index, piece in enumerate(pieces):
+        if isinstance(piece, Phrase):
+            pieces[index : index + 1] = speech_script.split_lead(piece, lead_words)
+            break
+    return pieces
+
+
+def phrase_events(phrase: Phrase, rendering: Rendering, at: int, duration: int) -> list[SpeechEvent]:
+    """A rendered phrase's word, mark and phoneme events, starting at ``at`` ms in the
+    utterance: each mark with the word it stands before (or at the phrase's ``duration``)."""
+    words = phrase.words
+    starts = map_word_starts(rendering.word_starts, len(words), duration)
+    marks: list[list[str]] = [[] for _ in range(len(words) + 1)]
+    for index, mark in phrase.marks:
+        marks[min(index, len(words))].append(mark)
+    events: list[SpeechEvent] = []
+    for index, word in enumerate(words):
+        events += [SpeechEvent("mark", name, at + starts[index]) for name in marks[index]]
+        events.append(SpeechEvent("word", word.strip(".,;:!?\"')("), at + starts[index]))
+    events += [SpeechEvent("mark", name, at + duration) for name in marks[len(words)]]
+    events += [SpeechEvent("phoneme", name, at + ms) for ms, name in rendering.phonemes]
+    return events
 
 
 class ChunkedEngine:
@@ -95,72 +124,33 @@ class ChunkedEngine:
     def synthesize(self, ssml: str, settings: VoiceSettings, on_audio: Callable[[bytes, list[SpeechEvent]], bool]) -> None:
         """Render ``ssml`` phrase by phrase and hand each to ``on_audio`` with its events."""
         self.check_voice(settings)
-        pieces = speech_script.read(ssml)
-        first = next((i for i, piece in enumerate(pieces) if isinstance(piece, Phrase)), None)
-        if first is not None:
-            pieces[first:first + 1] = speech_script.split_lead(pieces[first], self.lead_words)  # type: ignore[arg-type]
-        rendered: queue.Queue[tuple[object, Rendering | BaseException | None]] = queue.Queue(maxsize=AHEAD)
-        stop = threading.Event()
-
-        def produce() -> None:
-            for index, piece in enumerate(pieces):
-                if stop.is_set():
-                    return
-                try:
-                    if isinstance(piece, Pause):
-                        result: Rendering | BaseException = Rendering(np.zeros(piece.ms * self.sample_rate // 1000, np.int16))
-                    else:
-                        before_pause = index + 1 < len(pieces) and isinstance(pieces[index + 1], Pause)
-                        with self._lock:
-                            result = self._shaped(self.render(piece, settings), piece, settings, before_pause)
-                except BaseException as exc:  # handed to the consumer, raised on the speaker's thread
-                    result = exc
-                while not stop.is_set():
-                    try:
-                        rendered.put((piece, result), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if isinstance(result, BaseException):
-                    return
-            rendered.put((None, None))
-
-        producer = threading.Thread(target=produce, name=f"{self.name}-render", daemon=True)
-        producer.start()
+        ahead = _RenderAhead(self, lead_pieces(ssml, self.lead_words), settings)
+        ahead.start()
         offset_ms = 0.0
         try:
-            while True:
-                piece, result = rendered.get()
-                if result is None:
-                    return
-                if isinstance(result, BaseException):
-                    raise result
-                events: list[SpeechEvent] = []
-                at = round(offset_ms)
-                if isinstance(piece, Pause):
-                    events += [SpeechEvent("mark", name, at) for name in piece.marks]
-                    events.append(SpeechEvent("phoneme", PAUSE_PHONEME, at))
-                elif isinstance(piece, Phrase):
-                    duration = len(result.pcm) * 1000 // max(self.sample_rate, 1)
-                    starts = map_word_starts(result.word_starts, len(piece.words), duration)
-                    marks = dict.fromkeys(range(len(piece.words) + 1), ())
-                    for index, mark in piece.marks:
-                        marks[min(index, len(piece.words))] += (mark,)  # type: ignore[operator]
-                    for index, word in enumerate(piece.words):
-                        events += [SpeechEvent("mark", name, at + starts[index]) for name in marks[index]]
-                        events.append(SpeechEvent("word", word.strip(".,;:!?\"')("), at + starts[index]))
-                    events += [SpeechEvent("mark", name, at + duration) for name in marks[len(piece.words)]]
-                    events += [SpeechEvent("phoneme", name, at + ms) for ms, name in result.phonemes]
-                offset_ms += len(result.pcm) * 1000 / max(self.sample_rate, 1)
-                if not on_audio(result.pcm.tobytes(), events):
+            while (item := ahead.next()) is not None:
+                piece, rendering = item
+                events = self._events(piece, rendering, round(offset_ms))
+                offset_ms += len(rendering.pcm) * 1000 / max(self.sample_rate, 1)
+                if not on_audio(rendering.pcm.tobytes(), events):
                     return
         finally:
-            stop.set()
-            while producer.is_alive():  # let it finish the phrase it renders, then end
-                try:
-                    rendered.get_nowait()
-                except queue.Empty:
-                    producer.join(0.05)
+            ahead.stop()
+
+    def render_piece(self, piece: Piece, settings: VoiceSettings, before_pause: bool) -> Rendering:
+        """``piece`` as it will be heard: a pause as silence, a phrase rendered (one at a time
+        per engine) and shaped (see :meth:`_shaped`)."""
+        if isinstance(piece, Pause):
+            return Rendering(np.zeros(piece.ms * self.sample_rate // 1000, np.int16))
+        with self._lock:
+            return self._shaped(self.render(piece, settings), piece, settings, before_pause)
+
+    def _events(self, piece: Piece, rendering: Rendering, at: int) -> list[SpeechEvent]:
+        """The events of a rendered piece that starts ``at`` ms into the utterance."""
+        if isinstance(piece, Pause):
+            return [*(SpeechEvent("mark", name, at) for name in piece.marks), SpeechEvent("phoneme", PAUSE_PHONEME, at)]
+        duration = len(rendering.pcm) * 1000 // max(self.sample_rate, 1)
+        return phrase_events(piece, rendering, at, duration)
 
     def _shaped(self, rendering: Rendering, phrase: Phrase, settings: VoiceSettings, before_pause: bool = False) -> Rendering:
         """Leading padding trimmed and loudness applied (the engines render at full scale).
@@ -180,6 +170,64 @@ class ChunkedEngine:
             [(max(ms - trim_ms, 0), name) for ms, name in rendering.phonemes],
             [max(ms - trim_ms, 0) for ms in rendering.word_starts],
         )
+
+
+class _RenderAhead:
+    """The producer thread: renders an utterance's pieces in order, at most :data:`AHEAD`
+    ahead of the one playing. A rendering's exception is handed over in its place (and raised
+    on the speaker's thread by :meth:`next`); nothing is rendered after it."""
+
+    def __init__(self, engine: ChunkedEngine, pieces: list[Piece], settings: VoiceSettings) -> None:
+        self._engine = engine
+        self._pieces = pieces
+        self._settings = settings
+        self._rendered: queue.Queue[tuple[Piece, Rendering] | BaseException | None] = queue.Queue(maxsize=AHEAD)
+        """Rendered pieces in order; ``None`` after the last."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name=f"{engine.name}-render", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def next(self) -> tuple[Piece, Rendering] | None:
+        """The next piece with its rendering (waits for it); ``None`` after the last."""
+        item = self._rendered.get()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def stop(self) -> None:
+        """Stop rendering: the producer finishes the piece it renders, then ends."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._rendered.get_nowait()
+            except queue.Empty:
+                self._thread.join(0.05)
+
+    def _produce(self) -> None:
+        for index, piece in enumerate(self._pieces):
+            if self._stop.is_set():
+                return
+            before_pause = index + 1 < len(self._pieces) and isinstance(self._pieces[index + 1], Pause)
+            try:
+                item: tuple[Piece, Rendering] | BaseException = (
+                    piece, self._engine.render_piece(piece, self._settings, before_pause))
+            except BaseException as exc:  # handed to the consumer, raised on the speaker's thread
+                item = exc
+            self._hand_over(item)
+            if isinstance(item, BaseException):
+                return
+        self._rendered.put(None)
+
+    def _hand_over(self, item: tuple[Piece, Rendering] | BaseException) -> None:
+        """Queue ``item``, waiting for room unless stopped."""
+        while not self._stop.is_set():
+            try:
+                self._rendered.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
 
 def rate_factor(settings: VoiceSettings, phrase: Phrase) -> float:

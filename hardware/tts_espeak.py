@@ -100,13 +100,99 @@ class _MarkTracker:
         return [SpeechEvent("mark", name, audio_ms) for _, name in due]
 
 
+def word_start(ssml: str, reported: int) -> int:
+    """Where the word espeak-ng reports at 1-based ``reported`` starts in ``ssml``: after a
+    sentence end espeak-ng reports positions one character late ("eal" for "Deal"), so move
+    back to the start of the word."""
+    start = max(reported - 1, 0)
+    while 0 < start < len(ssml) and ssml[start - 1].isalnum() and ssml[start].isalnum():
+        start -= 1
+    return start
+
+
+class _Synthesis:
+    """One utterance's run through espeak-ng's synthesis callback: each buffer and its events
+    (words cut out of the SSML, marks made to fire once, phonemes by mnemonic) handed to
+    ``on_audio``. An exception in ``on_audio`` stops the run and is kept for the caller."""
+
+    def __init__(self, espeak: Any, ssml: str, sample_rate: int, on_audio: Callable[[bytes, list[SpeechEvent]], bool]) -> None:
+        self._es = espeak
+        self._ssml = ssml
+        self._sample_rate = sample_rate
+        self._on_audio = on_audio
+        self._marks = _MarkTracker(ssml)
+        self._produced = 0
+        """Samples synthesised so far."""
+        self._last_word = 0
+        """Text position of the furthest word reported so far."""
+        self.failure: BaseException | None = None
+        """The first exception ``on_audio`` raised (re-raised after synthesis returns)."""
+
+    def callback(self, wav: Any, numsamples: int, events: Any) -> int:
+        """espeak-ng's ``t_espeak_callback``: 0 to go on, 1 to abort."""
+        try:
+            found = self._read(events)
+            pcm = ctypes.string_at(wav, numsamples * SAMPLE_WIDTH) if numsamples > 0 else b""
+            self._produced += numsamples if numsamples > 0 else 0
+            if not pcm and not found:
+                return 0
+            return 0 if self._on_audio(pcm, found) else 1
+        except BaseException as exc:  # re-raised after synthesis returns
+            if self.failure is None:
+                self.failure = exc
+            return 1
+
+    def _read(self, events: Any) -> list[SpeechEvent]:
+        """The events of one buffer (espeak's list ends with a terminator event)."""
+        es = self._es
+        found: list[SpeechEvent] = []
+        i = 0
+        while True:
+            ev = events[i]
+            if ev.type == es.EVENT_LIST_TERMINATED:
+                break
+            if ev.type == es.EVENT_MSG_TERMINATED:
+                found.extend(self._marks.remaining(self._produced * 1000 // self._sample_rate))
+                break
+            if ev.type == es.EVENT_WORD:
+                found.extend(self._word(ev.text_position, ev.audio_position))
+            elif ev.type == EVENT_PHONEME:
+                raw = ctypes.string_at(ctypes.addressof(ev.id), PHONEME_NAME_BYTES).split(b"\0", 1)[0]
+                if raw:
+                    found.append(SpeechEvent("phoneme", raw.decode("ascii", "replace"), ev.audio_position))
+            elif ev.type == es.EVENT_MARK and ev.id.name:
+                name = ev.id.name.decode("utf-8", "replace")
+                if self._marks.reported(name):
+                    found.append(SpeechEvent("mark", name, ev.audio_position))
+            i += 1
+        return found
+
+    def _word(self, text_position: int, audio_ms: int) -> list[SpeechEvent]:
+        """A word starting: the marks before it, then the word as written (none when espeak
+        points into a tag or back at a word already passed)."""
+        ssml = self._ssml
+        start = word_start(ssml, text_position)
+        found = self._marks.before_word(start, audio_ms)
+        # words only move forward; espeak-ng sometimes ends an utterance with a word event
+        # pointing back at the text's start
+        backwards = start < self._last_word
+        self._last_word = max(self._last_word, start)
+        skip = backwards or ssml.rfind("<", 0, start + 1) > ssml.rfind(">", 0, start)
+        token = None if skip else _TOKEN.match(ssml, start)
+        word = token.group(0).rstrip(_TRAILING_PUNCTUATION) if token else ""
+        if word:
+            found.append(SpeechEvent("word", word, audio_ms, start))
+        return found
+
+
 class EspeakEngine:
     """Streaming SSML synthesis with espeak-ng. One utterance at a time per process."""
 
     def __init__(self) -> None:
         self._espeak = _EspeakBinding.get()
         self.sample_rate = _EspeakBinding.sample_rate
-        self._callback_ref: Any = None
+        self._callback_ref: Callable[[Any, int, Any], int] | None = None
+        """The synthesis callback in use: held so that it outlives the ctypes call."""
 
     def check_voice(self, settings: VoiceSettings) -> None:
         """Raise :class:`SpeakerError` when espeak-ng does not know the voice."""
@@ -135,63 +221,14 @@ class EspeakEngine:
         ``on_audio(pcm, events)`` for each buffer as it is produced (on this thread).
         ``on_audio`` returns False to abort. Raises the first exception ``on_audio`` raised."""
         es = self._espeak
-        failure: list[BaseException] = []
-        marks = _MarkTracker(ssml)
-        produced = [0]
-        last_word = [0]
-
-        def callback(wav: Any, numsamples: int, events: Any) -> int:
-            try:
-                found: list[SpeechEvent] = []
-                i = 0
-                while True:
-                    ev = events[i]
-                    if ev.type == es.EVENT_LIST_TERMINATED:
-                        break
-                    if ev.type == es.EVENT_MSG_TERMINATED:
-                        found.extend(marks.remaining(produced[0] * 1000 // self.sample_rate))
-                        break
-                    if ev.type == es.EVENT_WORD:
-                        start = max(ev.text_position - 1, 0)
-                        # after a sentence end espeak-ng reports positions one character late
-                        # ("eal" for "Deal"): move back to the start of the word
-                        while 0 < start < len(ssml) and ssml[start - 1].isalnum() and ssml[start].isalnum():
-                            start -= 1
-                        found.extend(marks.before_word(start, ev.audio_position))
-                        # words only move forward; espeak-ng sometimes ends an utterance with a
-                        # word event pointing back at the text's start
-                        backwards = start < last_word[0]
-                        last_word[0] = max(last_word[0], start)
-                        skip = backwards or ssml.rfind("<", 0, start + 1) > ssml.rfind(">", 0, start)
-                        token = None if skip else _TOKEN.match(ssml, start)
-                        word = token.group(0).rstrip(_TRAILING_PUNCTUATION) if token else ""
-                        if word:
-                            found.append(SpeechEvent("word", word, ev.audio_position, start))
-                    elif ev.type == EVENT_PHONEME:
-                        raw = ctypes.string_at(ctypes.addressof(ev.id), PHONEME_NAME_BYTES).split(b"\0", 1)[0]
-                        if raw:
-                            found.append(SpeechEvent("phoneme", raw.decode("ascii", "replace"), ev.audio_position))
-                    elif ev.type == es.EVENT_MARK and ev.id.name:
-                        name = ev.id.name.decode("utf-8", "replace")
-                        if marks.reported(name):
-                            found.append(SpeechEvent("mark", name, ev.audio_position))
-                    i += 1
-                pcm = ctypes.string_at(wav, numsamples * SAMPLE_WIDTH) if numsamples > 0 else b""
-                produced[0] += numsamples if numsamples > 0 else 0
-                if not pcm and not found:
-                    return 0
-                return 0 if on_audio(pcm, found) else 1
-            except BaseException as exc:  # re-raised after synthesis returns
-                failure.append(exc)
-                return 1
-
+        run = _Synthesis(es, ssml, self.sample_rate, on_audio)
         with _EspeakBinding.lock:
             self._apply(settings)
-            self._callback_ref = callback
-            es.SetSynthCallback(callback)
+            self._callback_ref = run.callback
+            es.SetSynthCallback(run.callback)
             flags = es.SSML | es.CHARS_UTF8 | es.ENDPAUSE
             rc = es.Synth(ssml, flags=flags)
-        if failure:
-            raise failure[0]
+        if run.failure is not None:
+            raise run.failure
         if rc != es.EE_OK:
             raise SpeakerError(f"espeak-ng refused the text (error {rc})")

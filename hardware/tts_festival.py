@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
+from numpy.typing import NDArray
 
 from formats.phoneme_alphabets import from_cmu
 from formats.speech_script import Phrase
@@ -114,7 +115,7 @@ class FestivalEngine(ChunkedEngine):
         finally:
             timer.cancel()
 
-    def _render_file(self, text: str, rate: float, shift: float) -> tuple[int, np.ndarray, list[str]]:
+    def _render_file(self, text: str, rate: float, shift: float) -> tuple[int, NDArray[np.int16], list[str]]:
         settings = ""
         if self._hts:
             settings = (f'(set! hts_engine_params (append {self.voice}::hts_engine_params '

@@ -19,14 +19,18 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import cv2
 import numpy as np
+from numpy.typing import NDArray
 
 from formats.session_files import VIDEO_FILE, media_file
 from hardware.clock import REPLAY_KIND, Clock, RealClock
 from hardware.frame_times import FrameTimesError, read_frame_times, sidecar_of
+
+if TYPE_CHECKING:
+    from cv2.typing import MatLike
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,8 @@ MAX_PROBED_CAMERAS = 8
 RECORDED_TIMES_SLACK_MS = 60_000
 """A clock at most this far past a recording's last frame is taken to be the recording's own
 (replay) time, late only by model loading; further past, the recording is an old one."""
+OPENCV_LOG_SILENT = 0
+"""OpenCV's ``LOG_LEVEL_SILENT`` (``cv::utils::logging``), for ``cv2.setLogLevel``."""
 GRAB_FAILURES_BEFORE_LOST = 15
 """Consecutive failed reads after which a webcam counts as lost (about half a second)."""
 
@@ -51,11 +57,21 @@ class NoCameraError(VideoSourceError):
     """No camera at the requested index (the suite goes on without gaze)."""
 
 
+Image = NDArray[np.uint8]
+"""An 8-bit colour image, height x width x 3: BGR (OpenCV's order) unless its name says RGB."""
+
+
+def image_of(mat: MatLike) -> Image:
+    """An image out of OpenCV, typed as what it is: OpenCV's stubs give any numeric array, but
+    its captures, ``imread(..., IMREAD_COLOR)`` and its transforms of an 8-bit image are 8-bit."""
+    return cast("Image", mat)
+
+
 @dataclass(frozen=True)
 class Frame:
     """``image``: BGR uint8 (OpenCV order); ``t_ms``: capture time; ``index``: running count."""
 
-    image: np.ndarray
+    image: Image
     t_ms: int
     index: int
 
@@ -164,7 +180,7 @@ class WebcamSource:
         if self._last_ms is not None:
             self.stats.dropped += missed_frames(self._last_ms, now, self._fps)
         self._last_ms = now
-        frame = Frame(image, now, self.stats.frames)
+        frame = Frame(image_of(image), now, self.stats.frames)
         self.stats.frames += 1
         return frame
 
@@ -224,7 +240,7 @@ class VideoFileSource:
         ok, image = self._cap.read()
         if not ok or image is None:
             return None
-        frame = Frame(image, self.frame_time(self.stats.frames), self.stats.frames)
+        frame = Frame(image_of(image), self.frame_time(self.stats.frames), self.stats.frames)
         self.stats.frames += 1
         return frame
 
@@ -274,13 +290,13 @@ class ImageFolderSource:
     def read(self) -> Frame | None:
         while self.stats.frames + len(self.skipped) < len(self.files):
             path = self.files[self.stats.frames + len(self.skipped)]
-            image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+            image: MatLike | None = cv2.imread(str(path), cv2.IMREAD_COLOR)
             if image is None:
                 log.warning("skipping %s: not an image OpenCV can read", path)
                 self.skipped.append(path)
                 continue
             index = self.stats.frames
-            frame = Frame(image, self.start_ms + round(index * 1000.0 / self._fps), index)
+            frame = Frame(image_of(image), self.start_ms + round(index * 1000.0 / self._fps), index)
             self.stats.frames += 1
             return frame
         return None
@@ -360,7 +376,8 @@ def _candidate_indices(max_index: int) -> list[int]:
     """Device indices worth opening: the V4L2 nodes that exist on Linux, else 0..max-1."""
     if sys.platform.startswith("linux"):
         return sorted(int(p.name[5:]) for p in Path("/dev").glob("video*") if p.name[5:].isdigit())
-    return list(range(max_index))
+    else:  # the type checker skips the branch of the other platforms (an `if` without it: unreachable)
+        return list(range(max_index))
 
 
 def _device_name(index: int) -> str:
@@ -373,15 +390,10 @@ def _device_name(index: int) -> str:
 
 
 def _quiet_opencv() -> int:
-    """OpenCV warns on stderr for every index it cannot open; probing expects misses."""
-    try:
-        previous = cv2.utils.logging.getLogLevel()
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
-        return int(previous)
-    except AttributeError:  # pragma: no cover - builds without cv2.utils.logging
-        return -1
+    """OpenCV warns on stderr for every index it cannot open; probing expects misses.
+    The level before, for :func:`_restore_opencv`."""
+    return cv2.setLogLevel(OPENCV_LOG_SILENT)
 
 
 def _restore_opencv(previous: int) -> None:
-    if previous >= 0:
-        cv2.utils.logging.setLogLevel(previous)
+    cv2.setLogLevel(previous)

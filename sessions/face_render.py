@@ -35,6 +35,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from hardware.video import image_of
 from workers.camera.facemesh import MESH_POINTS, FaceMeshDetector
 
 FACE_WIDTH_MM = 145.0
@@ -238,7 +239,7 @@ class FaceModel:
         own = detector is None
         detector = detector or FaceMeshDetector(max_faces=1, static_image_mode=True)
         try:
-            faces = detector.detect(image)
+            faces = detector.detect(image_of(image))
         finally:
             if own:
                 detector.close()

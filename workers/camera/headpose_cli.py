@@ -30,6 +30,8 @@ from workers.runtime.config import Config
 from workers.runtime.setting_flags import setting_flag
 
 if TYPE_CHECKING:
+    from cv2.typing import MatLike
+
     from hardware.video import Frame
     from workers.camera.pipeline import FrameResult
     from workers.camera.preview import Preview
@@ -105,7 +107,7 @@ def _frames(path: Path, repeat: int, fps: float, preview: Preview | None) -> Ite
     """(file name, frame) pairs of one FILE argument, times from 0."""
     import cv2
 
-    from hardware.video import IMAGE_SUFFIXES, Frame, VideoFileSource, VideoSourceError, frames
+    from hardware.video import IMAGE_SUFFIXES, Frame, VideoFileSource, VideoSourceError, frames, image_of
 
     period = 1000.0 / fps
     if path.is_dir():
@@ -133,11 +135,11 @@ def _frames(path: Path, repeat: int, fps: float, preview: Preview | None) -> Ite
     for still in stills:
         if not Path(still).is_file():
             raise InputError(f"{still}: not found")
-        image = cv2.imread(str(still), cv2.IMREAD_COLOR)
+        image: MatLike | None = cv2.imread(str(still), cv2.IMREAD_COLOR)
         if image is None:
             raise InputError(f"{still}: not an image OpenCV can read")
         for _ in range(repeat):
-            yield str(still), Frame(image, round(index * period), index)
+            yield str(still), Frame(image_of(image), round(index * period), index)
             index += 1
 
 

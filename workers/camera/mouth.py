@@ -11,12 +11,13 @@ second, up to about 0.3.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 UPPER_INNER_LIP, LOWER_INNER_LIP = 13, 14
 EYE_OUTER_CORNERS = (33, 263)
 
 
-def mouth_opening(landmarks: np.ndarray) -> float | None:
+def mouth_opening(landmarks: NDArray[np.float64]) -> float | None:
     """The inner lips' gap over the outer eye-corner distance (image plane), ``None`` when the
     landmarks cannot say (a degenerate face)."""
     points = np.asarray(landmarks, dtype=np.float64)[:, :2]

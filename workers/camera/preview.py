@@ -10,7 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from hardware.video import DEFAULT_FPS
+from hardware.video import DEFAULT_FPS, Image, image_of
 from workers.camera.facemesh import MESH_POINTS, DetectedFace
 from workers.camera.headpose import rotation_from_angles
 from workers.camera.pipeline import FrameResult
@@ -25,7 +25,7 @@ BUYER_COLOUR = (0, 200, 0)
 OTHER_COLOUR = (160, 160, 160)
 
 
-def annotate(result: FrameResult) -> np.ndarray:
+def annotate(result: FrameResult) -> Image:
     """A copy of the frame with every face's landmarks, the buyer's axes and the target."""
     image = result.frame.image.copy()
     height, width = image.shape[:2]
@@ -81,11 +81,11 @@ class Preview:
             height, width = image.shape[:2]
             self._size = (width, height)
             fps = self.fps or DEFAULT_FPS
-            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"mp4v"), fps, self._size)
+            self._writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter.fourcc(*"mp4v"), fps, self._size)
             if not self._writer.isOpened():
                 raise RuntimeError(f"cannot write preview video {self.path}")
         if (image.shape[1], image.shape[0]) != self._size:
-            image = cv2.resize(image, self._size)
+            image = image_of(cv2.resize(image, self._size))
         self._writer.write(image)
 
     def close(self) -> None:

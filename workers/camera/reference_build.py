@@ -20,7 +20,9 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from numpy.typing import NDArray
 
+from hardware.video import Image, image_of
 from workers.camera.facemesh import MESH_POINTS, FaceMeshDetector
 
 CLIPS = (("face_noface.mov", 60), ("single_face.mp4", 72), ("noface_face.mov", 10_000))
@@ -32,7 +34,7 @@ NOSE_TIP = 1
 TARGET = Path(__file__).with_name("face_reference.py")
 
 
-def _frames(path: Path, last: int) -> Iterator[np.ndarray]:
+def _frames(path: Path, last: int) -> Iterator[Image]:
     cap = cv2.VideoCapture(str(path))
     index = 0
     try:
@@ -41,26 +43,27 @@ def _frames(path: Path, last: int) -> Iterator[np.ndarray]:
             if not ok:
                 return
             if index % FRAME_STEP == 0:
-                yield frame
+                yield image_of(frame)
             index += 1
     finally:
         cap.release()
 
 
-def _normalise(points: np.ndarray) -> np.ndarray:
+def _normalise(points: NDArray[np.float64]) -> NDArray[np.float64]:
     centred = points[:MESH_POINTS] - points[:MESH_POINTS].mean(axis=0)
-    return centred / np.sqrt((centred**2).sum(axis=1).mean())
+    normalised: NDArray[np.float64] = centred / np.sqrt((centred**2).sum(axis=1).mean())
+    return normalised
 
 
-def build(data_dir: Path) -> tuple[np.ndarray, np.ndarray, int]:
+def build(data_dir: Path) -> tuple[NDArray[np.float64], NDArray[np.intp], int]:
     """(reference (468, 3) unit-RMS, rigid point indices, number of shapes averaged)."""
     import mediapipe as mp
 
-    shapes: list[np.ndarray] = []
+    shapes: list[NDArray[np.float64]] = []
     with FaceMeshDetector(max_faces=1, static_image_mode=True) as detector:
         for name, last in CLIPS:
             for frame in _frames(data_dir / name, last):
-                seen, mirrored = detector.detect(frame), detector.detect(cv2.flip(frame, 1))
+                seen, mirrored = detector.detect(frame), detector.detect(image_of(cv2.flip(frame, 1)))
                 if seen and mirrored:
                     shapes += [_normalise(seen[0].landmarks), _normalise(mirrored[0].landmarks)]
     if not shapes:
@@ -74,7 +77,7 @@ def build(data_dir: Path) -> tuple[np.ndarray, np.ndarray, int]:
     return reference, rigid, len(shapes)
 
 
-def render(reference: np.ndarray, rigid: np.ndarray, shapes: int) -> str:
+def render(reference: NDArray[np.float64], rigid: NDArray[np.intp], shapes: int) -> str:
     rows = "\n".join(f"        ({x:.5f}, {y:.5f}, {z:.5f})," for x, y, z in reference)
     numbers = [str(int(i)) for i in rigid]
     rigid_text = "\n".join("        " + ", ".join(numbers[k : k + 20]) + "," for k in range(0, len(numbers), 20))

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 import cv2
-import numpy as np
 
+from hardware.video import Image
 from workers.camera.facemesh import Box, DetectedFace, FaceMeshDetector
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class FaceScanner:
         ]
         self._mesh = FaceMeshDetector(max_faces=1, static_image_mode=True)
 
-    def detect(self, image_bgr: np.ndarray) -> list[ScannedFace]:
+    def detect(self, image_bgr: Image) -> list[ScannedFace]:
         """The detectors' boxes, one per face (the more confident where both saw it)."""
         rgb = cv2.cvtColor(image_bgr, cv2.COLOR_BGR2RGB)
         rgb.flags.writeable = False
@@ -107,7 +107,7 @@ class FaceScanner:
                 faces.append(face)
         return faces
 
-    def scan(self, image_bgr: np.ndarray, skip: Sequence[Box] = ()) -> list[Face]:
+    def scan(self, image_bgr: Image, skip: Sequence[Box] = ()) -> list[Face]:
         """Every face except those at a ``skip`` box (already meshed by the caller): meshed
         where the mesh finds the face in the square around it, else its detector box."""
         faces: list[Face] = []
@@ -139,7 +139,7 @@ class BackgroundScanner:
         self.background = background
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._pending: tuple[int, np.ndarray, list[Box]] | None = None
+        self._pending: tuple[int, Image, list[Box]] | None = None
         self._busy = False
         self._latest: Scan | None = None
         self._closed = False
@@ -148,7 +148,7 @@ class BackgroundScanner:
             self._thread = threading.Thread(target=self._loop, name="camera-face-scan", daemon=True)
             self._thread.start()
 
-    def offer(self, frame_number: int, image_bgr: np.ndarray, skip: Sequence[Box] = ()) -> bool:
+    def offer(self, frame_number: int, image_bgr: Image, skip: Sequence[Box] = ()) -> bool:
         """Scan this frame (but the faces at ``skip``) if the scanner is free; True when taken."""
         if not self.background:
             self._latest = Scan(frame_number, self.scanner.scan(image_bgr, skip))

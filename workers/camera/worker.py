@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from hardware.clock import Clock
 from hardware.video import NoCameraError, VideoSource, VideoSourceError, WebcamSource, frames, open_source
 from workers.camera.calibration import CalibrationError, LiveCalibration, derive, save, seat_of
+from workers.camera.facemesh import Box
 from workers.camera.pipeline import CameraPipeline, FrameResult
 from workers.camera.preview import Preview
 from workers.camera.settings import CameraSettings
@@ -30,6 +31,12 @@ from workers.runtime.logs import NOTICE
 from workers.runtime.messages import NOBODY, Attention, Calibration, CalibrationState, CameraGeometry, HeadPose, now_ms
 from workers.runtime.worker import DeviceAbsent, Worker, WorkerUnavailable
 from workers.runtime.worker_ids import CAMERA as WORKER_ID
+
+
+def _rounded(box: Box) -> Box:
+    """A face box as published: four decimals (a tenth of a pixel of a 1000-pixel frame)."""
+    x, y, width, height = box
+    return round(x, 4), round(y, 4), round(width, 4), round(height, 4)
 
 
 class CameraWorker(Worker):
@@ -172,7 +179,7 @@ class CameraWorker(Worker):
                         source=self.worker_id,
                         yaw=round(pose.yaw, 2), pitch=round(pose.pitch, 2), roll=round(pose.roll, 2),
                         confidence=round(pose.confidence, 3),
-                        face_box=tuple(round(v, 4) for v in result.buyer.face.box),  # type: ignore[arg-type]
+                        face_box=_rounded(result.buyer.face.box),
                         face_id=result.buyer.face_id, frame_ts=frame_ms,
                         mouth_open=round(result.mouth, 4) if result.mouth is not None else None,
                     ),
