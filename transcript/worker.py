@@ -123,7 +123,7 @@ class TranscriptWorker(Worker):
         self.clock: Clock = clock or RealClock()
         super().__init__(config, worker_id, bus)
         s = self.settings
-        self.bus.reads = s.finals_read()
+        self.bus.set_reads(s.finals_read())
         self.history = AttentionHistory(keep_ms=s.history_s * 1000)
         self.matcher = NameMatcher.build(self.avatars, s.name_aliases, s.greetings, s.name_max_prefix_words)
         self.policy = GazePolicy(
