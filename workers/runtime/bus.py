@@ -39,6 +39,10 @@ Why it is more than a thin wrapper:
   someone cleared it by hand) and after a reconnect on which the broker had lost its state (the
   retained message went with it). Any subscriber may also be told of payloads dropped as
   invalid (``on_invalid``).
+
+Each of these jobs is one part in :mod:`workers.runtime.mqtt`; :class:`Bus` composes them on one
+paho client and hands each paho callback to the parts it concerns. Every part logs under this
+module's logger, so one logging setting covers the whole client.
 """
 
 from __future__ import annotations
