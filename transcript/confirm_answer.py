@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from workers.runtime.messages import ConfirmPending
+
 YES_WORDS = ("yes", "yeah", "yep", "yup", "sure", "ok", "okay", "deal", "accept", "accepted", "agreed", "agree",
              "confirm", "confirmed", "done", "absolutely", "definitely", "please", "do", "it", "that's", "thats", "a",
              "i", "great", "sounds", "good", "fine", "let's", "lets")
@@ -48,3 +50,30 @@ def spoken_answer(text: str, names: Iterable[str] = ()) -> bool | None:
     if _only(words, YES_WORDS, YES_CORE) and not any(w in NO_CORE or w in ("not", "don't", "dont") for w in words):
         return True
     return None
+
+
+class PendingConfirmation:
+    """The seller's Accept waiting for the buyer's yes or no (the Avatar Controller's
+    ``confirm/pending``), and whether an utterance answers it."""
+
+    def __init__(self, avatars: Iterable[str]) -> None:
+        self._avatars = list(avatars)
+        """Names an answer may address (``"yes Celia"`` is still a yes)."""
+        self._pending: ConfirmPending | None = None
+        """The confirmation waiting now (None: none)."""
+
+    def update(self, message: ConfirmPending) -> None:
+        """The pending confirmation now (one without ``confirm_id``: none any more)."""
+        self._pending = message if message.confirm_id else None
+
+    def answer(self, text: str, now_ms: int) -> tuple[ConfirmPending, bool] | None:
+        """The confirmation ``text`` answers and whether it accepts (it is then answered), or
+        None when none waits, it has passed its deadline, or ``text`` is not a plain yes or no."""
+        pending = self._pending
+        if pending is None or pending.confirm_id is None or (pending.deadline is not None and now_ms > pending.deadline):
+            return None
+        accept = spoken_answer(text, self._avatars)
+        if accept is None:
+            return None
+        self._pending = None
+        return pending, accept

@@ -22,16 +22,18 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
 from workers.runtime import __version__
 from workers.runtime.broker import BrokerAddress, parse_broker_url
-from workers.runtime.bus import Bus, BusStats, InvalidHandler, _Subscription
+from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import Envelope, Status, now_ms
+from workers.runtime.messages import Envelope, Status, WorkerState, now_ms
+from workers.runtime.mqtt.dispatch import InvalidHandler, Subscription
+from workers.runtime.mqtt.stats import BusStats
 from workers.runtime.strict_json import StrictJSONError
 from workers.runtime.strict_json import loads as strict_loads
 from workers.runtime.topics import Topic, Topics
@@ -109,11 +111,11 @@ class ScriptedBus:
         self.taken_over: Status | None = None
         """Always None: a scripted broker has no second instance to take the client id over."""
         self.refresh_s: float | None = None
-        self.reads: tuple[str, ...] = ()
+        self._reads: tuple[str, ...] = ()
         self._started_at = now_ms()
-        self._state = "starting"
+        self._state: WorkerState = "starting"
         self._detail = ""
-        self._subscriptions: list[_Subscription] = []
+        self._subscriptions: list[Subscription] = []
         self._lock = threading.Lock()
         self._connected = threading.Event()
         self._queued: list[tuple[Topic, bytes]] = []
@@ -160,18 +162,21 @@ class ScriptedBus:
         self.broker.disconnect(self)
 
     # -- status ------------------------------------------------------------------------------
-    def _status(self, state: str, detail: str = "") -> Status:
+    def _status(self, state: WorkerState, detail: str = "") -> Status:
         health: dict[str, Any] = {}
         if self.health is not None and state != "offline":
             try:
                 health = self.health()
             except Exception as exc:  # as Bus: health never breaks status publishing
                 health = {"error": f"health check failed: {exc}"}
-        return Status(source=self.worker_id, state=state, worker=self.worker_id, version=__version__,  # type: ignore[arg-type]
+        return Status(source=self.worker_id, state=state, worker=self.worker_id, version=__version__,
                       host=socket.gethostname(), pid=os.getpid(), started_at=self._started_at, detail=detail,
-                      health=health, reads=list(self.reads), refresh_s=self.refresh_s)
+                      health=health, reads=list(self._reads), refresh_s=self.refresh_s)
 
-    def set_status(self, state: str, detail: str = "") -> None:
+    def set_reads(self, reads: Sequence[str]) -> None:
+        self._reads = tuple(reads)
+
+    def set_status(self, state: WorkerState, detail: str = "") -> None:
         self._state, self._detail = state, detail
         if self._connected.is_set():
             self.publish(self._status_topic, self._status(state, detail))
@@ -205,7 +210,7 @@ class ScriptedBus:
                   on_invalid: InvalidHandler | None = None) -> None:
         """As ``Bus.subscribe``; once started, the retained messages of ``topic`` arrive at once."""
         with self._lock:
-            self._subscriptions.append(_Subscription(topic, model, handler, on_invalid))
+            self._subscriptions.append(Subscription(topic, model, handler, on_invalid))
         if self._connected.is_set():
             self._send_retained([topic])
 
@@ -244,7 +249,7 @@ class ScriptedBus:
         for sub in matching:
             self._deliver(sub, name, data, qos)
 
-    def _deliver(self, sub: _Subscription, name: str, data: Any, qos: int) -> None:
+    def _deliver(self, sub: Subscription, name: str, data: Any, qos: int) -> None:
         try:
             message = sub.model.model_validate(data)
         except ValidationError as exc:
@@ -261,7 +266,7 @@ class ScriptedBus:
             self.stats.handler_errors += 1
             log.warning("handler for %s of %s failed", sub.topic.name, self.worker_id, exc_info=True)
 
-    def _invalid(self, sub: _Subscription, name: str, reason: str) -> None:
+    def _invalid(self, sub: Subscription, name: str, reason: str) -> None:
         log.warning("dropped a payload on %s: %s", name, reason)
         if sub.on_invalid is None:
             return

@@ -13,7 +13,8 @@ from amqtt.plugins.base import BaseAuthPlugin
 from amqtt.session import Session
 
 
-class PasswordAuth(BaseAuthPlugin):
+# amqtt ships no py.typed marker, so its base is Any to mypy; amqtt loads only its subclasses
+class PasswordAuth(BaseAuthPlugin):  # type: ignore[misc]
     """Accepts a client only with the configured username and password."""
 
     @dataclass

@@ -518,8 +518,3 @@ class Config:
     @property
     def broker(self) -> BrokerSettings:
         return self.section(BrokerSettings)
-
-    @property
-    def raw_file(self) -> dict[str, Any]:
-        """The file's own content (for tools that rewrite a section, such as calibration)."""
-        return dict(self._file)

@@ -15,7 +15,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-ENVELOPE_VERSION = 1
+ENVELOPE_VERSION: Final = 1
 NOBODY = ""
 """Addressee / attention target meaning "nobody in particular" (the platform's ``""``)."""
 
@@ -87,11 +87,15 @@ class Envelope(BaseModel):
 
 
 # -- lifecycle ---------------------------------------------------------------------------------
+WorkerState = Literal["starting", "online", "error", "offline"]
+"""A worker's state as its retained :class:`Status` says it."""
+
+
 class Status(Envelope):
     """Retained worker state; the ``offline`` form is also registered as the MQTT last will."""
 
     type: Literal["status"] = "status"
-    state: Literal["starting", "online", "error", "offline"]
+    state: WorkerState
     worker: str
     version: str
     host: str

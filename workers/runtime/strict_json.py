@@ -55,7 +55,7 @@ def _bounded_int(text: str) -> int:
     return value
 
 
-def _text(raw: bytes | str) -> str:
+def _text(raw: bytes | bytearray | str) -> str:
     """``raw`` as text: bytes must be UTF-8 (strictly: no surrogate code points), and text must
     hold no surrogate code point either (a ``str`` decoded elsewhere with ``surrogateescape``)."""
     if isinstance(raw, str):
@@ -68,7 +68,7 @@ def _text(raw: bytes | str) -> str:
         raise StrictJSONError(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
 
 
-def loads(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+def loads(raw: bytes | bytearray | str, max_depth: int = MAX_DEPTH) -> Any:
     """Parse ``raw`` as strict JSON; :class:`StrictJSONError` for anything else."""
     text = _text(raw)
     try:

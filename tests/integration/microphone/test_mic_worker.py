@@ -146,7 +146,7 @@ def test_finals_carry_what_the_transcript_workers_status_says_it_reads(
     room, config = room_and_config
     path, _texts, _spans = conversation
     reader = Bus(config(), TRANSCRIPT_WORKER, persistent=False)
-    reader.reads = (PITCH_END, TURN_COMPLETE)
+    reader.set_reads((PITCH_END, TURN_COMPLETE))
     reader.start()
     try:
         assert reader.wait_connected(10)

@@ -40,7 +40,8 @@ def test_session_log_on_a_full_disk_reports_once_and_never_raises() -> None:
 
 
 def test_transcript_worker_relays_on_a_full_disk_with_an_error_status(
-    mosquitto: MosquittoBroker, make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture
+    mosquitto: MosquittoBroker, make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     eo = RecordingServer().start()
     config = make_config(mosquitto.url, **{"eo.url": eo.url, "transcript.merge_gap_s": 0})
@@ -49,8 +50,10 @@ def test_transcript_worker_relays_on_a_full_disk_with_an_error_status(
     room.bus.subscribe(room.topics.status("transcript"), Status, statuses)
     room.round("r1", "round")
     caplog.set_level(logging.INFO)
+    # the disk filled up: the worker's session log is on it, with the worker's own error report
+    monkeypatch.setattr(SessionLog, "create", classmethod(
+        lambda cls, _directory, _prefix, on_error=None, on_recovered=None: cls(FULL_DISK, on_error, on_recovered)))
     worker = TranscriptWorker(config)
-    worker.session_log = SessionLog(FULL_DISK, worker._disk_error)  # the disk filled up
     worker.start()
     thread = threading.Thread(target=worker.run, args=(worker.stop_event,), daemon=True)
     thread.start()

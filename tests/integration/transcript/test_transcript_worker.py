@@ -360,7 +360,7 @@ def test_the_documented_r0_note_only_when_no_agent_answered(setup: Setup) -> Non
                 source="avatar", via="log", permitted=True, rationale=None,
                 message={"speaker": "Celia", "addressee": "Human", "text": "Sure, 1 egg for 1 USD.", "role": "seller"}))
             # the worker has heard the agent answer since its last message (nothing public says it)
-            assert wait_for(lambda: worker._agent_replied_ms > worker._last_sent_ms, 10), "the agent's answer never arrived"
+            assert wait_for(worker.rule_notes.agent_answered, 10), "the agent's answer never arrived"
             t = now_ms()
             room.say("Celia two eggs then", t, t + 300, source="typed")
             outcomes = room.outcomes(2)

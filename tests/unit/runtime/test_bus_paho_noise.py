@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-import workers.runtime.bus  # noqa: F401  (installs the filter on paho's logger)
+import workers.runtime.mqtt.paho_client  # noqa: F401  (installs the filter on paho's logger)
 
 
 @pytest.mark.parametrize("message, args", [

@@ -26,7 +26,8 @@ from humaine_platform import endpoints as ep
 from humaine_platform.client import RELAY_PERMITTED_KEY
 from tests.support.helpers import wait_for
 from tests.support.scripted_bus import ScriptedBroker, ScriptedBus
-from transcript.worker import IDLE_POLL_S, TranscriptWorker, _Job
+from transcript.jobs import Job
+from transcript.worker import IDLE_POLL_S, TranscriptWorker
 from workers.runtime.config import Config
 from workers.runtime.messages import OutgoingMessage, RoundState, Stage, Transcript, VadEvent
 
@@ -141,18 +142,18 @@ def start_room(make_config: Callable[..., Config], tmp_path: Path) -> Iterator[S
 def test_an_utterance_without_round_state_expires_on_the_worker_clock(start_room: StartRoom) -> None:
     room = start_room(merge_gap_s=0)
     room.say("Celia I want two eggs", T0 - 1500, T0 - 200)
-    assert wait_for(lambda: len(room.worker._held) == 1, OUTCOME_S), "the utterance was not held for a round state"
+    assert wait_for(lambda: len(room.worker.held) == 1, OUTCOME_S), "the utterance was not held for a round state"
     room.clock.advance_to(T0 + int(TTL_S * 1000) - 1000)  # a second short of its TTL
     assert room.quiet(0), f"recorded before its TTL ran out: {room.outgoing}"
-    assert len(room.worker._held) == 1
+    assert len(room.worker.held) == 1
     room.clock.advance_to(T0 + int(TTL_S * 1000))
     (outcome,) = room.outcomes(1)
     assert outcome.outcome == "undelivered"
     assert "not relayed" in outcome.reason and "no round state" in outcome.reason, outcome.reason
     assert outcome.message["text"] == "Celia I want two eggs"
     assert outcome.stages[Stage.RELEASED] == T0  # stamped on the worker's clock, not the wall's
-    assert room.worker._held == [] and room.eo.relayed == []
-    assert room.worker.counts["undelivered"] == 1
+    assert len(room.worker.held) == 0 and room.eo.relayed == []
+    assert room.worker.recorder.counts()["undelivered"] == 1
 
 
 def test_a_queued_message_expires_on_the_worker_clock(start_room: StartRoom) -> None:
@@ -164,7 +165,7 @@ def test_a_queued_message_expires_on_the_worker_clock(start_room: StartRoom) -> 
     room.say("Celia one egg", T0 - 1500, T0 - 1000)
     assert wait_for(lambda: room.eo.texts() == ["Celia one egg"], OUTCOME_S), "the first message was not sent"
     room.say("Watson two eggs", T0 - 800, T0 - 200)
-    assert wait_for(lambda: room.worker.counts["messages"] == 2, OUTCOME_S), "the second message was not queued"
+    assert wait_for(lambda: room.worker.recorder.counts()["messages"] == 2, OUTCOME_S), "the second message was not queued"
     room.clock.advance_to(T0 + int(TTL_S * 1000))
     room.eo.hold.clear()
     first, second = room.outcomes(2)
@@ -184,7 +185,7 @@ def test_the_merge_hold_runs_on_the_worker_clock(start_room: StartRoom) -> None:
     room.say("I would like", T0 - 1000, T0 - 100)
     room.clock.advance_to(T0 + 500)
     room.say("five eggs", T0 + 200, T0 + 400)  # 0.3 s after the first: joins it
-    assert wait_for(lambda: room.worker.counts["finals"] == 2, OUTCOME_S)
+    assert wait_for(lambda: room.worker.recorder.counts()["finals"] == 2, OUTCOME_S)
     # held until 1.2 s (the gap) after its last words' end, + 0.3 s for a voice event: T0 + 1900
     room.clock.advance_to(T0 + 1899)
     assert room.quiet(0), f"released before the hold ended: {room.outgoing}"
@@ -196,7 +197,7 @@ def test_the_merge_hold_runs_on_the_worker_clock(start_room: StartRoom) -> None:
     assert merged.stages[Stage.RELEASED] == T0 + 1900
 
     room.say("and some milk", T0 + 1000, T0 + 1500)  # within the gap of "five eggs" by its audio times
-    assert wait_for(lambda: room.worker.counts["finals"] == 3, OUTCOME_S)
+    assert wait_for(lambda: room.worker.recorder.counts()["finals"] == 3, OUTCOME_S)
     room.clock.advance_to(T0 + 2999)  # held for a continuation of its own: until T0 + 1500 + 1200 + 300
     assert room.quiet(1), f"released before its own hold ended: {room.outgoing}"
     room.clock.advance_to(T0 + 3000)
@@ -259,16 +260,14 @@ def test_round_deadlines_are_checked_on_the_worker_clock(start_room: StartRoom) 
     assert health["round"] is None and "passed its deadline" in health["round_reason"]
 
 
-def test_the_http_deadline_is_what_is_left_on_the_worker_clock(make_config: Callable[..., Config]) -> None:
+def test_the_http_deadline_is_what_is_left_on_the_worker_clock() -> None:
     """The TTL is on the worker's clock; the HTTP client's retries take a ``time.monotonic()``
     deadline as far off as the time the message has left (none once it has run out)."""
-    config = make_config("mqtt://scripted.invalid:1883", **{"eo.url": "http://eo.invalid", "transcript.session_log": False})
     clock = VirtualClock(start_ms=T0, speed=None)
-    worker = TranscriptWorker(config, bus=ScriptedBroker().bus(config, "transcript").as_bus(), clock=clock)
-    job = _Job("m1", {}, deadline=T0 / 1000 + 2.5, stages={})
+    job = Job("m1", {}, deadline=T0 / 1000 + 2.5, stages={})
     before = time.monotonic()
-    assert before + 2.5 <= worker._monotonic_deadline(job) <= time.monotonic() + 2.5
+    assert before + 2.5 <= job.monotonic_deadline(clock.now_ms() / 1000) <= time.monotonic() + 2.5
     clock.advance_to(T0 + 2000)
-    assert before + 0.5 <= worker._monotonic_deadline(job) <= time.monotonic() + 0.5
+    assert before + 0.5 <= job.monotonic_deadline(clock.now_ms() / 1000) <= time.monotonic() + 0.5
     clock.advance_to(T0 + 4000)
-    assert before <= worker._monotonic_deadline(job) <= time.monotonic()
+    assert before <= job.monotonic_deadline(clock.now_ms() / 1000) <= time.monotonic()

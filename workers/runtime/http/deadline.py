@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -38,8 +38,9 @@ class DeadlineH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._read_deadline: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvicorn's server hands its protocols a stream transport (its own signature says so)
+        super().connection_made(cast(asyncio.Transport, transport))
         self._arm()  # a client that connects and sends nothing is reading a request too
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -20,15 +20,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
 from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workers.runtime import strict_json
 from workers.runtime.logs import RateLimitedLog
@@ -126,10 +127,10 @@ class StrictRequest(Request):
 class StrictRoute(APIRoute):
     """An :class:`APIRoute` whose body goes through :func:`parse_body`."""
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Any]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
-        async def strict(request: Request) -> Any:
+        async def strict(request: Request) -> Response:
             return await handler(StrictRequest(request.scope, request.receive))
 
         return strict
@@ -152,6 +153,25 @@ class EdgeJSONResponse(JSONResponse):
 
 
 # -- OpenAPI for routes that read their body themselves ----------------------------------------
+class EdgeApp(FastAPI):
+    """A FastAPI app whose OpenAPI also holds the schemas of bodies that raw routes read
+    themselves (added by :class:`BodyDocs`)."""
+
+    def __init__(self, **fastapi_options: Any) -> None:
+        super().__init__(**fastapi_options)
+        self._body_schemas: dict[str, Any] = {}
+
+    def add_body_schemas(self, defs: Mapping[str, Any]) -> None:
+        """Component schemas a documented body refers to (before the OpenAPI is first built)."""
+        self._body_schemas.update(defs)
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            schema = super().openapi()
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(self._body_schemas)
+        return super().openapi()
+
+
 class BodyDocs:
     """Request-body schemas for raw routes, from the platform models, in the app's OpenAPI.
 
@@ -160,31 +180,16 @@ class BodyDocs:
 
     REF: Final = "#/components/schemas/{model}"
 
-    def __init__(self, app: FastAPI) -> None:
-        self._defs: dict[str, Any] = {}
+    def __init__(self, app: EdgeApp) -> None:
         self._app = app
-        self._original = app.openapi
-        app.openapi = self._openapi  # type: ignore[method-assign]
 
     def __call__(self, model: Any) -> dict[str, Any]:
         schema = TypeAdapter(model).json_schema(ref_template=self.REF)
-        self._defs.update(schema.pop("$defs", {}))
+        self._app.add_body_schemas(schema.pop("$defs", {}))
         return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-    def _openapi(self) -> dict[str, Any]:
-        if self._app.openapi_schema is None:
-            schema = self._original()
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(self._defs)
-            self._app.openapi_schema = schema
-        return self._app.openapi_schema
 
 
 # -- the app ------------------------------------------------------------------------------------
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[dict[str, Any], Receive, Send], Awaitable[None]]
-
-
 class EdgeMiddleware:
     """413 for bodies over ``limit`` bytes (never held in memory), and the last resort: an
     exception no handler took is one rate-limited line and a 500 (or the path's lenient
@@ -200,14 +205,14 @@ class EdgeMiddleware:
         self.lenient = lenient
         self.refusal = refusal
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         path = str(scope.get("path", ""))
         started = False
 
-        async def tracking_send(message: dict[str, Any]) -> None:
+        async def tracking_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -215,10 +220,11 @@ class EdgeMiddleware:
 
         try:
             if scope["type"] == "http":
-                receive = await self._limited(scope, receive)
-                if receive is None:
+                limited = await self._limited(scope, receive)
+                if limited is None:
                     await self._answer(send, path, 413, f"request body over {self.limit} bytes")
                     return
+                receive = limited
             await self.app(scope, receive, tracking_send)
         except ClientDisconnect:
             log.debug("%s %s: the client left before its request was read", scope.get("method", "WS"), path)
@@ -230,7 +236,7 @@ class EdgeMiddleware:
             if scope["type"] == "http" and not started:
                 await self._answer(send, path, 500, f"internal error: {type(exc).__name__}")
 
-    async def _limited(self, scope: dict[str, Any], receive: Receive) -> Receive | None:
+    async def _limited(self, scope: Scope, receive: Receive) -> Receive | None:
         """``receive`` for the app, or None when the body is over the limit."""
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None:
@@ -250,7 +256,7 @@ class EdgeMiddleware:
                 break
         replayed = False
 
-        async def replay() -> dict[str, Any]:
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
@@ -264,7 +270,7 @@ class EdgeMiddleware:
         await EdgeJSONResponse(body, status_code=status)({"type": "http"}, _no_receive, send)
 
 
-async def _no_receive() -> dict[str, Any]:
+async def _no_receive() -> Message:
     return {"type": "http.disconnect"}
 
 
@@ -294,14 +300,14 @@ def edge_app(
     refusal: Refusal = error_body,
     hidden_loc: tuple[str, ...] = (),
     **fastapi_options: Any,
-) -> FastAPI:
+) -> EdgeApp:
     """A FastAPI app on the shared edge. Add routes after this (they get :class:`StrictRoute`).
 
     ``lenient``: path -> the 200 answer given instead of any refusal or failure there.
     ``hidden_loc``: parts of a validation error's location left out of the readable reason
     (e.g. the tag of a discriminated union)."""
     lenient = dict(lenient or {})
-    app = FastAPI(default_response_class=EdgeJSONResponse, **fastapi_options)
+    app = EdgeApp(default_response_class=EdgeJSONResponse, **fastapi_options)
     app.router.route_class = StrictRoute
 
     @app.exception_handler(BodyRefused)
