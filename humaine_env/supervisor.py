@@ -10,6 +10,7 @@ pointed at it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 from urllib.parse import urlencode
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from avatar.competition.settings import RoundsSettings, TournamentSettings
 from formats import written
@@ -59,6 +60,7 @@ from workers.runtime.origins import own_status, vouched
 from workers.runtime.parent import PARENT_ENV
 from workers.runtime.ports import taken_port
 from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
+from workers.runtime.worker_ids import AVATAR, CAMERA, MICROPHONE, TRANSCRIPT
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +75,20 @@ KILL_GRACE_S = 3.0
 together and share the CPU while they do."""
 KILL_AFTER_S = STOP_DEADLINE_S + KILL_GRACE_S
 """How long after SIGTERM ``run`` kills a child that has not ended."""
-ROOM_WORKERS = ("avatar", "transcript", "record-rounds", "microphone", "camera")
+ORCHESTRATOR = "orchestrator"
+"""The stand-in EO's command (:mod:`standins`)."""
+DEMO_AGENTS = "demo-agents"
+"""The demo sellers' command (:mod:`standins`)."""
+RECORD_ROUNDS = "record-rounds"
+"""The recorder of the rounds' command (:mod:`sessions`)."""
+ROOM_WORKERS = (AVATAR, TRANSCRIPT, RECORD_ROUNDS, MICROPHONE, CAMERA)
 """The room's own workers, in start order: services that others call first, then the recorder
-of the rounds (before anything is said), sensors last."""
-STAND_INS = ("orchestrator", "demo-agents")
+of the rounds (before anything is said), sensors last. The commands of the avatar, the
+transcript, the microphone and the camera are named by their workers' ids."""
+STAND_INS = (ORCHESTRATOR, DEMO_AGENTS)
 """Started before the room when no EO is configured: the stand-in EO and the demo sellers."""
 SUITE_ORDER = STAND_INS + ROOM_WORKERS
-STOP_ORDER = (("camera", "microphone"), ("transcript",), ("orchestrator",), ("demo-agents",), ("avatar",), ("record-rounds",))
+STOP_ORDER = ((CAMERA, MICROPHONE), (TRANSCRIPT,), (ORCHESTRATOR,), (DEMO_AGENTS,), (AVATAR,), (RECORD_ROUNDS,))
 """The stages in which ``run`` stops its children, each stage gone before the next gets its
 SIGTERM: what starts a turn first (the senses, the transcript), then each service after every
 service that calls it, so that a call in flight is answered rather than cut. The EO finishes
@@ -209,7 +218,7 @@ def first_round_by_itself(config: Config, names: Sequence[str]) -> bool:
 
     if config.section(RunSettings).first_round == "auto":
         return True
-    return not ("avatar" in names and config.section(AvatarSettings).display)
+    return not (AVATAR in names and config.section(AvatarSettings).display)
 
 
 def seller_ports(avatars: Sequence[str]) -> dict[str, int]:
@@ -256,7 +265,7 @@ def room_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
     Controller, on any EO (``[rounds] auto_start``); in a suite without it, nobody else could, so
     the stand-in EO starts its own (``[standin] auto_round``)."""
     by_itself = first_round_by_itself(config, names)
-    if by_itself and "avatar" not in names and "orchestrator" in names:
+    if by_itself and AVATAR not in names and ORCHESTRATOR in names:
         return {"rounds.auto_start": "false", "standin.auto_round": "true"}
     return {"rounds.auto_start": "true" if by_itself else "false"}
 
@@ -306,13 +315,13 @@ def owned_ports(config: Config, names: list[str]) -> list[tuple[str, str, int]]:
     from standins.eo.settings import StandinSettings
 
     ports: list[tuple[str, str, int]] = []
-    if "avatar" in names:
+    if AVATAR in names:
         avatar = config.section(AvatarSettings)
         ports.append(("the Avatar Controller ([avatar] port)", avatar.host, avatar.port))
-    if "orchestrator" in names:
+    if ORCHESTRATOR in names:
         standin = config.section(StandinSettings)
         ports.append(("the stand-in EO ([standin] port)", standin.host, standin.port))
-    if "demo-agents" in names:
+    if DEMO_AGENTS in names:
         sellers = config.section(DemoAgentsSettings)
         ports += [(f"demo seller {name} ([demo_agents] agents.{name})", sellers.host, port)
                   for name, port in sellers.agents.items() if port]
@@ -364,58 +373,29 @@ def _run_suite(
     """Start the children against the resolved broker, print the start-up lines and the
     table, supervise until Ctrl-C (None) or until no child is left running (its exit status,
     said in one line: see :func:`_none_left`), stop them all."""
-    broker_url = config.broker.url
     stop = threading.Event()
     install_stop_signals(stop.set)
-    console_taker = "microphone" if "microphone" in names and sys.stdin is not None and sys.stdin.isatty() else None
-    env = child_env(args)
+    console_taker = MICROPHONE if MICROPHONE in names and sys.stdin is not None and sys.stdin.isatty() else None
     keyboard = keyboard_feed() if console_taker else None  # (ours, the microphone worker's)
-    children = [Child(n, child_argv(n, args, broker_url, extra, children_level), env, console=(n == console_taker),
-                      stdin=keyboard[1] if keyboard and n == console_taker else None)
+    env = child_env(args)
+    children = [Child(n, child_argv(n, args, config.broker.url, extra, children_level), env,
+                      console=(n == console_taker), stdin=keyboard[1] if keyboard and n == console_taker else None)
                 for n in names]
 
     bus = Bus(config, f"supervisor-{os.getpid()}", persistent=False)
     lines = RoomLines(bus, {status_name(name) for name in names}, ConsoleLines(), typed=keyboard is not None)
-    statuses = lines.statuses
     bus.subscribe(bus.topics.round_state(), RoundState, RoundPrinter())
     bus.start()
 
-    print(f"humaine-env: MQTT broker {broker_url}{f' ({started.description})' if started else ''}", flush=True)
-    if with_stand_ins and "orchestrator" in names:
-        print(stand_ins_line(config), flush=True)
-    if "avatar" in names:
-        from avatar.buyer.routes import BUYER_PATH
-        from avatar.operator import CONSOLE_PATH
-
-        print(f"humaine-env: display page {display_url(config)}", flush=True)
-        print(f"humaine-env: buyer's page {display_url(config, BUYER_PATH)} (a tablet or phone in the buyer's hand)", flush=True)
-        print(f"humaine-env: operator console {display_url(config, CONSOLE_PATH)}", flush=True)
+    _print_start_lines(config, names, with_stand_ins, started)
     if not children:
         print("humaine-env: no workers are available in this installation yet", flush=True)
     for child in children:
         child.start()
-    _print_table(children, statuses, stop)
-    prompt: BuyerPrompt | None = None
-    if keyboard is not None:
-        first, *others = config.core.avatars
-        print(f"humaine-env: type what the buyer says ('@{first} ...', '{others[0] if others else first}, ...'); "
-              "Ctrl-C stops the suite", flush=True)
-        feed = keyboard[0]
-        prompt = BuyerPrompt(lambda line: feed_line(feed, line))
-        prompt.start()
-
+    _print_table(children, lines.statuses, stop)
+    prompt = _buyer_prompt(config, keyboard[0]) if keyboard is not None else None
     try:
-        bus_lost = False
-        while not stop.wait(0.2):
-            if started is not None:
-                started.check()
-            _supervise(children)
-            ended = _none_left(children)
-            if ended is not None:
-                return ended
-            if not bus.alive and not bus_lost:
-                bus_lost = True
-                log.error("run's own MQTT connection died: utterance and reply lines stop here (the workers go on)")
+        return _supervise_until_stopped(children, stop, bus, started)
     finally:
         if prompt is not None:
             prompt.stop()
@@ -423,6 +403,47 @@ def _run_suite(
         bus.stop()
         for fd in keyboard or ():
             os.close(fd)
+
+
+def _print_start_lines(config: Config, names: Sequence[str], with_stand_ins: bool, started: StartedBroker | None) -> None:
+    """The broker, the stand-ins and the pages of the Avatar Controller, before the table."""
+    print(f"humaine-env: MQTT broker {config.broker.url}{f' ({started.description})' if started else ''}", flush=True)
+    if with_stand_ins and ORCHESTRATOR in names:
+        print(stand_ins_line(config), flush=True)
+    if AVATAR in names:
+        from avatar.buyer.routes import BUYER_PATH
+        from avatar.operator import CONSOLE_PATH
+
+        print(f"humaine-env: display page {display_url(config)}", flush=True)
+        print(f"humaine-env: buyer's page {display_url(config, BUYER_PATH)} (a tablet or phone in the buyer's hand)", flush=True)
+        print(f"humaine-env: operator console {display_url(config, CONSOLE_PATH)}", flush=True)
+
+
+def _buyer_prompt(config: Config, feed: int) -> BuyerPrompt:
+    """The buyer types at ``run``'s terminal: each line goes to the microphone worker's
+    pseudo-terminal ``feed`` (see :mod:`humaine_env.terminal`)."""
+    first, *others = config.core.avatars
+    print(f"humaine-env: type what the buyer says ('@{first} ...', '{others[0] if others else first}, ...'); "
+          "Ctrl-C stops the suite", flush=True)
+    prompt = BuyerPrompt(functools.partial(feed_line, feed))
+    prompt.start()
+    return prompt
+
+
+def _supervise_until_stopped(children: list[Child], stop: threading.Event, bus: Bus, started: StartedBroker | None) -> int | None:
+    """Restart what dies until Ctrl-C (None) or until no child is left running (its exit status)."""
+    bus_lost = False
+    while not stop.wait(0.2):
+        if started is not None:
+            started.check()
+        _supervise(children)
+        ended = _none_left(children)
+        if ended is not None:
+            return ended
+        if not bus.alive and not bus_lost:
+            bus_lost = True
+            log.error("run's own MQTT connection died: utterance and reply lines stop here (the workers go on)")
+    return None
 
 
 def describe_utterance(message: OutgoingMessage) -> str:
@@ -451,8 +472,18 @@ class ReplyBody(BaseModel):
     gesture: str | list[str] | None = None
 
 
-class ShownReply(AgentMessageSeen):
-    message: ReplyBody  # type: ignore[assignment]
+class ShownReply(Envelope):
+    """:class:`AgentMessageSeen` read for the console: the same message, its body typed."""
+
+    message: ReplyBody
+
+    @field_validator("type")
+    @classmethod
+    def _agent_message(cls, value: str) -> str:
+        expected = AgentMessageSeen.model_fields["type"].default
+        if value != expected:
+            raise ValueError(f"not an {expected}")
+        return value
 
 
 def describe_reply(message: ShownReply) -> str | None:

@@ -144,12 +144,12 @@ class BuyerPrompt:
         for handler in logging.getLogger().handlers:
             if isinstance(handler, logging.StreamHandler) and handler.stream in streams:
                 handlers.append((handler, handler.stream))
-                handler.setStream(LineSafeStream(handler.stream, self))  # type: ignore[arg-type]
+                handler.setStream(LineSafeStream(handler.stream, self))
         self._saved = (sys.stdout, sys.stderr, handlers, attrs)
         if sys.stdout in streams:
-            sys.stdout = LineSafeStream(sys.stdout, self)  # type: ignore[assignment]
+            sys.stdout = LineSafeStream(sys.stdout, self)
         if sys.stderr in streams:
-            sys.stderr = LineSafeStream(sys.stderr, self)  # type: ignore[assignment]
+            sys.stderr = LineSafeStream(sys.stderr, self)
         self._thread = threading.Thread(target=self._read, name="buyer-prompt", daemon=True)
         self._thread.start()
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from avatar.settings import AvatarSettings
 from hardware.audio import SAMPLE_RATE, level_dbfs
@@ -63,11 +64,11 @@ class BargeInReport:
         return len(delays), len(mine), delays
 
 
-def avatar_voices(replies: Iterable[str] = REPLIES) -> list[np.ndarray]:
+def avatar_voices(replies: Iterable[str] = REPLIES) -> list[NDArray[np.int16]]:
     """Each reply in each avatar's voice, as the Avatar Controller's speaker writes it (the
     WAVs are read into memory and their folder removed)."""
     settings = AvatarSettings()
-    out: list[np.ndarray] = []
+    out: list[NDArray[np.int16]] = []
     with tempfile.TemporaryDirectory(prefix="barge-in-echo-") as directory:
         speaker = Speaker(WavSink(directory, realtime=False))
         try:
@@ -81,13 +82,13 @@ def avatar_voices(replies: Iterable[str] = REPLIES) -> list[np.ndarray]:
     return out
 
 
-def at_level(samples: np.ndarray, dbfs: float) -> np.ndarray:
+def at_level(samples: NDArray[np.int16], dbfs: float) -> NDArray[np.float64]:
     voiced = samples[np.abs(samples.astype(np.int32)) > 300]
     current = level_dbfs(voiced if voiced.size else samples)
     return samples.astype(np.float64) * 10 ** ((dbfs - current) / 20)
 
 
-def _run(mix: np.ndarray, speaking_samples: int, detector: BargeInDetector, block_ms: int) -> float | None:
+def _run(mix: NDArray[np.int16], speaking_samples: int, detector: BargeInDetector, block_ms: int) -> float | None:
     block = SAMPLE_RATE * block_ms // 1000
     for start in range(0, len(mix) - block + 1, block):
         chunk = mix[start:start + block]
@@ -97,7 +98,7 @@ def _run(mix: np.ndarray, speaking_samples: int, detector: BargeInDetector, bloc
 
 
 def run(
-    echoes: Sequence[np.ndarray], buyers: Sequence[Sample], echo_levels_db: Sequence[float],
+    echoes: Sequence[NDArray[np.int16]], buyers: Sequence[Sample], echo_levels_db: Sequence[float],
     buyer_over_echo_db: Sequence[float], margin_db: float, min_ms: int, block_ms: int = 20, seed: int = 7,
 ) -> BargeInReport:
     rng = np.random.default_rng(seed)

@@ -12,7 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from sessions.format import AUDIO_FILE, EVENTS_FILE, FRAMES_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
+from formats.session_files import AUDIO_FILE, VIDEO_FILE
+from sessions.format import EVENTS_FILE, FRAMES_FILE, TRUTH_FILE, Session, SessionFormatError
 
 PartStatus = Literal["ok", "missing", "truncated", "unreadable"]
 COMPLETE = 0.98

@@ -36,9 +36,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
 
 
 def _main(args: argparse.Namespace, config: Config) -> int:
+    from formats.session_files import AUDIO_FILE, VIDEO_FILE
     from sessions.coverage import check
     from sessions.evaluate import evaluate
-    from sessions.format import AUDIO_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
+    from sessions.format import TRUTH_FILE, Session, SessionFormatError
     from sessions.replay import ReplayError
     from workers.runtime.broker import broker_for
 

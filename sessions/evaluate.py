@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from formats.session_files import AUDIO_FILE, VIDEO_FILE
 from sessions.coverage import SessionCoverage
-from sessions.format import AUDIO_FILE, VIDEO_FILE, Session, Truth
+from sessions.format import Session, Truth, TruthUtterance
 from sessions.replay import ReplayResult
 from workers.runtime.messages import Stage
 
@@ -68,12 +69,6 @@ class Scores:
     def summary(self) -> dict[str, Any]:
         from workers.microphone.evaluation import wer
 
-        def mae(values: list[float]) -> float | None:
-            return round(float(np.mean(values)), 2) if values else None
-
-        def pct(q: float) -> float | None:
-            return round(float(np.percentile(self.latencies_ms, q)), 1) if self.latencies_ms else None
-
         return {
             "utterances": sum(self.total.values()),
             "addressee_accuracy": self._acc("gaze", "name", "none"),
@@ -81,12 +76,12 @@ class Scores:
             "addressee_accuracy_name": self._acc("name"),
             "addressee_accuracy_none": self._acc("none"),
             "wer": round(wer(self.references, self.hypotheses), 4) if self.references else None,
-            "yaw_mae": mae(self.yaw_err),
-            "pitch_mae": mae(self.pitch_err),
-            "yaw_mae_fixations": mae(self.yaw_err_hold),
-            "pitch_mae_fixations": mae(self.pitch_err_hold),
-            "latency_p50_ms": pct(50),
-            "latency_p95_ms": pct(95),
+            "yaw_mae": _mae(self.yaw_err),
+            "pitch_mae": _mae(self.pitch_err),
+            "yaw_mae_fixations": _mae(self.yaw_err_hold),
+            "pitch_mae_fixations": _mae(self.pitch_err_hold),
+            "latency_p50_ms": _percentile(self.latencies_ms, 50),
+            "latency_p95_ms": _percentile(self.latencies_ms, 95),
             "stages_ms": {
                 span: {"p50": round(float(np.percentile(v, 50)), 1), "p95": round(float(np.percentile(v, 95)), 1)}
                 for span, v in self.stage_ms.items() if v
@@ -98,59 +93,91 @@ class Scores:
         }
 
 
+def _mae(values: list[float]) -> float | None:
+    return round(float(np.mean(values)), 2) if values else None
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if values else None
+
+
 def _overlap(a0: int, a1: int, b0: int, b1: int) -> int:
     return max(0, min(a1, b1) - max(a0, b0))
 
 
 def score(result: ReplayResult, scores: Scores | None = None) -> Scores:
     """Add one replay's figures to ``scores``."""
-    from workers.microphone.evaluation import normalize
-
     scores = scores or Scores()
     session: Session = result.session
     truth: Truth | None = session.truth()
     if truth is None:
         raise ValueError(f"{session.path}: no truth.json, nothing to evaluate against")
-    info = session.info
     scores.wall_s += result.wall_s
-    scores.session_s += info.duration_ms / 1000
+    scores.session_s += session.info.duration_ms / 1000
     delivered_at = {e.payload["id"]: e.t_ms for e in result.events if e.payload.get("type") == "humaine_message"}
     messages = result.messages
     for utt in truth.utterances:
-        best, best_overlap = None, 0
-        for env in messages:
-            m = env["message"]
-            overlap = _overlap(utt.start_ms, utt.end_ms, int(m.get("utteranceStart", 0)), int(m.get("utteranceEnd", 0)))
-            if overlap > best_overlap:
-                best, best_overlap = env, overlap
-        if utt.speaker == "bystander":  # not the buyer's: scored by whether it was passed on
-            scores.bystanders += 1
-            if best is not None:
-                scores.bystanders_passed.append({"session": session.path.name, "utterance": utt.id, "said": utt.text,
-                                                 "passed_on": best["message"]["text"]})
-            continue
-        scores.total[utt.cue] = scores.total.get(utt.cue, 0) + 1
-        got = best["message"]["addressee"] if best else None
-        if got == utt.addressee:
-            scores.correct[utt.cue] = scores.correct.get(utt.cue, 0) + 1
-        else:
-            scores.mistakes.append({"session": session.path.name, "utterance": utt.id, "cue": utt.cue,
-                                    "expected": utt.addressee, "got": got,
-                                    "text": best["message"]["text"] if best else None})
-        scores.references.append(normalize(utt.text))
-        scores.hypotheses.append(normalize(str(best["message"]["text"])) if best else "")
-        if best is not None and result.speed is not None and best.get("outcome") == "delivered":
-            speech_end_wall = result.wall_origin_ms + (utt.end_ms - info.start_ms) / result.speed
-            scores.latencies_ms.append(delivered_at[best["id"]] - speech_end_wall)
-            stages = dict(best.get("stages") or {})
-            # the speech (audio clock) and the transcript worker's stamps (its clock, the held
-            # session clock) are session time: put them on the wall clock of the final's stamp
-            for name in SESSION_CLOCK_STAGES:
-                if name in stages:
-                    stages[name] = result.wall_origin_ms + (stages[name] - info.start_ms) / result.speed
-            for first, then in STAGE_SPANS:
-                if first in stages and then in stages:
-                    scores.stage_ms.setdefault(f"{first}→{then}", []).append(float(stages[then] - stages[first]))
+        _score_utterance(utt, _best_match(utt, messages), result, scores, delivered_at)
+    _score_poses(truth, result, scores)
+    return scores
+
+
+def _best_match(utt: TruthUtterance, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The outgoing message (envelope) whose utterance times overlap ``utt`` most (None: none does)."""
+    best, best_overlap = None, 0
+    for env in messages:
+        m = env["message"]
+        overlap = _overlap(utt.start_ms, utt.end_ms, int(m.get("utteranceStart", 0)), int(m.get("utteranceEnd", 0)))
+        if overlap > best_overlap:
+            best, best_overlap = env, overlap
+    return best
+
+
+def _score_utterance(utt: TruthUtterance, best: dict[str, Any] | None, result: ReplayResult, scores: Scores,
+                     delivered_at: dict[str, int]) -> None:
+    """One true utterance against the message that matched it: a bystander's by whether it was
+    passed on, the buyer's by its addressee, its words and (paced) its latency (``delivered_at``:
+    when each message id was received)."""
+    from workers.microphone.evaluation import normalize
+
+    name = result.session.path.name
+    if utt.speaker == "bystander":
+        scores.bystanders += 1
+        if best is not None:
+            scores.bystanders_passed.append({"session": name, "utterance": utt.id, "said": utt.text,
+                                             "passed_on": best["message"]["text"]})
+        return
+    scores.total[utt.cue] = scores.total.get(utt.cue, 0) + 1
+    got = best["message"]["addressee"] if best else None
+    if got == utt.addressee:
+        scores.correct[utt.cue] = scores.correct.get(utt.cue, 0) + 1
+    else:
+        scores.mistakes.append({"session": name, "utterance": utt.id, "cue": utt.cue, "expected": utt.addressee,
+                                "got": got, "text": best["message"]["text"] if best else None})
+    scores.references.append(normalize(utt.text))
+    scores.hypotheses.append(normalize(str(best["message"]["text"])) if best else "")
+    if best is not None and result.speed is not None and best.get("outcome") == "delivered":
+        speech_end_wall = result.wall_origin_ms + (utt.end_ms - result.session.info.start_ms) / result.speed
+        scores.latencies_ms.append(delivered_at[best["id"]] - speech_end_wall)
+        _score_stages(best, result, result.speed, scores)
+
+
+def _score_stages(best: dict[str, Any], result: ReplayResult, speed: float, scores: Scores) -> None:
+    """A paced replay's delivered message: each span between its stages."""
+    start_ms = result.session.info.start_ms
+    stages = dict(best.get("stages") or {})
+    # the speech (audio clock) and the transcript worker's stamps (its clock, the held
+    # session clock) are session time: put them on the wall clock of the final's stamp
+    for stage in SESSION_CLOCK_STAGES:
+        if stage in stages:
+            stages[stage] = result.wall_origin_ms + (stages[stage] - start_ms) / speed
+    for first, then in STAGE_SPANS:
+        if first in stages and then in stages:
+            scores.stage_ms.setdefault(f"{first}→{then}", []).append(float(stages[then] - stages[first]))
+
+
+def _score_poses(truth: Truth, result: ReplayResult, scores: Scores) -> None:
+    """Each published head pose against the rendered pose of its frame."""
     poses = {t: (yaw, pitch) for t, yaw, pitch in truth.poses}
     holds = [(g.start_ms, g.end_ms) for g in truth.gaze if g.motion == "hold"]
     for hp in result.of_type("headpose"):
@@ -164,7 +191,6 @@ def score(result: ReplayResult, scores: Scores | None = None) -> Scores:
         if any(s + 1000 <= hp["frame_ts"] < e for s, e in holds):
             scores.yaw_err_hold.append(dy)
             scores.pitch_err_hold.append(dp)
-    return scores
 
 
 def evaluate(sessions: Sequence[Session], config: Any, engines: Sequence[str | None] = (None,),
@@ -176,18 +202,13 @@ def evaluate(sessions: Sequence[Session], config: Any, engines: Sequence[str | N
     from sessions.replay import replay
 
     checked = {c.session: c for c in coverage}
-
-    def media(session: Session) -> tuple[bool, bool]:
-        report = checked.get(session.path.name)
-        return (True, True) if report is None else (report.usable(AUDIO_FILE), report.usable(VIDEO_FILE))
-
     out: dict[str, Any] = {"sessions": len(sessions), "speed": speed if speed is not None else "max"}
     per_engine: dict[str, Any] = {}
     for n, engine in enumerate(engines):
         scores = Scores()
         used = engine or ""
         for session in sessions:
-            result = replay(session, config, speed=speed, engine=engine, media=media(session))
+            result = replay(session, config, speed=speed, engine=engine, media=_media(checked.get(session.path.name)))
             used = next((t["engine"] for t in result.of_type("transcript") if t.get("final")), used)
             score(result, scores)
         summary = scores.summary()
@@ -201,3 +222,8 @@ def evaluate(sessions: Sequence[Session], config: Any, engines: Sequence[str | N
     if checked:
         out["coverage"] = [c.summary() for c in coverage]
     return out
+
+
+def _media(report: SessionCoverage | None) -> tuple[bool, bool]:
+    """Which of a session's (audio, video) to replay: what its coverage found usable (all without one)."""
+    return (True, True) if report is None else (report.usable(AUDIO_FILE), report.usable(VIDEO_FILE))

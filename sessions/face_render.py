@@ -34,6 +34,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.video import image_of
 from workers.camera.facemesh import MESH_POINTS, FaceMeshDetector
@@ -61,6 +62,13 @@ middle and not at all beyond the second (the cheeks stretch in between)."""
 UPPER_INNER_LIP, LOWER_INNER_LIP = 13, 14
 """FaceMesh's middle points of the inner lips."""
 
+Floats = NDArray[np.float64]
+"""Points, depths and rotations (mm, pixels, radians)."""
+Triangles = NDArray[np.int32]
+"""(T, 3) vertex indices of the mesh's triangles."""
+Image = NDArray[np.uint8]
+"""A BGR frame (OpenCV order), or the photo the texture comes from."""
+
 
 class RenderError(Exception):
     """The photo cannot be turned into a face model (no face found, unreadable file)."""
@@ -84,7 +92,7 @@ class Camera:
         return [[f, 0.0, self.width / 2.0], [0.0, f, self.height / 2.0], [0.0, 0.0, 1.0]]
 
 
-def pose_rotation(yaw: float, pitch: float, roll: float = 0.0) -> np.ndarray:
+def pose_rotation(yaw: float, pitch: float, roll: float = 0.0) -> Floats:
     """Rotation of the head in camera coordinates (x right, y down, z away from the camera).
 
     Built from the convention directly: a head looking along -z turned by +yaw has its nose
@@ -97,11 +105,12 @@ def pose_rotation(yaw: float, pitch: float, roll: float = 0.0) -> np.ndarray:
     # about x by -b: (0, 0, -1) -> (0, -sin b, -cos b)
     rx = np.array([[1.0, 0.0, 0.0], [0.0, math.cos(b), math.sin(b)], [0.0, -math.sin(b), math.cos(b)]])
     rz = np.array([[math.cos(g), -math.sin(g), 0.0], [math.sin(g), math.cos(g), 0.0], [0.0, 0.0, 1.0]])
-    return rz @ ry @ rx
+    rotation: Floats = rz @ ry @ rx
+    return rotation
 
 
 @lru_cache(maxsize=1)
-def tessellation_triangles() -> np.ndarray:
+def tessellation_triangles() -> Triangles:
     """(T, 3) vertex indices: the triangles of MediaPipe's FaceMesh tessellation (its edges'
     3-cliques; mediapipe ships only the edge list)."""
     import mediapipe as mp
@@ -114,7 +123,8 @@ def tessellation_triangles() -> np.ndarray:
     found: set[tuple[int, int, int]] = set()
     for a, b in edges:
         for c in neighbours[a] & neighbours[b]:
-            found.add(tuple(sorted((a, b, c))))  # type: ignore[arg-type]
+            first, second, third = sorted((a, b, c))
+            found.add((first, second, third))
     return np.array(sorted(found), dtype=np.int32)
 
 
@@ -169,7 +179,7 @@ def hole_loops() -> list[list[int]]:
 
 
 @lru_cache(maxsize=1)
-def mirror_partners() -> np.ndarray:
+def mirror_partners() -> NDArray[np.intp]:
     """Index of each landmark's left-right partner (itself on the midline), from the project's
     mirror-symmetric reference face: a fact about the mesh topology, not about any photo."""
     from workers.camera.face_reference import REFERENCE
@@ -177,10 +187,11 @@ def mirror_partners() -> np.ndarray:
     ref = np.asarray(REFERENCE[:MESH_POINTS])
     mirrored = ref * np.array([-1.0, 1.0, 1.0])
     distances = np.linalg.norm(ref[None, :, :] - mirrored[:, None, :], axis=2)
-    return distances.argmin(axis=1)
+    partners: NDArray[np.intp] = distances.argmin(axis=1)
+    return partners
 
 
-def frontalizing_rotation(points: np.ndarray) -> np.ndarray:
+def frontalizing_rotation(points: Floats) -> Floats:
     """Rotation that makes the landmarks' symmetry plane the y-z plane (removes yaw and roll,
     keeps pitch): the normal is the dominant direction of partner-to-partner vectors."""
     partners = mirror_partners()
@@ -196,10 +207,10 @@ def frontalizing_rotation(points: np.ndarray) -> np.ndarray:
         return np.eye(3)
     rvec = axis / s * math.atan2(s, c)
     rotation, _ = cv2.Rodrigues(rvec)
-    return rotation
+    return np.asarray(rotation, dtype=np.float64)
 
 
-def pitch_zero_rotation(points: np.ndarray) -> np.ndarray:
+def pitch_zero_rotation(points: Floats) -> Floats:
     """Rotation about x that makes the glabella-subnasale line (landmarks 9 and 2, both on
     rigid bone, unmoved by jaw or brows) perpendicular to the optical axis: the anatomical
     "facial profile vertical" definition of a level head, independent of how the person held
@@ -210,7 +221,7 @@ def pitch_zero_rotation(points: np.ndarray) -> np.ndarray:
     return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
 
 
-def _reference_x() -> np.ndarray:
+def _reference_x() -> Floats:
     from workers.camera.face_reference import REFERENCE
 
     return np.asarray(REFERENCE[:MESH_POINTS])[:, 0]
@@ -223,12 +234,12 @@ class FaceModel:
     oriented so front faces have positive signed area in the image."""
 
     name: str
-    texture: np.ndarray
-    vertices: np.ndarray
-    uv: np.ndarray
-    triangles: np.ndarray
+    texture: Image
+    vertices: Floats
+    uv: Floats
+    triangles: Triangles
     clothing_bgr: tuple[int, int, int]
-    jaw: np.ndarray | None = None
+    jaw: Floats | None = None
     """(N,) each vertex's share of the jaw's drop when the mouth opens (0: stays)."""
 
     @classmethod
@@ -245,10 +256,10 @@ class FaceModel:
                 detector.close()
         if not faces:
             raise RenderError(f"{path}: MediaPipe FaceMesh finds no face in it")
-        return cls.from_landmarks(Path(path).stem, image, faces[0].landmarks[:MESH_POINTS])
+        return cls.from_landmarks(Path(path).stem, np.asarray(image, dtype=np.uint8), faces[0].landmarks[:MESH_POINTS])
 
     @classmethod
-    def from_landmarks(cls, name: str, image: np.ndarray, landmarks: np.ndarray) -> FaceModel:
+    def from_landmarks(cls, name: str, image: Image, landmarks: Floats) -> FaceModel:
         pts = np.asarray(landmarks, dtype=np.float64)
         uv = pts[:, :2].copy()
         oval = face_oval_loop()
@@ -258,7 +269,9 @@ class FaceModel:
         rotation = pitch_zero_rotation((pts - centre) @ rotation.T) @ rotation
         head = (pts - centre) @ rotation.T * (FACE_WIDTH_MM / face_width_px)
         # fill the eye and mouth openings: one centre vertex per opening
-        centres, centre_uv, fans = [], [], []
+        centres: list[Floats] = []
+        centre_uv: list[Floats] = []
+        fans: list[list[int]] = []
         for loop in hole_loops():
             k = MESH_POINTS + len(centres)
             centres.append(head[loop].mean(axis=0))
@@ -297,7 +310,7 @@ class FaceModel:
         return cls(name, image, vertices, uv_all, tris, clothing, jaw)
 
 
-def _lower_chain(loop: list[int], head: np.ndarray, lower_point: int) -> list[int]:
+def _lower_chain(loop: list[int], head: Floats, lower_point: int) -> list[int]:
     """The lower half of a lip loop: from one mouth corner to the other through ``lower_point``,
     corners excluded (they are the hinge)."""
     xs = head[loop, 0]
@@ -306,7 +319,7 @@ def _lower_chain(loop: list[int], head: np.ndarray, lower_point: int) -> list[in
     return inside if lower_point in inside else outside
 
 
-def jaw_weights(head: np.ndarray, n_head: int) -> np.ndarray:
+def jaw_weights(head: Floats, n_head: int) -> Floats:
     """Each head vertex's share of the jaw's drop: the lower lips whole (less towards the
     corners), the chin and jaw below them growing to whole over :data:`CHIN_RAMP_MM`, nothing
     across the middle of the cheeks and above the lips; the mouth's fan centre half."""
@@ -331,7 +344,7 @@ def jaw_weights(head: np.ndarray, n_head: int) -> np.ndarray:
     return out
 
 
-def _orient_front(triangles: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+def _orient_front(triangles: Triangles, vertices: Floats) -> Triangles:
     """Order each triangle's vertices so that, seen from the camera at pose zero, its signed
     area in image coordinates (y down) is positive: negative later means it faces away."""
     p = vertices[:, :2]
@@ -355,15 +368,15 @@ class Placement:
 class FaceRenderer:
     """Renders one :class:`FaceModel` at given poses onto a fixed background."""
 
-    def __init__(self, model: FaceModel, camera: Camera, background: np.ndarray, placement: Placement | None = None) -> None:
+    def __init__(self, model: FaceModel, camera: Camera, background: Image, placement: Placement | None = None) -> None:
         if background.shape[:2] != (camera.height, camera.width):
-            background = cv2.resize(background, (camera.width, camera.height), interpolation=cv2.INTER_AREA)
+            background = np.asarray(cv2.resize(background, (camera.width, camera.height), interpolation=cv2.INTER_AREA), dtype=np.uint8)
         self.model = model
         self.camera = camera
         self.placement = placement or Placement()
         self.background = self._with_shoulders(background)
 
-    def _with_shoulders(self, background: np.ndarray) -> np.ndarray:
+    def _with_shoulders(self, background: Image) -> Image:
         """A torso under the head (it does not turn with it), coloured like the photo's clothes."""
         scene = background.copy()
         cam, place = self.camera, self.placement
@@ -375,7 +388,7 @@ class FaceRenderer:
         cv2.rectangle(scene, (centre[0] - axes[0], centre[1]), (centre[0] + axes[0], cam.height), self.model.clothing_bgr, -1)
         return scene
 
-    def project(self, yaw: float, pitch: float, roll: float = 0.0, mouth: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def project(self, yaw: float, pitch: float, roll: float = 0.0, mouth: float = 0.0) -> tuple[Floats, Floats]:
         """(N, 2) image points and (N,) depths (mm) of the mesh vertices at this pose, the
         mouth open by ``mouth`` (0 closed as in the photo, 1 wide open)."""
         place = self.placement
@@ -391,7 +404,7 @@ class FaceRenderer:
         uv[:, 1] = f * cam_points[:, 1] / z + self.camera.height / 2.0
         return uv, z
 
-    def render(self, yaw: float, pitch: float, roll: float = 0.0, mouth: float = 0.0) -> np.ndarray:
+    def render(self, yaw: float, pitch: float, roll: float = 0.0, mouth: float = 0.0) -> Image:
         """The BGR frame of the head at (yaw, pitch, roll) degrees, the mouth open by ``mouth``."""
         cam = self.camera
         model = self.model
@@ -404,7 +417,7 @@ class FaceRenderer:
         index = np.full((cam.height, cam.width), -1, dtype=np.int32)
         fixed = np.round(points * 16.0).astype(np.int32)
         for t in order:
-            cv2.fillConvexPoly(index, fixed[tris[t]], int(t), lineType=cv2.LINE_8, shift=4)
+            cv2.fillConvexPoly(index, fixed[tris[t]], (int(t),), lineType=cv2.LINE_8, shift=4)
         # affine map image -> photo for every triangle: [u v 1] @ M = [x y]
         dst = np.concatenate([points[tris], np.ones((len(tris), 3, 1))], axis=2)
         src = model.uv[tris]
@@ -418,13 +431,13 @@ class FaceRenderer:
         map_x[ys, xs] = xs * m[:, 0, 0] + ys * m[:, 1, 0] + m[:, 2, 0]
         map_y[ys, xs] = xs * m[:, 0, 1] + ys * m[:, 1, 1] + m[:, 2, 1]
         face = cv2.remap(model.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        mask = (index >= 0).astype(np.float32)
-        mask = cv2.GaussianBlur(mask, (0, 0), FEATHER_PX)[:, :, None]
+        covered = (index >= 0).astype(np.float32)
+        mask = cv2.GaussianBlur(covered, (0, 0), FEATHER_PX)[:, :, None]
         out = face.astype(np.float32) * mask + self.background.astype(np.float32) * (1.0 - mask)
         return np.clip(out + 0.5, 0, 255).astype(np.uint8)
 
 
-def room_background(camera: Camera, seed: int = 0) -> np.ndarray:
+def room_background(camera: Camera, seed: int = 0) -> Image:
     """A plausible, deterministic office wall behind the buyer: a lit wall with a gradient, a
     door, a shelf, a picture frame and fine texture noise (no faces, nothing face-like)."""
     rng = np.random.default_rng(seed)
@@ -447,10 +460,11 @@ def room_background(camera: Camera, seed: int = 0) -> np.ndarray:
     picture = tuple(int(v) for v in rng.integers(80, 200, 3))
     cv2.rectangle(scene, (frame_x + 6, int(h * 0.5) + 6), (frame_x + 104, int(h * 0.7) - 6), picture, -1)
     noise = rng.normal(0.0, 3.0, scene.shape).astype(np.float32)
-    return np.clip(scene.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+    wall: Image = np.clip(scene.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+    return wall
 
 
-def sensor_noise(image: np.ndarray, seed: int, sigma: float = 2.0) -> np.ndarray:
+def sensor_noise(image: Image, seed: int, sigma: float = 2.0) -> Image:
     """Per-frame camera noise (deterministic by ``seed``) so consecutive frames differ as a
     real camera's do."""
     rng = np.random.default_rng(seed)

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import csv
 import json
+import wave
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from formats.session_files import AUDIO_FILE, VIDEO_FILE
 from hardware.audio import SAMPLE_RATE
@@ -222,51 +224,33 @@ class SessionWriter:
     """Writes a session folder; video frames and events are streamed, the rest at close."""
 
     def __init__(self, path: str | Path, info: SessionInfo) -> None:
-        import cv2
-
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.info = info
-        self._video: Any = None
-        self._frames_fh = None
-        self._frames_csv: Any = None
+        self._video: _VideoTrack | None = None
         self._events = (self.path / EVENTS_FILE).open("w", encoding="utf-8")
-        self._wav: Any = None
-        self._cv2 = cv2
+        self._wav: wave.Wave_write | None = None
 
-    def add_frame(self, image: np.ndarray, t_ms: int) -> None:
+    def add_frame(self, image: NDArray[np.uint8], t_ms: int) -> None:
         if self._video is None:
             h, w = image.shape[:2]
-            fps = self.info.camera.fps if self.info.camera else 30.0
-            self._video = self._cv2.VideoWriter(
-                str(self.path / VIDEO_FILE), self._cv2.VideoWriter_fourcc(*VIDEO_FOURCC), fps, (w, h)
-            )
-            if not self._video.isOpened():
-                raise SessionFormatError(f"{self.path / VIDEO_FILE}: OpenCV cannot write {VIDEO_FOURCC} video here")
-            self._frames_fh = (self.path / FRAMES_FILE).open("w", newline="", encoding="utf-8", buffering=1)
-            self._frames_csv = csv.writer(self._frames_fh)
-            self._frames_csv.writerow(["index", "t_ms"])
-            self._frame_index = 0
-        self._video.write(image)
-        self._frames_csv.writerow([self._frame_index, int(t_ms)])
-        self._frame_index += 1
+            self._video = _VideoTrack(self.path, (w, h), self.info.camera.fps if self.info.camera else 30.0)
+        self._video.add(image, t_ms)
 
     def add_event(self, event: dict[str, Any]) -> None:
         self._events.write(json.dumps(event, separators=(",", ":"), ensure_ascii=False) + "\n")
 
-    def add_audio(self, samples: np.ndarray) -> None:
+    def add_audio(self, samples: NDArray[np.int16]) -> None:
         """Append samples to ``audio.wav`` (a recording streams them; the header is completed
         at :meth:`close`)."""
         if self._wav is None:
-            import wave
-
             self._wav = wave.open(str(self.path / AUDIO_FILE), "wb")
             self._wav.setnchannels(1)
             self._wav.setsampwidth(2)
             self._wav.setframerate(self.info.sample_rate)
         self._wav.writeframes(np.asarray(samples, dtype="<i2").tobytes())
 
-    def write_audio(self, samples: np.ndarray) -> None:
+    def write_audio(self, samples: NDArray[np.int16]) -> None:
         from hardware.audio_files import write_wav
 
         write_wav(self.path / AUDIO_FILE, samples)
@@ -276,8 +260,7 @@ class SessionWriter:
 
     def close(self) -> None:
         if self._video is not None:
-            self._video.release()
-            self._frames_fh.close()  # type: ignore[union-attr]
+            self._video.close()
         if self._wav is not None:
             self._wav.close()
         self._events.close()
@@ -288,3 +271,28 @@ class SessionWriter:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+class _VideoTrack:
+    """``video.mp4`` and ``frames.csv`` of a session, opened at its first frame (whose size is
+    the video's): each frame into the video, its capture time into the CSV."""
+
+    def __init__(self, folder: Path, size: tuple[int, int], fps: float) -> None:
+        import cv2
+
+        self._video = cv2.VideoWriter(str(folder / VIDEO_FILE), cv2.VideoWriter.fourcc(*VIDEO_FOURCC), fps, size)
+        if not self._video.isOpened():
+            raise SessionFormatError(f"{folder / VIDEO_FILE}: OpenCV cannot write {VIDEO_FOURCC} video here")
+        self._times = (folder / FRAMES_FILE).open("w", newline="", encoding="utf-8", buffering=1)
+        self._csv = csv.writer(self._times)
+        self._csv.writerow(["index", "t_ms"])
+        self._index = 0
+
+    def add(self, image: NDArray[np.uint8], t_ms: int) -> None:
+        self._video.write(image)
+        self._csv.writerow([self._index, int(t_ms)])
+        self._index += 1
+
+    def close(self) -> None:
+        self._video.release()
+        self._times.close()

@@ -22,7 +22,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sessions.format import GazeSpan, Session, Truth, TruthUtterance
+from sessions.format import Cue, GazeSpan, Session, Truth, TruthUtterance
 from workers.runtime.messages import NOBODY
 
 ATTENTION, TRANSCRIPT, HEADPOSE, MESSAGE = "attention", "transcript", "headpose", "humaine_message"
@@ -36,14 +36,14 @@ def draft(session: Session) -> Truth:
     changes = _attention_changes(payloads)
     gaze = _gaze_spans(changes, _poses(payloads), end_ms)
     messages = [p["message"] for _, p in payloads if p.get("type") == MESSAGE and isinstance(p.get("message"), dict)]
-    utterances = []
+    utterances: list[TruthUtterance] = []
     for payload in _finals(payloads):
         start, end = int(payload["start"]), int(payload["end"])
         text = str(payload.get("text", "")).strip()
         addressee = _message_addressee(messages, start, end)
         if addressee is None:
             addressee = _attention_at(changes, (start + end) // 2)
-        cue = "name" if _leading_name(text, session.info.avatars) else ("gaze" if addressee else "none")
+        cue: Cue = "name" if _leading_name(text, session.info.avatars) else ("gaze" if addressee else "none")
         utterances.append(TruthUtterance(str(payload.get("utterance_id", len(utterances))), text, addressee, cue, start, end))
     return Truth(utterances=utterances, gaze=gaze)
 
@@ -77,7 +77,7 @@ def _poses(payloads: Iterable[tuple[int, dict[str, Any]]]) -> list[tuple[int, fl
 
 
 def _gaze_spans(changes: Sequence[tuple[int, str]], poses: Sequence[tuple[int, float, float]], end_ms: int) -> list[GazeSpan]:
-    spans = []
+    spans: list[GazeSpan] = []
     if not changes:  # no camera: no gaze to draft
         return spans
     for (start, target), following in zip(changes, [*changes[1:], (end_ms, "")], strict=True):

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, TypeGuard, get_args, overload
 
 from workers.runtime.config import Config
 
 if TYPE_CHECKING:
-    from sessions.format import GazeSpan, Session, Truth, TruthUtterance
+    from sessions.format import Cue, GazeSpan, Session, Truth, TruthUtterance
 
 EXIT_FAILED = 1
 PROMPT_HELP = """At each utterance and gaze span, Enter keeps it; or type:
@@ -73,15 +73,15 @@ def _review(session: Session, truth: Truth) -> Truth:
     pending_u, pending_g = list(truth.utterances), list(truth.gaze)
     try:
         while pending_u:
-            item = _ask(session, pending_u[0], f"utterance {len(utterances) + 1}/{len(truth.utterances)}", avatars, origin)
+            utterance = _ask(session, pending_u[0], f"utterance {len(utterances) + 1}/{len(truth.utterances)}", avatars, origin)
             pending_u.pop(0)
-            if item is not None:
-                utterances.append(item)
+            if utterance is not None:
+                utterances.append(utterance)
         while pending_g:
-            item = _ask(session, pending_g[0], f"gaze span {len(gaze) + 1}/{len(truth.gaze)}", avatars, origin)
+            span = _ask(session, pending_g[0], f"gaze span {len(gaze) + 1}/{len(truth.gaze)}", avatars, origin)
             pending_g.pop(0)
-            if item is not None:
-                gaze.append(item)
+            if span is not None:
+                gaze.append(span)
     except Quit:
         pass
     return replace(truth, utterances=[*utterances, *pending_u], gaze=[*gaze, *pending_g])
@@ -96,7 +96,12 @@ def _describe(item: TruthUtterance | GazeSpan, origin: int) -> str:
     return f"{times}  looking at {item.target or 'nobody'} (yaw {item.yaw:+.0f}, pitch {item.pitch:+.0f})"
 
 
-def _ask(session: Session, item: TruthUtterance | GazeSpan, what: str, avatars: list[str], origin: int) -> TruthUtterance | GazeSpan | None:
+@overload
+def _ask(session: Session, item: TruthUtterance, what: str, avatars: list[str], origin: int) -> TruthUtterance | None: ...
+@overload
+def _ask(session: Session, item: GazeSpan, what: str, avatars: list[str], origin: int) -> GazeSpan | None: ...
+def _ask(session: Session, item: TruthUtterance | GazeSpan, what: str, avatars: list[str],
+         origin: int) -> TruthUtterance | GazeSpan | None:
     """The item as corrected at the prompt, or None when deleted."""
     from sessions.format import Cue, TruthUtterance
 
@@ -118,13 +123,19 @@ def _ask(session: Session, item: TruthUtterance | GazeSpan, what: str, avatars: 
             item = replace(item, addressee=name) if isinstance(item, TruthUtterance) else replace(item, target=name)
         elif command == "t" and value and isinstance(item, TruthUtterance):
             item = replace(item, text=value)
-        elif command == "c" and value in get_args(Cue) and isinstance(item, TruthUtterance):
+        elif command == "c" and _is_cue(value) and isinstance(item, TruthUtterance):
             item = replace(item, cue=value)
-        elif command == "s" and _times(value):
-            start, end = _times(value)  # type: ignore[misc]
+        elif command == "s" and (times := _times(value)) is not None:
+            start, end = times
             item = replace(item, start_ms=origin + round(start * 1000), end_ms=origin + round(end * 1000))
         else:
             print(f"  not understood; avatars are {', '.join(avatars)} (or -), cues {', '.join(get_args(Cue))}")
+
+
+def _is_cue(value: str) -> TypeGuard[Cue]:
+    from sessions.format import Cue
+
+    return value in get_args(Cue)
 
 
 def _times(value: str) -> tuple[float, float] | None:

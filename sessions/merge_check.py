@@ -68,38 +68,56 @@ class MergeReport:
         return None if not split else sum(r.one_message for r in split) / len(split)
 
 
+class _HeardEvents:
+    """What the recogniser reports, each at the time a live worker would have it: a
+    voice-activity event when its block ends, a final that much later as its decode took."""
+
+    def __init__(self, decode_ms: float | None) -> None:
+        """``decode_ms``: see :func:`run_item`."""
+        self.events: list[tuple[float, Transcript | VadEvent]] = []
+        self._decode_ms = decode_ms
+        self._block_end_ms: float = START_MS
+        self._decode_started = 0.0
+
+    def decoding(self, block_end_ms: float | None = None) -> None:
+        """A block (ending at ``block_end_ms``; None: the flush after the last) goes to the recogniser now."""
+        if block_end_ms is not None:
+            self._block_end_ms = block_end_ms
+        self._decode_started = time.perf_counter()
+
+    def on_vad(self, event: VadEvent) -> None:
+        self.events.append((self._block_end_ms, event))
+
+    def on_transcript(self, transcript: Transcript) -> None:
+        if transcript.final:  # the recogniser's decode time is added to the block's end
+            took_ms = (time.perf_counter() - self._decode_started) * 1000 if self._decode_ms is None else self._decode_ms
+            self.events.append((self._block_end_ms + took_ms, transcript))
+
+
 def run_item(
     item: Item, recognizer: Recognizer, mic: MicrophoneSettings, settings: TranscriptSettings, avatars: Iterable[str],
     decode_ms: float | None = None,
 ) -> ItemResult:
     """``decode_ms``: how long each final takes after its last block (None: what the recogniser
     really took here; a figure: that figure, so the result does not depend on the machine)."""
+    names = tuple(avatars)
     clock = VirtualClock(start_ms=START_MS, speed=None)
-    merger = Merger.from_settings(settings, tuple(avatars))
     source = ReplaySource(item.path, clock=clock, block_ms=mic.block_ms)
-    events: list[tuple[float, Transcript | VadEvent]] = []
-    block_end = {"ms": START_MS}
-    decode = {"started": 0.0}
-
-    def on_vad(event: VadEvent) -> None:
-        events.append((block_end["ms"], event))
-
-    def on_transcript(transcript: Transcript) -> None:
-        if transcript.final:  # the recogniser's decode time is added to the block's end
-            took_ms = (time.perf_counter() - decode["started"]) * 1000 if decode_ms is None else decode_ms
-            events.append((block_end["ms"] + took_ms, transcript))
-
+    heard = _HeardEvents(decode_ms)
     transcriber = Transcriber.from_settings(
-        mic, recognizer, "replay", on_vad, on_transcript, tuple(avatars),
+        mic, recognizer, "replay", heard.on_vad, heard.on_transcript, names,
         measure_pitch=PITCH_END in settings.finals_read(),
     )
     for block in source.blocks(threading.Event()):
-        block_end["ms"] = block.end_ms
-        decode["started"] = time.perf_counter()
+        heard.decoding(block.end_ms)
         transcriber.process(block)
-    decode["started"] = time.perf_counter()
+    heard.decoding()
     transcriber.flush()
+    return _merged(item, heard.events, Merger.from_settings(settings, names))
 
+
+def _merged(item: Item, events: list[tuple[float, Transcript | VadEvent]], merger: Merger) -> ItemResult:
+    """The heard ``events`` through the transcript worker's ``merger``, on their own clock."""
     released: list[tuple[float, Utterance]] = []
     finals: list[str] = []
     last_final_at: dict[str, float] = {}

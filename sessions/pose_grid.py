@@ -9,8 +9,10 @@ independent stills. Used by the benchmark and by a test that guards against regr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from sessions.face_render import Camera, FaceRenderer, room_background
 from sessions.faces import face_model
@@ -19,21 +21,37 @@ from workers.camera.headpose import HeadPoseEstimator, Method
 
 YAWS: tuple[float, ...] = (-45.0, -30.0, -15.0, 0.0, 15.0, 30.0, 45.0)
 PITCHES: tuple[float, ...] = (-25.0, -12.5, 0.0, 12.5, 25.0)
+Axis = Literal["yaw", "pitch"]
+
+
+@dataclass(frozen=True)
+class GridView:
+    """One rendered view: the face, the pose it was rendered at, the pose estimated (None: no
+    face found)."""
+
+    face: str
+    true_yaw: float
+    true_pitch: float
+    yaw: float | None
+    pitch: float | None
+
+    def error(self, axis: Axis) -> float | None:
+        """How far the estimate is off on ``axis`` (degrees), None without one."""
+        found, true = (self.yaw, self.true_yaw) if axis == "yaw" else (self.pitch, self.true_pitch)
+        return None if found is None else abs(found - true)
 
 
 @dataclass
 class GridResult:
-    rows: list[dict[str, float | str | None]] = field(default_factory=list)
+    rows: list[GridView] = field(default_factory=list)
 
-    def _errors(self, key: str, face: str | None = None) -> np.ndarray:
-        return np.array([
-            abs(float(r[key]) - float(r[f"true_{key}"]))  # type: ignore[arg-type]
-            for r in self.rows if r[key] is not None and (face is None or r["face"] == face)
-        ])
+    def _errors(self, axis: Axis, face: str | None = None) -> NDArray[np.float64]:
+        errors = [r.error(axis) for r in self.rows if face is None or r.face == face]
+        return np.array([e for e in errors if e is not None], dtype=np.float64)
 
     def summary(self) -> dict[str, object]:
-        faces = sorted({str(r["face"]) for r in self.rows})
-        detected = sum(r["yaw"] is not None for r in self.rows)
+        faces = sorted({r.face for r in self.rows})
+        detected = sum(r.yaw is not None for r in self.rows)
         out: dict[str, object] = {
             "views": len(self.rows),
             "detected": detected,
@@ -68,9 +86,6 @@ def measure(
                 for pitch in pitches:
                     found = detector.detect(renderer.render(yaw, pitch))
                     pose = estimator.estimate(found[0]) if found else None
-                    result.rows.append({
-                        "face": face, "true_yaw": yaw, "true_pitch": pitch,
-                        "yaw": None if pose is None else round(pose.yaw, 2),
-                        "pitch": None if pose is None else round(pose.pitch, 2),
-                    })
+                    result.rows.append(GridView(face, yaw, pitch, None if pose is None else round(pose.yaw, 2),
+                                                None if pose is None else round(pose.pitch, 2)))
     return result

@@ -24,14 +24,14 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, AudioSourceError, NoInputDeviceError
 from hardware.audio_sources import open_source as open_audio
 from hardware.clock import Clock, RealClock, paced_by_clock
-from hardware.video import Frame, NoCameraError, SourceStats, VideoSource, VideoSourceError, frames
+from hardware.video import Frame, NoCameraError, VideoSource, VideoSourceError, frames
 from hardware.video import open_source as open_video
 from sessions.format import SESSION_FILE, CameraInfo, SessionInfo, SessionWriter
 from sessions.together import HeldClock, start_together
@@ -39,6 +39,10 @@ from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Envelope
 from workers.runtime.worker import Worker, run_worker
+
+if TYPE_CHECKING:
+    from workers.camera.worker import CameraWorker
+    from workers.microphone.worker import MicrophoneWorker
 
 log = logging.getLogger(__name__)
 
@@ -94,10 +98,8 @@ class TeeVideoSource:
         self.inner = inner
         self.on_frame = on_frame
         self.description = inner.description
-
-    @property
-    def stats(self) -> SourceStats:
-        return self.inner.stats
+        self.stats = inner.stats
+        """The inner source's own figures (it counts them in place)."""
 
     @property
     def fps(self) -> float:
@@ -216,20 +218,47 @@ class Recorder:
     # -- the recording -----------------------------------------------------------------------
     def run(self, stop: threading.Event) -> Path:
         """Record until stopped; returns the session folder (complete, ``session.json`` last)."""
-        from workers.camera.worker import CameraWorker
-
-        core = self.config.core
         start_ms = self.clock.now_ms()
         self.audio = AudioTrack(None, start_ms)
-        self.info = SessionInfo(
+        self.info = self._session_info(start_ms)
+        media_stop = threading.Event()
+        video, audio = self._open_media(media_stop)
+        self.writer = SessionWriter(self.folder, self.info)
+        self.audio.writer = self.writer
+        bus = self._recording_bus()
+        threads: list[tuple[threading.Thread, Worker | None]] = []
+        try:
+            threads = self._start_media(video, audio, media_stop, stop)
+            self._record_until(stop, threads)
+        finally:
+            media_stop.set()
+            _stop_threads(threads)
+            if not self.perceive:
+                for source in (video, audio):
+                    if source is not None:
+                        source.close()
+            bus.stop()
+            self.info.duration_ms = max(self.clock.now_ms() - start_ms, self.audio.duration_ms)
+            self.writer.close()
+        log.info("recorded %s: %.1f s, %d frames, %s", self.folder, self.info.duration_ms / 1000, self.frames,
+                 ", ".join(f"{n} {k}" for k, n in sorted(self.counts.items())) or "no bus traffic")
+        return self.folder
+
+    def _session_info(self, start_ms: int) -> SessionInfo:
+        """``session.json`` as far as it is known at the start (the camera's size comes with its
+        first frame, the duration at the end)."""
+        core = self.config.core
+        return SessionInfo(
             environment_uuid=core.environment_uuid, start_ms=start_ms, duration_ms=0, avatars=list(core.avatars),
             targets={n: {"yaw": t.yaw, "pitch": t.pitch} for n, t in self.camera.targets.items()},
             camera=None, audio=self.audio_spec is not None, source="recorded",
             notes={"audio_source": self.audio_spec, "video_source": self.video_spec, "perceive": self.perceive},
         )
-        media_stop = threading.Event()
+
+    def _open_media(self, media_stop: threading.Event) -> tuple[TeeVideoSource | None, TeeAudioSource | None]:
+        """Open both sources before writing anything: a missing device leaves no half folder."""
         video: TeeVideoSource | None = None
-        try:  # open both before writing anything: a missing device leaves no half folder
+        try:
             video = self._open_video(media_stop) if self.video_spec else None
             if video is not None and self.perceive:
                 # the camera worker opens it itself once its model is loaded: frames read
@@ -242,54 +271,48 @@ class Recorder:
             if isinstance(exc, (NoCameraError, NoInputDeviceError)):
                 raise RecordUnavailable(str(exc)) from None
             raise RecordError(str(exc)) from None
-        self.writer = SessionWriter(self.folder, self.info)
-        self.audio.writer = self.writer
+        return video, audio
+
+    def _recording_bus(self) -> Bus:
+        """Every message of the environment into the session, from now on."""
         bus = Bus(self.config, f"record-{uuid.uuid4().hex[:8]}")
         bus.subscribe(bus.topics.everything(), Envelope, self._on_message)
         bus.start()
         if not bus.wait_connected(CONNECT_TIMEOUT_S):
             log.warning("MQTT broker %s not reachable yet: recording media, bus traffic once it connects",
                         self.config.broker.url)
-        threads: list[tuple[threading.Thread, Worker | None]] = []
-        try:
-            if self.perceive:
-                threads += self._start_workers(audio, CameraWorker)
-                if self._held is not None:
-                    start_together(self._held, [(w, t) for t, w in threads if w is not None], stop)
-            else:
-                if video is not None:
-                    threads.append((_thread("record-video", _drain_video, video, media_stop), None))
-                if audio is not None:
-                    threads.append((_thread("record-audio", _drain_audio, audio, media_stop), None))
-            log.info("recording into %s (stop with Ctrl-C)", self.folder)
-            while not stop.is_set() and any(t.is_alive() for t, _ in threads):
-                stop.wait(0.2)
-            if not stop.is_set():
-                self.media_ended.set()
-                log.info("the sources ended; recording the bus for %.1f s more", self.linger_s)
-                stop.wait(self.linger_s)
-        finally:
-            media_stop.set()
-            for thread, worker in threads:
-                if worker is not None:
-                    worker.stop()
-                thread.join(WORKER_STOP_S)
-            if not self.perceive:
-                for source in (video, audio):
-                    if source is not None:
-                        source.close()
-            bus.stop()
-            end_ms = self.clock.now_ms()
-            self.info.duration_ms = max(end_ms - start_ms, self.audio.duration_ms)
-            self.writer.close()
-        log.info("recorded %s: %.1f s, %d frames, %s", self.folder, self.info.duration_ms / 1000, self.frames,
-                 ", ".join(f"{n} {k}" for k, n in sorted(self.counts.items())) or "no bus traffic")
-        return self.folder
+        return bus
 
-    def _start_workers(self, audio: TeeAudioSource | None,
-                       camera_cls: type[Worker]) -> list[tuple[threading.Thread, Worker | None]]:
+    def _start_media(self, video: TeeVideoSource | None, audio: TeeAudioSource | None, media_stop: threading.Event,
+                     stop: threading.Event) -> list[tuple[threading.Thread, Worker | None]]:
+        """The threads that read the media: the perceiving workers (started together on recorded
+        files), else a plain reader for each source."""
+        if self.perceive:
+            workers = self._start_workers(audio)
+            if self._held is not None:
+                start_together(self._held, workers, stop)
+            return [(thread, worker) for worker, thread in workers]
+        threads: list[tuple[threading.Thread, Worker | None]] = []
+        if video is not None:
+            threads.append((_thread("record-video", _drain_video, video, media_stop), None))
+        if audio is not None:
+            threads.append((_thread("record-audio", _drain_audio, audio, media_stop), None))
+        return threads
+
+    def _record_until(self, stop: threading.Event, threads: list[tuple[threading.Thread, Worker | None]]) -> None:
+        """Until ``stop``, or until every medium ended and ``linger_s`` more passed."""
+        log.info("recording into %s (stop with Ctrl-C)", self.folder)
+        while not stop.is_set() and any(t.is_alive() for t, _ in threads):
+            stop.wait(0.2)
+        if not stop.is_set():
+            self.media_ended.set()
+            log.info("the sources ended; recording the bus for %.1f s more", self.linger_s)
+            stop.wait(self.linger_s)
+
+    def _start_workers(self, audio: TeeAudioSource | None) -> list[tuple[CameraWorker | MicrophoneWorker, threading.Thread]]:
         """The camera and microphone workers on the recorded media (see the module docstring)."""
-        from workers.microphone.worker import MicrophoneWorker
+        from sessions.tee_microphone import TeeMicrophone
+        from workers.camera.worker import CameraWorker
 
         overrides: dict[str, Any] = {}
         if self.video_spec:
@@ -297,29 +320,26 @@ class Recorder:
         if self.audio_spec:
             overrides["microphone.source"] = self.audio_spec
         config = self.config.with_overrides(overrides)
-        started: list[tuple[threading.Thread, Worker | None]] = []
+        started: list[tuple[CameraWorker | MicrophoneWorker, threading.Thread]] = []
         if self.video_spec:
-
-            def opener(spec: str, *args: Any, stop: threading.Event | None = None, **kwargs: Any) -> VideoSource:
-                return TeeVideoSource(open_video(spec, *args, stop=stop, **kwargs), self._on_frame)
-
-            camera = camera_cls(config, clock=self.clock, opener=opener)  # type: ignore[call-arg]
-            started.append((_thread("record-camera", run_worker, camera, False), camera))
+            camera = CameraWorker(config, clock=self.clock, opener=self._open_tee_video)
+            started.append((camera, _thread("record-camera", run_worker, camera, False)))
         if audio is not None:
-            recorder = self
-
-            pending: list[AudioSource] = [audio]
-
-            class TeeMicrophone(MicrophoneWorker):
-                """The microphone worker reading the recorded audio source (reopened the same
-                way after a device failure)."""
-
-                def _open(self, spec: str) -> AudioSource:
-                    return pending.pop() if pending else recorder._open_audio()
-
-            mic = TeeMicrophone(config, clock=self.clock)
-            started.append((_thread("record-mic", run_worker, mic, False), mic))
+            mic = TeeMicrophone(config, self.clock, audio, self._open_audio)
+            started.append((mic, _thread("record-mic", run_worker, mic, False)))
         return started
+
+    def _open_tee_video(self, spec: str, width: int, height: int, fps: float, clock: Clock | None = None,
+                        stop: threading.Event | None = None) -> VideoSource:
+        """``open_source`` for the camera worker: the frames it reads are recorded too."""
+        return TeeVideoSource(open_video(spec, width, height, fps, clock=clock, stop=stop), self._on_frame)
+
+
+def _stop_threads(threads: list[tuple[threading.Thread, Worker | None]]) -> None:
+    for thread, worker in threads:
+        if worker is not None:
+            worker.stop()
+        thread.join(WORKER_STOP_S)
 
 
 def _thread(name: str, target: Callable[..., Any], *args: Any) -> threading.Thread:

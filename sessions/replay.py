@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hardware.clock import Clock, VirtualClock
 from hardware.video import Frame, VideoSource
@@ -37,7 +37,13 @@ from sessions.together import HeldClock, start_together
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Envelope, now_ms
+from workers.runtime.ports import free_port, taken_port
 from workers.runtime.worker import EXIT_UNAVAILABLE, Worker, run_worker
+from workers.runtime.worker_ids import CAMERA, MICROPHONE, TRANSCRIPT
+
+if TYPE_CHECKING:
+    from standins.recorder import RecordingServer
+    from workers.camera.worker import CameraWorker
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +125,11 @@ class BusRecorder:
             self.events.append(BusEvent(now_ms(), topic, message.model_dump(mode="json")))
             self._lock.notify_all()
 
-    def count(self, kind: str, predicate: Any = None) -> int:
+    def count(self, kind: str, predicate: Callable[[dict[str, Any]], object] | None = None) -> int:
         with self._lock:
             return sum(1 for e in self.events if e.payload.get("type") == kind and (predicate is None or predicate(e.payload)))
 
-    def wait_until(self, condition: Any, timeout: float) -> bool:
+    def wait_until(self, condition: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         with self._lock:
             while not condition():
@@ -207,16 +213,18 @@ class FollowingClock(VirtualClock):
 
 
 def _start(worker: Worker, on_exit: Callable[[], None] | None = None) -> threading.Thread:
-    def body() -> None:
-        try:
-            run_worker(worker, False, say_failure=False)  # replay says it, in its own line
-        finally:
-            if on_exit is not None:
-                on_exit()
-
-    thread = threading.Thread(target=body, name=f"replay-{worker.worker_id}", daemon=True)
+    thread = threading.Thread(target=_run, args=(worker, on_exit), name=f"replay-{worker.worker_id}", daemon=True)
     thread.start()
     return thread
+
+
+def _run(worker: Worker, on_exit: Callable[[], None] | None) -> None:
+    """A worker's thread: run it to its end, then ``on_exit``."""
+    try:
+        run_worker(worker, False, say_failure=False)  # replay says it, in its own line
+    finally:
+        if on_exit is not None:
+            on_exit()
 
 
 def _stop(worker: Worker, thread: threading.Thread) -> None:
@@ -259,16 +267,62 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
            timeout_s: float = 600.0, media: tuple[bool, bool] = (True, True)) -> ReplayResult:
     """Run ``session`` through the workers; returns everything published on the bus.
     ``media``: whether to replay its (audio, video) - a part found unreadable is left out."""
-    from sessions.settings import ReplaySettings
-    from standins.recorder import RecordingServer, free_port
     from transcript.worker import TranscriptWorker
-    from workers.camera.worker import CameraWorker
-    from workers.microphone.worker import MicrophoneWorker
-    from workers.runtime.ports import taken_port
 
-    info = session.info
     environment = f"replay-{uuid.uuid4().hex[:10]}"
     started = time.monotonic()
+    eo = _recording_eo(base)
+    try:
+        config = replay_config(base, session, environment, eo.url, speed, engine, media)
+        recorder = BusRecorder(config, f"replay-recorder-{environment}")
+        recorder.start()
+        clocks = ReplayClocks.for_speed(session.info.start_ms, speed)
+        # paced: finals are held for merging in session time, as live; as fast as possible,
+        # wall time (the session's times are long past, so nothing waits)
+        transcript = TranscriptWorker(config, worker_id=TRANSCRIPT, clock=clocks.held)
+        t_thread = _start(transcript)
+        if not transcript.bus.wait_connected(CONNECT_TIMEOUT_S):
+            raise ReplayError("the transcript worker cannot reach the MQTT broker")
+        time.sleep(SETTLE_S)  # its subscriptions are acknowledged before anything is published
+        result = ReplayResult(session, speed, engine or "", environment)
+        try:
+            camera = _perceive(session, config, clocks, media, result, started + timeout_s)
+            _wait_for_messages(recorder, camera.attention_changes if camera is not None else None)
+            result.camera_frames = camera.frames_processed if camera is not None else 0
+        finally:
+            _stop(transcript, t_thread)
+            recorder.stop()
+    finally:
+        eo.stop()
+    result.events = sorted(recorder.events, key=lambda e: e.t_ms)
+    result.wall_s = time.monotonic() - started
+    return result
+
+
+@dataclass
+class ReplayClocks:
+    """The clocks of one replay (see the module docstring): as fast as possible, the camera's
+    own and the audio's following it; paced, one :class:`HeldClock` for both."""
+
+    progress: CameraProgress
+    camera: Clock
+    audio: Clock
+    held: HeldClock | None = None
+
+    @classmethod
+    def for_speed(cls, start_ms: int, speed: float | None) -> ReplayClocks:
+        progress = CameraProgress()
+        if speed is None:
+            return cls(progress, VirtualClock(start_ms, None), FollowingClock(start_ms, progress, AUDIO_LAG_MS))
+        held = HeldClock(start_ms, speed)
+        return cls(progress, held, held, held)
+
+
+def _recording_eo(base: Config) -> RecordingServer:
+    """The replay's stand-in EO, listening (``[replay] recorder_host``/``recorder_port``)."""
+    from sessions.settings import ReplaySettings
+    from standins.recorder import RecordingServer
+
     where = base.section(ReplaySettings)
     if where.recorder_port:
         taken = taken_port([("the replay's stand-in EO ([replay] recorder_port; 0: any free port)",
@@ -280,64 +334,52 @@ def replay(session: Session, base: Config, speed: float | None = None, engine: s
         eo.start()
     except RuntimeError:
         raise ReplayError(f"cannot listen on {eo.host}:{eo.port} for the replay's stand-in EO ([replay] recorder_port)") from None
+    return eo
+
+
+def _perceive(session: Session, config: Config, clocks: ReplayClocks, media: tuple[bool, bool], result: ReplayResult,
+              deadline: float) -> CameraWorker | None:
+    """Run the camera and microphone workers over the session's media to their ends (by
+    ``deadline``, monotonic); returns the camera worker (None: no video replayed). A paced
+    replay's wall origin goes to ``result``."""
+    from workers.camera.worker import CameraWorker
+    from workers.microphone.worker import MicrophoneWorker
+
+    camera: CameraWorker | None = None
+    if media[1] and session.video_path and session.info.camera is not None:
+        camera = CameraWorker(config, worker_id=CAMERA, clock=clocks.camera, opener=clocks.progress.opener)
+    else:
+        clocks.progress.finish()
+    with_audio = media[0] and session.audio_path is not None
+    mic = MicrophoneWorker(config, worker_id=MICROPHONE, clock=clocks.audio) if with_audio else None
+    c_thread = _start(camera, clocks.progress.finish) if camera is not None else None
+    m_thread = _start(mic) if mic is not None else None
+    running: list[tuple[CameraWorker | MicrophoneWorker, threading.Thread]] = [
+        (w, t) for w, t in ((mic, m_thread), (camera, c_thread)) if w is not None and t is not None]
+    if clocks.held is not None:
+        start_together(clocks.held, running)
+        result.wall_origin_ms = now_ms()
     try:
-        config = replay_config(base, session, environment, eo.url, speed, engine, media)
-        recorder = BusRecorder(config, f"replay-recorder-{environment}")
-        recorder.start()
-        progress = CameraProgress()
-        held: HeldClock | None = None
-        if speed is None:
-            camera_clock: Clock = VirtualClock(info.start_ms, None)
-            audio_clock: Clock = FollowingClock(info.start_ms, progress, AUDIO_LAG_MS)
-        else:
-            held = HeldClock(info.start_ms, speed)
-            camera_clock = audio_clock = held
-        # paced: finals are held for merging in session time, as live; as fast as possible,
-        # wall time (the session's times are long past, so nothing waits)
-        transcript = TranscriptWorker(config, worker_id="transcript", clock=held)
-        t_thread = _start(transcript)
-        if not transcript.bus.wait_connected(CONNECT_TIMEOUT_S):
-            raise ReplayError("the transcript worker cannot reach the MQTT broker")
-        time.sleep(SETTLE_S)  # its subscriptions are acknowledged before anything is published
-        result = ReplayResult(session, speed, engine or "", environment)
-        try:
-            camera = None
-            if media[1] and session.video_path and info.camera is not None:
-                camera = CameraWorker(config, worker_id="camera", clock=camera_clock, opener=progress.opener)
-            else:
-                progress.finish()
-            with_audio = media[0] and session.audio_path is not None
-            mic = MicrophoneWorker(config, worker_id="microphone", clock=audio_clock) if with_audio else None
-            c_thread = _start(camera, progress.finish) if camera is not None else None
-            m_thread = _start(mic) if mic is not None else None
-            running = [(w, t) for w, t in ((mic, m_thread), (camera, c_thread)) if w is not None and t is not None]
-            if held is not None:
-                start_together(held, running)
-                result.wall_origin_ms = now_ms()
-            try:
-                for worker, thread in running:
-                    _join_to_end(worker, thread, started + timeout_s)
-                    if worker.failure:
-                        raise ReplayError(f"{worker.worker_id}: {worker.failure}", worker.exit_code or 1)
-            except ReplayError:
-                for worker, thread in running:
-                    _stop(worker, thread)
-                raise
-            if camera is not None:
-                published = camera.attention_changes + 1
-                recorder.wait_until(lambda: recorder.count("attention") >= published, 10.0)
-            finals = recorder.count("transcript", lambda p: p.get("final") and p.get("text", "").strip())
-            recorder.wait_until(lambda: recorder.count("humaine_message") >= finals, 30.0)
-            time.sleep(SETTLE_S)
-            result.camera_frames = camera.frames_processed if camera else 0
-        finally:
-            _stop(transcript, t_thread)
-            recorder.stop()
-    finally:
-        eo.stop()
-    result.events = sorted(recorder.events, key=lambda e: e.t_ms)
-    result.wall_s = time.monotonic() - started
-    return result
+        for worker, thread in running:
+            _join_to_end(worker, thread, deadline)
+            if worker.failure:
+                raise ReplayError(f"{worker.worker_id}: {worker.failure}", worker.exit_code or 1)
+    except ReplayError:
+        for worker, thread in running:
+            _stop(worker, thread)
+        raise
+    return camera
+
+
+def _wait_for_messages(recorder: BusRecorder, attention_changes: int | None) -> None:
+    """Until the bus has delivered what the workers published: every attention change of the
+    camera (``None``: no camera) and a message for every final transcript."""
+    if attention_changes is not None:
+        published = attention_changes + 1
+        recorder.wait_until(lambda: recorder.count("attention") >= published, 10.0)
+    finals = recorder.count("transcript", lambda p: p.get("final") and p.get("text", "").strip())
+    recorder.wait_until(lambda: recorder.count("humaine_message") >= finals, 30.0)
+    time.sleep(SETTLE_S)
 
 
 def _join_to_end(worker: Worker, thread: threading.Thread, deadline: float) -> None:

@@ -243,7 +243,7 @@ class RoundRecorder(Worker):
         if state.phase_started is not None:
             folder = self._recorded_before(state, state.phase_started)
             if folder is not None:
-                return self._reopen(state, folder)
+                return self._reopen(state, state.round_id, folder)
         started = state.phase_started or now_ms()
         folder = round_folder(self.root, started, state.round_id, state.buyer)
         info = self._new_info(state, started)
@@ -260,9 +260,9 @@ class RoundRecorder(Worker):
             self._write(session, {**self._last_attention, "t_ms": started})
         return session
 
-    def _reopen(self, state: RoundState, folder: Path) -> RoundSession:
-        """Go on recording a round an earlier run of the recorder began, in its folder: the
-        events are appended, the summary counts them all."""
+    def _reopen(self, state: RoundState, round_id: int | str, folder: Path) -> RoundSession:
+        """Go on recording round ``round_id`` (``state``'s) an earlier run of the recorder began,
+        in its folder: the events are appended, the summary counts them all."""
         log = SessionLog(folder / EVENTS_FILE, on_error=self._log_failed, on_recovered=self._disk_recovered)
         try:  # stopped cleanly: it completed the session, whose summary counts its events
             info = SessionInfo.from_json(json.loads((folder / SESSION_FILE).read_text(encoding="utf-8")), folder)
@@ -273,7 +273,7 @@ class RoundRecorder(Worker):
             for kind in _recorded_kinds(folder / EVENTS_FILE):
                 kinds[kind] = kinds.get(kind, 0) + 1
         info.notes["buyer"] = state.buyer
-        session = RoundSession(state.round_id, folder, info, log, events=sum(kinds.values()), kinds=kinds)
+        session = RoundSession(round_id, folder, info, log, events=sum(kinds.values()), kinds=kinds)
         self.log.log(NOTICE, "round %s: recording goes on in %s (%d events before)", state.round_id, folder, session.events)
         return session
 

@@ -151,6 +151,37 @@ class Timeline:
         return (self.gaze[i - 1].yaw, self.gaze[i - 1].pitch) if i > 0 else (span.yaw, span.pitch)
 
 
+class _GazeTrack:
+    """The buyer's head through a session: holds, and turns between them (:data:`TURN_MS`)."""
+
+    def __init__(self, targets: dict[str, tuple[float, float]], rng: random.Random) -> None:
+        """``rng``: the session's own, shared with its script (a look away draws its pose from it)."""
+        self.targets, self.rng = targets, rng
+        yaw0, pitch0 = AWAY_POSES[0]
+        self.spans: list[GazeSpan] = [GazeSpan(0, 0, NOBODY, yaw0, pitch0, "hold")]
+
+    def pose_of(self, look: str) -> tuple[float, float]:
+        return self.targets[look] if look else self.rng.choice(AWAY_POSES)
+
+    def move(self, to: str, at: int) -> None:
+        """Turn towards ``to`` starting at ``at`` (closing the current hold there)."""
+        yaw, pitch = self.pose_of(to)
+        current = self.spans[-1]
+        if current.target == to and current.motion == "hold":
+            return
+        current.end_ms = max(current.start_ms, at)
+        self.spans.append(GazeSpan(current.end_ms, current.end_ms + TURN_MS, to, yaw, pitch, "turn"))
+        self.spans.append(GazeSpan(current.end_ms + TURN_MS, current.end_ms + TURN_MS, to, yaw, pitch, "hold"))
+
+    def until(self, duration_ms: int) -> list[GazeSpan]:
+        """The spans of a session ``duration_ms`` long (the last hold lasts to its end)."""
+        self.spans[-1].end_ms = duration_ms
+        for span in self.spans:
+            if span.motion == "hold" and span.end_ms < span.start_ms:
+                span.end_ms = span.start_ms
+        return [g for g in self.spans if g.end_ms > g.start_ms]
+
+
 def build_timeline(
     lines: list[Line],
     durations_ms: list[int],
@@ -162,26 +193,10 @@ def build_timeline(
     """Place the lines in time (ms from the session start) with gaze spans around them, plus a
     silent looking-away period after the Watson phase and a silent fixation at the start."""
     rng = random.Random(seed * 7919 + 1)
-    gaze: list[GazeSpan] = []
+    gaze = _GazeTrack(targets, rng)
     utterances: list[TruthUtterance] = []
-
-    def pose_of(look: str) -> tuple[float, float]:
-        return targets[look] if look else rng.choice(AWAY_POSES)
-
-    def move(to: str, at: int) -> None:
-        """Turn towards ``to`` starting at ``at`` (closing the current hold there)."""
-        yaw, pitch = pose_of(to)
-        current = gaze[-1]
-        if current.target == to and current.motion == "hold":
-            return
-        current.end_ms = max(current.start_ms, at)
-        gaze.append(GazeSpan(current.end_ms, current.end_ms + TURN_MS, to, yaw, pitch, "turn"))
-        gaze.append(GazeSpan(current.end_ms + TURN_MS, current.end_ms + TURN_MS, to, yaw, pitch, "hold"))
-
-    yaw0, pitch0 = AWAY_POSES[0]
-    gaze.append(GazeSpan(0, 0, NOBODY, yaw0, pitch0, "hold"))
     t = 1500
-    move(lines[0].look, t - 300)
+    gaze.move(lines[0].look, t - 300)
     t += 2500  # silent fixation on the first avatar before speaking
     buyer_lines = 0
     for n, (line, duration) in enumerate(zip(lines, durations_ms, strict=True)):
@@ -191,19 +206,15 @@ def build_timeline(
             t += duration + rng.randint(*GAP_MS)
             continue
         if buyer_lines == 8:  # the looking-away period: silence while reading notes
-            move(NOBODY, t)
+            gaze.move(NOBODY, t)
             t += 4500
         buyer_lines += 1
         start = t + max(0, line.lead_ms)
-        move(line.look, start - line.lead_ms)
+        gaze.move(line.look, start - line.lead_ms)
         end = start + duration
         utterances.append(TruthUtterance(f"u{n + 1:02d}", line.text, line.addressee, line.cue, start, end, voice))
         if rng.random() < GLANCE_AWAY:
-            move(NOBODY, end + 300)  # glance at the notes between turns
+            gaze.move(NOBODY, end + 300)  # glance at the notes between turns
         t = end + rng.randint(*GAP_MS)
     duration = t + 1000
-    gaze[-1].end_ms = duration
-    for span in gaze:
-        if span.motion == "hold" and span.end_ms < span.start_ms:
-            span.end_ms = span.start_ms
-    return Timeline(utterances, [g for g in gaze if g.end_ms > g.start_ms], duration)
+    return Timeline(utterances, gaze.until(duration), duration)

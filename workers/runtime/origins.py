@@ -25,13 +25,19 @@ from workers.runtime.topics import Topics
 
 
 class Published(Protocol):
-    """A worker's retained status, as a reader keeps it (:class:`Status` or a view of one)."""
+    """A worker's retained status, as a reader keeps it (:class:`Status` or a view of one);
+    read-only, so that a narrower field (``Status.state``, a ``Literal``) still fits."""
 
-    worker: str
-    state: str
-    host: str
-    pid: int
-    started_at: int
+    @property
+    def worker(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def started_at(self) -> int: ...
 
 
 def own_status(topics: Topics, topic: str, status: Status) -> bool:

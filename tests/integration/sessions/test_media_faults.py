@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from formats.session_files import AUDIO_FILE, VIDEO_FILE
 from hardware.frame_times import FrameTimesError, read_frame_times
 from sessions.coverage import COMPLETE, check
-from sessions.format import AUDIO_FILE, EVENTS_FILE, FRAMES_FILE, TRUTH_FILE, VIDEO_FILE, Session, SessionFormatError
+from sessions.format import EVENTS_FILE, FRAMES_FILE, TRUTH_FILE, Session, SessionFormatError
 from sessions.generate import generate
 from tests.support.helpers import CLI, QUICK_SESSION
 from tests.support.paths import ROOT
