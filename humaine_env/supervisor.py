@@ -60,7 +60,7 @@ from workers.runtime.origins import own_status, vouched
 from workers.runtime.parent import PARENT_ENV
 from workers.runtime.ports import taken_port
 from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE, STOP_DEADLINE_S, install_stop_signals
-from workers.runtime.worker_ids import AVATAR, CAMERA, MICROPHONE, TRANSCRIPT
+from workers.runtime.worker_ids import AVATAR, CAMERA, DEMO_AGENTS, MICROPHONE, RECORD_ROUNDS, STANDIN_EO, TRANSCRIPT
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +75,8 @@ KILL_GRACE_S = 3.0
 together and share the CPU while they do."""
 KILL_AFTER_S = STOP_DEADLINE_S + KILL_GRACE_S
 """How long after SIGTERM ``run`` kills a child that has not ended."""
-ORCHESTRATOR = "orchestrator"
+ORCHESTRATOR = STANDIN_EO
 """The stand-in EO's command (:mod:`standins`)."""
-DEMO_AGENTS = "demo-agents"
-"""The demo sellers' command (:mod:`standins`)."""
-RECORD_ROUNDS = "record-rounds"
-"""The recorder of the rounds' command (:mod:`sessions`)."""
 ROOM_WORKERS = (AVATAR, TRANSCRIPT, RECORD_ROUNDS, MICROPHONE, CAMERA)
 """The room's own workers, in start order: services that others call first, then the recorder
 of the rounds (before anything is said), sensors last. The commands of the avatar, the

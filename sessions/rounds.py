@@ -53,8 +53,9 @@ from workers.runtime.config import Config
 from workers.runtime.logs import NOTICE
 from workers.runtime.messages import Envelope, RoundState, now_ms
 from workers.runtime.worker import Worker
+from workers.runtime.worker_ids import RECORDER
 
-WORKER_ID = "recorder"
+WORKER_ID = RECORDER
 UNNAMED = "unnamed"
 """The folder name's buyer part when the operator named nobody."""
 NAME_CHARS = 48

@@ -10,10 +10,11 @@ from standins.demo_agents.runner import DemoAgents
 from standins.demo_agents.settings import DemoAgentsSettings
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.worker import Worker, wait_for_stop
+from workers.runtime.worker_ids import DEMO_AGENTS
 
 
 class DemoAgentsWorker(Worker):
-    name: ClassVar[str] = "demo-agents"
+    name: ClassVar[str] = DEMO_AGENTS
     serves_http: ClassVar[bool] = True
 
     def __init__(self, config: Config, worker_id: str | None = None) -> None:

@@ -14,10 +14,11 @@ from standins.eo.settings import StandinSettings
 from workers.runtime.config import Config
 from workers.runtime.logs import NOTICE
 from workers.runtime.worker import Worker, wait_for_stop
+from workers.runtime.worker_ids import STANDIN_EO
 
 
 class StandinWorker(Worker):
-    name: ClassVar[str] = "orchestrator"
+    name: ClassVar[str] = STANDIN_EO
     serves_http: ClassVar[bool] = True
 
     def __init__(self, config: Config, auto_start_round: bool = False, worker_id: str | None = None) -> None:
