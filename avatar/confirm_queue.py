@@ -51,7 +51,16 @@ class ConfirmQueue:
         self._waiting: dict[str, asyncio.Future[tuple[bool, str]]] = {}
         """In arrival order: the first is the one asked."""
         self._timer: asyncio.TimerHandle | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop prompts are answered on (the HTTP server's)."""
+        self._loop = loop
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop prompts are answered on, once known."""
+        return self._loop
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -61,7 +70,7 @@ class ConfirmQueue:
 
     async def ask(self, prompt_id: str) -> tuple[bool, str]:
         """Wait for the buyer's answer to ``prompt_id`` (already in the ledger): ``(accepted, by)``."""
-        loop = self.loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[bool, str]] = loop.create_future()
         self._waiting[prompt_id] = future
         if self.head() == prompt_id:
@@ -76,11 +85,11 @@ class ConfirmQueue:
     def _ask_head(self) -> None:
         """The first prompt is shown now: its time to answer starts."""
         head = self.head()
-        if head is None or self.loop is None:
+        if head is None or self._loop is None:
             return
         now = self._clock()
         self.ledger.ask_prompt(head, now, now + round(self.timeout_s * 1000))
-        self._timer = self.loop.call_later(self.timeout_s, self._expire, head)
+        self._timer = self._loop.call_later(self.timeout_s, self._expire, head)
 
     def _expire(self, prompt_id: str) -> None:
         if self.decide(prompt_id, self.timeout_answer, TIMEOUT):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Final, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from formats import written
 from workers.runtime.messages import NOBODY, HeadPose, OutgoingMessage, Speaking, Stage, Stages, Status, new_id, now_ms
@@ -100,6 +100,43 @@ class AttentionEvent(PageEvent):
 
 
 # -- the display hub's feed (the display and the buyer's page) -----------------------------------
+class Caption(PageModel):
+    """What the display hub keeps of an avatar's speaking begin (the snapshot's ``speaking`` and
+    ``captions``): the event without its ``type`` and ``state``."""
+
+    optional = frozenset({"audio"})
+    avatar: str
+    text: str
+    """Already written for people (:data:`Written`) by the event it comes from."""
+    message_id: str
+    at: int
+    latency_ms: int
+    audio: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _absent_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Kept inside the snapshot, so its own absent ``audio`` is left out at every dump."""
+        data: dict[str, Any] = handler(self)
+        for key in self.optional - self.model_fields_set:
+            data.pop(key, None)
+        return data
+
+
+class LogLine(PageModel):
+    """One line of the display's history as the hub keeps it (a ``log`` event without its ``type``)."""
+
+    speaker: str
+    text: str
+    """Already written for people (:data:`Written`) by the event it comes from."""
+    permitted: bool
+    rationale: str | None
+    at: int
+
+    def same_words(self, other: LogLine) -> bool:
+        """The same line said again (what a blocked message reported twice looks like)."""
+        return (self.speaker, self.text, self.permitted) == (other.speaker, other.text, other.permitted)
+
+
 class DisplayState(PageModel):
     """What the display hub keeps, so that a page opened mid-round shows the right picture."""
 
@@ -111,11 +148,11 @@ class DisplayState(PageModel):
     attention: View | None
     last_human: View | None
     """The buyer's last message, as its ``message`` event."""
-    speaking: View | None
-    """The caption being spoken (a ``speaking`` begin without its ``type`` and ``state``)."""
-    captions: dict[str, View | None]
+    speaking: Caption | None
+    """The caption being spoken."""
+    captions: dict[str, Caption | None]
     confirms: list[View]
-    log: list[View]
+    log: list[LogLine]
     camera: View | None
     deals: list[View]
     totals: View | None
@@ -178,11 +215,11 @@ class SpeakingBegin(PageEvent):
     latency_ms: int
     audio: str | None = None
 
-    def payload(self) -> dict[str, Any]:
-        """The caption the hub keeps (the snapshot's ``speaking`` and ``captions``): no ``state``."""
-        data = super().payload()
+    def caption(self) -> Caption:
+        """The caption the hub keeps (the snapshot's ``speaking`` and ``captions``)."""
+        data = self.payload()
         del data["state"]
-        return data
+        return Caption.model_validate(data)
 
 
 class SpeakingEnd(PageEvent):
@@ -265,6 +302,10 @@ class LogEvent(PageEvent):
     permitted: bool
     rationale: str | None
     at: int
+
+    def line(self) -> LogLine:
+        """The line the hub keeps of it."""
+        return LogLine.model_validate(self.payload())
 
 
 class ConfirmDoneEvent(PageEvent):

@@ -68,8 +68,11 @@ class Books(Protocol):
 class RoomBooks(Protocol):
     """What the page needs of the Avatar Controller: the round's books and where they are kept."""
 
-    books: Books
-    ledger: RoomLedger
+    @property
+    def books(self) -> Books: ...
+
+    @property
+    def ledger(self) -> RoomLedger: ...
 
     def round_state(self) -> RoundState: ...
 

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from avatar.buyer.book import human_totals, number
+from avatar.buyer.book import human_totals
+from humaine_platform.models import finite_number
 from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import MAX_BUYER_CHARS
@@ -40,8 +41,8 @@ UNNAMED: Final = "(unnamed)"
 def _utility(entry: Any) -> float | None:
     """A participant's utility in the EO's totals: ``{"value": ...}`` or a bare number."""
     if isinstance(entry, Mapping):
-        return number(entry.get("value"))
-    return number(entry)
+        return finite_number(entry.get("value"))
+    return finite_number(entry)
 
 
 def clean_buyer(name: Any) -> str:

@@ -119,7 +119,7 @@ class Console:
                     rounds.changed()  # a round's phase or totals move the competition's picture
 
         controller.books.listen(day_changed)
-        controller.alert_listeners.append(feed.books_alert)
+        controller.on_alert(feed.books_alert)
         feed.on_undelivered = controller.undelivered
         feed.set_day(day.export()[0])
         if rounds is not None:
