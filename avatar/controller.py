@@ -22,7 +22,7 @@ from avatar.confirmations import Confirmations
 from avatar.display import DisplayHub
 from avatar.display_history import DisplayHistory
 from avatar.eo_intake import MessageIntake
-from avatar.page_events import AttentionEvent, CameraStateEvent, DisplayState
+from avatar.page_events import AttentionEvent, AttentionView, CameraStateEvent, CameraView, DisplayState
 from avatar.room_bus import Publisher
 from avatar.round_books import RoundBooks
 from avatar.round_life import AlertListener, BookAlerts, RoundLife
@@ -50,11 +50,11 @@ from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
 log = logging.getLogger(__name__)
 
 
-def _keep_camera(view: dict[str, Any], state: DisplayState) -> None:
+def _keep_camera(view: CameraView, state: DisplayState) -> None:
     state.camera = view
 
 
-def _keep_attention(view: dict[str, Any], state: DisplayState) -> None:
+def _keep_attention(view: AttentionView, state: DisplayState) -> None:
     state.attention = view
 
 
@@ -225,8 +225,8 @@ class AvatarController:
     def _on_camera_status(self, _topic: str, message: Status) -> None:
         """Whether gaze is available: the display says "no camera" rather than "nobody"."""
         event = CameraStateEvent(state=message.state, detail=message.detail)
-        self.hub.emit(event, functools.partial(_keep_camera, event.payload()))
+        self.hub.emit(event, functools.partial(_keep_camera, event.view()))
 
     def _on_attention(self, _topic: str, message: Attention) -> None:
         event = AttentionEvent(target=message.target, since=message.since)
-        self.hub.emit(event, functools.partial(_keep_attention, event.payload()))
+        self.hub.emit(event, functools.partial(_keep_attention, event.view()))

@@ -51,7 +51,7 @@ def _bid_view(message: Message) -> dict[str, Any] | None:
     return extra if isinstance(extra, dict) else None
 
 
-def _keep_last_human(shown: dict[str, Any], state: DisplayState) -> None:
+def _keep_last_human(shown: MessageEvent, state: DisplayState) -> None:
     state.last_human = shown
 
 
@@ -89,7 +89,7 @@ class MessageIntake:
         event = MessageEvent(message_id=message_id, speaker=message.speaker, addressee=message.addressee, text=text.plain,
                              bid=_bid_view(message), at=now_ms())
         if message.speaker == HUMAN:
-            self._hub.emit(event, functools.partial(_keep_last_human, event.wire()))
+            self._hub.emit(event, functools.partial(_keep_last_human, event))
             return "displayed"
         if isinstance(message, AgentMessage) and message.bid is not None:
             self._keep_books(message, message.bid, text.plain)

@@ -43,12 +43,18 @@ class PageModel(BaseModel):
     optional: ClassVar[frozenset[str]] = frozenset()
     """Fields that go on the wire only when they were given (a page tells "absent" from null)."""
 
-    def wire(self) -> dict[str, Any]:
-        """The fields as the page gets them (JSON-ready values, serialised by the hub)."""
-        data = self.model_dump()
+    @model_serializer(mode="wrap")
+    def _absent_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An optional field not given is left out at every dump, also of a model kept inside
+        another (the display hub's picture)."""
+        data: dict[str, Any] = handler(self)
         for key in self.optional - self.model_fields_set:
             data.pop(key, None)
         return data
+
+    def wire(self) -> dict[str, Any]:
+        """The fields as the page gets them (JSON-ready values, serialised by the hub)."""
+        return self.model_dump()
 
 
 class PageEvent(PageModel):
@@ -77,26 +83,43 @@ class PageEvent(PageModel):
 
 
 # -- both feeds ----------------------------------------------------------------------------------
-class RoundEvent(PageEvent):
-    """The round's phase and deadlines changed; ``now`` is the server's clock (the pages' timers)."""
+class RoundView(PageModel):
+    """The round's phase and deadlines, as the display hub keeps them."""
 
-    type: Literal["round"] = "round"
-    pages = frozenset({"display", "buyer", "console"})
     round_id: RoundId
     phase: str
     durations: dict[str, Number]
     phase_started: int | None
     phase_deadline: int | None
+
+
+class RoundEvent(RoundView, PageEvent):
+    """The round's phase and deadlines changed; ``now`` is the server's clock (the pages' timers)."""
+
+    type: Literal["round"] = "round"
+    pages = frozenset({"display", "buyer", "console"})
     now: int
 
+    def view(self) -> RoundView:
+        """What the hub keeps: not ``now``, the server's clock when it was sent, not the round's."""
+        return RoundView.model_validate(self.model_dump(exclude={"type", "now"}))
 
-class AttentionEvent(PageEvent):
+
+class AttentionView(PageModel):
     """Whom the buyer looks at (the camera worker's decision), and since when."""
+
+    target: str
+    since: int
+
+
+class AttentionEvent(AttentionView, PageEvent):
+    """Whom the buyer looks at now."""
 
     type: Literal["attention"] = "attention"
     pages = frozenset({"display", "console"})
-    target: str
-    since: int
+
+    def view(self) -> AttentionView:
+        return AttentionView.model_validate(self.payload())
 
 
 # -- the display hub's feed (the display and the buyer's page) -----------------------------------
@@ -112,14 +135,6 @@ class Caption(PageModel):
     at: int
     latency_ms: int
     audio: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _absent_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Kept inside the snapshot, so its own absent ``audio`` is left out at every dump."""
-        data: dict[str, Any] = handler(self)
-        for key in self.optional - self.model_fields_set:
-            data.pop(key, None)
-        return data
 
 
 class LogLine(PageModel):
@@ -137,6 +152,22 @@ class LogLine(PageModel):
         return (self.speaker, self.text, self.permitted) == (other.speaker, other.text, other.permitted)
 
 
+class MessageEvent(PageEvent):
+    """A message the EO permitted: the buyer's own is shown; an avatar's says what became of it."""
+
+    type: Literal["message"] = "message"
+    pages = frozenset({"display"})
+    optional = frozenset({"verdict"})
+    message_id: str
+    speaker: str
+    addressee: str
+    text: Written
+    bid: View | None
+    at: int
+    verdict: str | None = None
+    """An avatar's message only: queued for speech, or why not."""
+
+
 class DisplayState(PageModel):
     """What the display hub keeps, so that a page opened mid-round shows the right picture."""
 
@@ -144,16 +175,16 @@ class DisplayState(PageModel):
     avatars: list[str]
     looks: dict[str, str]
     confirm_mode: str
-    round: View | None
-    attention: View | None
-    last_human: View | None
+    round: RoundView | None
+    attention: AttentionView | None
+    last_human: MessageEvent | None
     """The buyer's last message, as its ``message`` event."""
     speaking: Caption | None
     """The caption being spoken."""
     captions: dict[str, Caption | None]
     confirms: list[View]
     log: list[LogLine]
-    camera: View | None
+    camera: CameraView | None
     deals: list[View]
     totals: View | None
     phase_names: dict[str, str]
@@ -170,22 +201,6 @@ class DisplaySnapshot(DisplayState, PageEvent):
 
     type: Literal["snapshot"] = "snapshot"
     pages = frozenset({"display", "buyer"})
-
-
-class MessageEvent(PageEvent):
-    """A message the EO permitted: the buyer's own is shown; an avatar's says what became of it."""
-
-    type: Literal["message"] = "message"
-    pages = frozenset({"display"})
-    optional = frozenset({"verdict"})
-    message_id: str
-    speaker: str
-    addressee: str
-    text: Written
-    bid: View | None
-    at: int
-    verdict: str | None = None
-    """An avatar's message only: queued for speech, or why not."""
 
 
 class BookedEvent(PageEvent):
@@ -318,13 +333,21 @@ class ConfirmDoneEvent(PageEvent):
     by: str
 
 
-class CameraStateEvent(PageEvent):
+class CameraView(PageModel):
     """The camera worker's status: gaze is available only while it is online."""
+
+    state: str
+    detail: str
+
+
+class CameraStateEvent(CameraView, PageEvent):
+    """The camera worker's status changed."""
 
     type: Literal["camera"] = "camera"
     pages = frozenset({"display"})
-    state: str
-    detail: str
+
+    def view(self) -> CameraView:
+        return CameraView.model_validate(self.payload())
 
 
 class BuyerEvent(PageEvent):

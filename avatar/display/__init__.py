@@ -150,12 +150,11 @@ class DisplayHub(EventHub[DisplayEvent]):
         text = _serialise(event)
         if text is None:
             return
-        view = event.payload()
-        del view["now"]  # the server's clock when it was sent, not the round's
+        view = event.view()
         with self._lock:
             before = self._state.round
             self._state.round = view
-            fresh = view["round_id"] is not None and (before is None or before.get("round_id") != view["round_id"])
+            fresh = view.round_id is not None and (before is None or before.round_id != view.round_id)
             if fresh:
                 state = self._state
                 speaking = state.speaking.avatar if state.speaking else None

@@ -125,12 +125,12 @@ def test_the_display_hub_keeps_what_a_new_page_needs() -> None:
     assert first["captions"] == {"Celia": None, "Watson": None}
 
     def keep(state: pe.DisplayState) -> None:
-        state.camera = {"state": "online", "detail": ""}
+        state.camera = pe.CameraView(state="online", detail="")
         state.buyer = {"round_id": None}
 
     hub.emit(pe.CameraStateEvent(state="online", detail=""), keep)
     later = hub.snapshot()
-    assert later.camera == {"state": "online", "detail": ""} and later.wire()["buyer"] == {"round_id": None}
+    assert later.wire()["camera"] == {"state": "online", "detail": ""} and later.wire()["buyer"] == {"round_id": None}
     later.captions["Celia"] = pe.Caption(avatar="Celia", text="changed", message_id="m", at=1, latency_ms=0)  # a snapshot is a copy
     assert hub.snapshot().captions["Celia"] is None
     assert hub.snapshot_text().startswith('{"type":"snapshot",')
