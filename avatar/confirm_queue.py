@@ -15,8 +15,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from avatar.page_events import PromptView
 from formats import written
 from workers.runtime.ledger import RoomLedger, RoundBook
 from workers.runtime.messages import now_ms
@@ -134,7 +134,7 @@ class ConfirmQueue:
             log.warning("the confirmation's views could not be updated: %s: %s", type(exc).__name__, exc)
 
 
-def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_answer: str) -> list[dict[str, Any]]:
+def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_answer: str) -> list[PromptView]:
     """The waiting prompts as the pages show them, the one asked first (the seller's words with
     their amounts written as people write money). "Budget after" counts the yeses the EO has not
     booked yet and every prompt before this one as accepted."""
@@ -147,12 +147,12 @@ def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_an
     views = []
     for position, prompt in enumerate(waiting):
         after = None if running is None or prompt.price is None else round(running - prompt.price, 2)
-        views.append({
-            "id": prompt.id, "speaker": prompt.seller, "text": written.amounts(prompt.text), "bid": prompt.bid, "goods": prompt.goods,
-            "price": prompt.price, "budget_after": after, "asks": asks, "timeout_s": timeout_s,
-            "deadline": prompt.deadline_ms if position == 0 else None, "timeout_answer": timeout_answer,
-            "position": position, "queued": len(waiting),
-        })
+        views.append(PromptView(
+            id=prompt.id, speaker=prompt.seller, text=written.amounts(prompt.text), bid=prompt.bid, goods=prompt.goods,
+            price=prompt.price, budget_after=after, asks=asks, timeout_s=timeout_s,
+            deadline=prompt.deadline_ms if position == 0 else None, timeout_answer=timeout_answer,
+            position=position, queued=len(waiting),
+        ))
         if running is not None and prompt.price is not None:
             running -= prompt.price
     return views

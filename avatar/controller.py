@@ -134,6 +134,11 @@ class AvatarController:
         self.hub.attach(loop)
         self.confirms.attach(loop)
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The HTTP server's event loop, once known (what confirmations are answered on)."""
+        return self.confirms.loop
+
     def detach(self) -> None:
         self.hub.detach()
 

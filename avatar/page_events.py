@@ -182,7 +182,7 @@ class DisplayState(PageModel):
     speaking: Caption | None
     """The caption being spoken."""
     captions: dict[str, Caption | None]
-    confirms: list[View]
+    confirms: list[PromptView]
     log: list[LogLine]
     camera: CameraView | None
     deals: list[View]
@@ -390,12 +390,33 @@ class DealsEvent(PageEvent):
     totals: View | None
 
 
+class PromptView(PageModel):
+    """One seller's Accept waiting for the buyer's answer, as the pages show it."""
+
+    id: str
+    speaker: str
+    text: str
+    """The seller's words, their amounts already written as people write money."""
+    bid: View
+    goods: dict[str, int]
+    price: Number | None
+    budget_after: Number | None
+    """The budget left once this and every prompt before it are accepted."""
+    asks: str
+    timeout_s: Number
+    deadline: int | None
+    """Only the first (the one asked) has one."""
+    timeout_answer: str
+    position: int
+    queued: int
+
+
 class ConfirmsEvent(PageEvent):
     """The sellers' Accepts waiting for an answer; the first is the one asked."""
 
     type: Literal["confirms"] = "confirms"
     pages = frozenset({"display", "buyer"})
-    queue: list[View]
+    queue: list[PromptView]
 
 
 DisplayEvent = (DisplaySnapshot | MessageEvent | BookedEvent | SpeakingBegin | SpeakingEnd | VisemesEvent | WordEvent
