@@ -14,6 +14,7 @@ deliberate exception is ``/confirmAccept`` in ``operator`` mode, which waits for
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from typing import Any
@@ -48,6 +49,15 @@ from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
 from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class BooksCheck:
+    """What the last check of the round's books against the EO's found (:mod:`avatar.reconcile`)."""
+
+    round: object
+    found: str
+    at: int
 
 
 def _keep_camera(view: CameraView, state: DisplayState) -> None:
@@ -95,7 +105,7 @@ class AvatarController:
         """Avatar -> the engine and voice that really speak it (the fallback when its own is missing)."""
         self.cut_prompts = 0
         """Confirmations a previous run of the controller left unanswered (found at start)."""
-        self._books_check: dict[str, Any] | None = None
+        self._books_check: BooksCheck | None = None
         """What the last check of the round's books against the EO's found (:meth:`books_checked`)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -157,7 +167,7 @@ class AvatarController:
             "display_clients": self.hub.client_count,
             "round": self.round_state().model_dump(include={"round_id", "phase", "phase_deadline"}),
             "confirms_waiting": self.confirms.waiting(),
-            "books_check": self._books_check,
+            "books_check": dataclasses.asdict(self._books_check) if self._books_check is not None else None,
             "ledger": self.ledger.where,
             "voices": dict(self._voices_in_use),
             **self.intake.counts(),
@@ -175,7 +185,7 @@ class AvatarController:
 
     def books_checked(self, round_id: object, found: str) -> None:
         """What a check of the round's books against the EO's found (in ``/health``)."""
-        self._books_check = {"round": round_id, "found": found, "at": now_ms()}
+        self._books_check = BooksCheck(round_id, found, now_ms())
 
     # -- what the EO's endpoints call ----------------------------------------------------------
     def receive_message(self, message: Message) -> str:
