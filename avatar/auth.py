@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import html
 import logging
+from collections.abc import MutableMapping
 from http.cookies import SimpleCookie
 from typing import Annotated, Any, Final
 from urllib.parse import parse_qs, quote, unquote
@@ -43,7 +44,7 @@ def _same(given: bytes, expected: bytes) -> bool:
     return bool(given) and hmac.compare_digest(given, expected)
 
 
-def token_source(scope: dict[str, Any], token: bytes) -> str | None:
+def token_source(scope: MutableMapping[str, Any], token: bytes) -> str | None:
     """Where a valid ``token`` was found in a request's or WebSocket's ``scope`` (``header``,
     ``cookie``, ``query``), or None. Read from the raw headers: a value may hold any octet."""
     headers = dict(scope.get("headers") or [])

@@ -15,10 +15,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from avatar.books.ledger import RoomLedger
 from avatar.books.records import RoundBook
+from avatar.page_events import PromptView
 from formats import written
 from workers.runtime.messages import now_ms
 
@@ -52,7 +52,16 @@ class ConfirmQueue:
         self._waiting: dict[str, asyncio.Future[tuple[bool, str]]] = {}
         """In arrival order: the first is the one asked."""
         self._timer: asyncio.TimerHandle | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop prompts are answered on (the HTTP server's)."""
+        self._loop = loop
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop prompts are answered on, once known."""
+        return self._loop
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -62,7 +71,7 @@ class ConfirmQueue:
 
     async def ask(self, prompt_id: str) -> tuple[bool, str]:
         """Wait for the buyer's answer to ``prompt_id`` (already in the ledger): ``(accepted, by)``."""
-        loop = self.loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[bool, str]] = loop.create_future()
         self._waiting[prompt_id] = future
         if self.head() == prompt_id:
@@ -77,11 +86,11 @@ class ConfirmQueue:
     def _ask_head(self) -> None:
         """The first prompt is shown now: its time to answer starts."""
         head = self.head()
-        if head is None or self.loop is None:
+        if head is None or self._loop is None:
             return
         now = self._clock()
         self.ledger.ask_prompt(head, now, now + round(self.timeout_s * 1000))
-        self._timer = self.loop.call_later(self.timeout_s, self._expire, head)
+        self._timer = self._loop.call_later(self.timeout_s, self._expire, head)
 
     def _expire(self, prompt_id: str) -> None:
         if self.decide(prompt_id, self.timeout_answer, TIMEOUT):
@@ -126,7 +135,7 @@ class ConfirmQueue:
             log.warning("the confirmation's views could not be updated: %s: %s", type(exc).__name__, exc)
 
 
-def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_answer: str) -> list[dict[str, Any]]:
+def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_answer: str) -> list[PromptView]:
     """The waiting prompts as the pages show them, the one asked first (the seller's words with
     their amounts written as people write money). "Budget after" counts the yeses the EO has not
     booked yet and every prompt before this one as accepted."""
@@ -139,12 +148,12 @@ def prompt_views(book: RoundBook | None, asks: str, timeout_s: float, timeout_an
     views = []
     for position, prompt in enumerate(waiting):
         after = None if running is None or prompt.price is None else round(running - prompt.price, 2)
-        views.append({
-            "id": prompt.id, "speaker": prompt.seller, "text": written.amounts(prompt.text), "bid": prompt.bid, "goods": prompt.goods,
-            "price": prompt.price, "budget_after": after, "asks": asks, "timeout_s": timeout_s,
-            "deadline": prompt.deadline_ms if position == 0 else None, "timeout_answer": timeout_answer,
-            "position": position, "queued": len(waiting),
-        })
+        views.append(PromptView(
+            id=prompt.id, speaker=prompt.seller, text=written.amounts(prompt.text), bid=prompt.bid, goods=prompt.goods,
+            price=prompt.price, budget_after=after, asks=asks, timeout_s=timeout_s,
+            deadline=prompt.deadline_ms if position == 0 else None, timeout_answer=timeout_answer,
+            position=position, queued=len(waiting),
+        ))
         if running is not None and prompt.price is not None:
             running -= prompt.price
     return views

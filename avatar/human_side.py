@@ -24,7 +24,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel
 
 from avatar.auth import TOKEN_QUERY, TOKEN_REQUIRED
-from avatar.controller import CONFIRM_REJECTED_STATUS, AvatarController
+from avatar.confirmations import CONFIRM_REJECTED_STATUS
+from avatar.controller import AvatarController
 from avatar.deps import StateKey
 from humaine_platform import endpoints as ep
 from humaine_platform.models import (
@@ -168,8 +169,10 @@ async def receive_message(request: Request, controller: ControllerDep, intake: I
     human's is shown. Optional extension: ``gesture`` (a name or a list of names)."""
     data = await intake.load(request)
     human = isinstance(data, dict) and data.get("speaker") == HUMAN
-    intake.act(ep.RECEIVE_MESSAGE, controller.receive_message,
-               intake.parse(ep.RECEIVE_MESSAGE, HumanUtterance if human else AgentMessage, data))
+    if human:
+        intake.act(ep.RECEIVE_MESSAGE, controller.receive_message, intake.parse(ep.RECEIVE_MESSAGE, HumanUtterance, data))
+    else:
+        intake.act(ep.RECEIVE_MESSAGE, controller.receive_message, intake.parse(ep.RECEIVE_MESSAGE, AgentMessage, data))
     return acknowledgement()
 
 

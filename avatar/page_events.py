@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Final, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from formats import written
 from workers.runtime.messages import NOBODY, HeadPose, OutgoingMessage, Speaking, Stage, Stages, Status, new_id, now_ms
@@ -43,12 +43,18 @@ class PageModel(BaseModel):
     optional: ClassVar[frozenset[str]] = frozenset()
     """Fields that go on the wire only when they were given (a page tells "absent" from null)."""
 
-    def wire(self) -> dict[str, Any]:
-        """The fields as the page gets them (JSON-ready values, serialised by the hub)."""
-        data = self.model_dump()
+    @model_serializer(mode="wrap")
+    def _absent_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An optional field not given is left out at every dump, also of a model kept inside
+        another (the display hub's picture)."""
+        data: dict[str, Any] = handler(self)
         for key in self.optional - self.model_fields_set:
             data.pop(key, None)
         return data
+
+    def wire(self) -> dict[str, Any]:
+        """The fields as the page gets them (JSON-ready values, serialised by the hub)."""
+        return self.model_dump()
 
 
 class PageEvent(PageModel):
@@ -77,62 +83,73 @@ class PageEvent(PageModel):
 
 
 # -- both feeds ----------------------------------------------------------------------------------
-class RoundEvent(PageEvent):
-    """The round's phase and deadlines changed; ``now`` is the server's clock (the pages' timers)."""
+class RoundView(PageModel):
+    """The round's phase and deadlines, as the display hub keeps them."""
 
-    type: Literal["round"] = "round"
-    pages = frozenset({"display", "buyer", "console"})
     round_id: RoundId
     phase: str
     durations: dict[str, Number]
     phase_started: int | None
     phase_deadline: int | None
+
+
+class RoundEvent(RoundView, PageEvent):
+    """The round's phase and deadlines changed; ``now`` is the server's clock (the pages' timers)."""
+
+    type: Literal["round"] = "round"
+    pages = frozenset({"display", "buyer", "console"})
     now: int
 
+    def view(self) -> RoundView:
+        """What the hub keeps: not ``now``, the server's clock when it was sent, not the round's."""
+        return RoundView.model_validate(self.model_dump(exclude={"type", "now"}))
 
-class AttentionEvent(PageEvent):
+
+class AttentionView(PageModel):
     """Whom the buyer looks at (the camera worker's decision), and since when."""
 
-    type: Literal["attention"] = "attention"
-    pages = frozenset({"display", "console"})
     target: str
     since: int
 
 
+class AttentionEvent(AttentionView, PageEvent):
+    """Whom the buyer looks at now."""
+
+    type: Literal["attention"] = "attention"
+    pages = frozenset({"display", "console"})
+
+    def view(self) -> AttentionView:
+        return AttentionView.model_validate(self.payload())
+
+
 # -- the display hub's feed (the display and the buyer's page) -----------------------------------
-class DisplayState(PageModel):
-    """What the display hub keeps, so that a page opened mid-round shows the right picture."""
+class Caption(PageModel):
+    """What the display hub keeps of an avatar's speaking begin (the snapshot's ``speaking`` and
+    ``captions``): the event without its ``type`` and ``state``."""
 
-    optional = frozenset({"buyer"})
-    avatars: list[str]
-    looks: dict[str, str]
-    confirm_mode: str
-    round: View | None
-    attention: View | None
-    last_human: View | None
-    """The buyer's last message, as its ``message`` event."""
-    speaking: View | None
-    """The caption being spoken (a ``speaking`` begin without its ``type`` and ``state``)."""
-    captions: dict[str, View | None]
-    confirms: list[View]
-    log: list[View]
-    camera: View | None
-    deals: list[View]
-    totals: View | None
-    phase_names: dict[str, str]
-    mass_nouns: list[str]
-    """Goods people do not put in the plural ("2 flour", :data:`formats.written.MASS_NOUNS`): the
-    pages' count helper writes counts as :func:`formats.written.count` does."""
-    buyer: View | None = None
-    """The buyer page's view of the round's books, once they were first read."""
+    optional = frozenset({"audio"})
+    avatar: str
+    text: str
+    """Already written for people (:data:`Written`) by the event it comes from."""
+    message_id: str
+    at: int
+    latency_ms: int
+    audio: str | None = None
 
 
-class DisplaySnapshot(DisplayState, PageEvent):
-    """The whole picture: first thing on a new connection, and to every page when a new round
-    begins (the previous buyer's conversation gone, :meth:`avatar.display.DisplayHub.set_round`)."""
+class LogLine(PageModel):
+    """One line of the display's history as the hub keeps it (a ``log`` event without its ``type``)."""
 
-    type: Literal["snapshot"] = "snapshot"
-    pages = frozenset({"display", "buyer"})
+    speaker: str
+    text: str
+    """Already written for people (:data:`Written`) by the event it comes from."""
+    permitted: bool
+    rationale: str | None
+    at: int
+
+    def same_words(self, other: LogLine) -> bool:
+        """The same line said again (what a blocked message reported twice looks like)."""
+        return (self.speaker, self.text, self.permitted) == (other.speaker, other.text, other.permitted)
 
 
 class MessageEvent(PageEvent):
@@ -149,6 +166,41 @@ class MessageEvent(PageEvent):
     at: int
     verdict: str | None = None
     """An avatar's message only: queued for speech, or why not."""
+
+
+class DisplayState(PageModel):
+    """What the display hub keeps, so that a page opened mid-round shows the right picture."""
+
+    optional = frozenset({"buyer"})
+    avatars: list[str]
+    looks: dict[str, str]
+    confirm_mode: str
+    round: RoundView | None
+    attention: AttentionView | None
+    last_human: MessageEvent | None
+    """The buyer's last message, as its ``message`` event."""
+    speaking: Caption | None
+    """The caption being spoken."""
+    captions: dict[str, Caption | None]
+    confirms: list[PromptView]
+    log: list[LogLine]
+    camera: CameraView | None
+    deals: list[View]
+    totals: View | None
+    phase_names: dict[str, str]
+    mass_nouns: list[str]
+    """Goods people do not put in the plural ("2 flour", :data:`formats.written.MASS_NOUNS`): the
+    pages' count helper writes counts as :func:`formats.written.count` does."""
+    buyer: View | None = None
+    """The buyer page's view of the round's books, once they were first read."""
+
+
+class DisplaySnapshot(DisplayState, PageEvent):
+    """The whole picture: first thing on a new connection, and to every page when a new round
+    begins (the previous buyer's conversation gone, :meth:`avatar.display.DisplayHub.set_round`)."""
+
+    type: Literal["snapshot"] = "snapshot"
+    pages = frozenset({"display", "buyer"})
 
 
 class BookedEvent(PageEvent):
@@ -178,11 +230,11 @@ class SpeakingBegin(PageEvent):
     latency_ms: int
     audio: str | None = None
 
-    def payload(self) -> dict[str, Any]:
-        """The caption the hub keeps (the snapshot's ``speaking`` and ``captions``): no ``state``."""
-        data = super().payload()
+    def caption(self) -> Caption:
+        """The caption the hub keeps (the snapshot's ``speaking`` and ``captions``)."""
+        data = self.payload()
         del data["state"]
-        return data
+        return Caption.model_validate(data)
 
 
 class SpeakingEnd(PageEvent):
@@ -266,6 +318,10 @@ class LogEvent(PageEvent):
     rationale: str | None
     at: int
 
+    def line(self) -> LogLine:
+        """The line the hub keeps of it."""
+        return LogLine.model_validate(self.payload())
+
 
 class ConfirmDoneEvent(PageEvent):
     """A seller's Accept was answered, and by whom (a page, the voice, the timeout, a shutdown)."""
@@ -277,13 +333,21 @@ class ConfirmDoneEvent(PageEvent):
     by: str
 
 
-class CameraStateEvent(PageEvent):
+class CameraView(PageModel):
     """The camera worker's status: gaze is available only while it is online."""
+
+    state: str
+    detail: str
+
+
+class CameraStateEvent(CameraView, PageEvent):
+    """The camera worker's status changed."""
 
     type: Literal["camera"] = "camera"
     pages = frozenset({"display"})
-    state: str
-    detail: str
+
+    def view(self) -> CameraView:
+        return CameraView.model_validate(self.payload())
 
 
 class BuyerEvent(PageEvent):
@@ -326,12 +390,33 @@ class DealsEvent(PageEvent):
     totals: View | None
 
 
+class PromptView(PageModel):
+    """One seller's Accept waiting for the buyer's answer, as the pages show it."""
+
+    id: str
+    speaker: str
+    text: str
+    """The seller's words, their amounts already written as people write money."""
+    bid: View
+    goods: dict[str, int]
+    price: Number | None
+    budget_after: Number | None
+    """The budget left once this and every prompt before it are accepted."""
+    asks: str
+    timeout_s: Number
+    deadline: int | None
+    """Only the first (the one asked) has one."""
+    timeout_answer: str
+    position: int
+    queued: int
+
+
 class ConfirmsEvent(PageEvent):
     """The sellers' Accepts waiting for an answer; the first is the one asked."""
 
     type: Literal["confirms"] = "confirms"
     pages = frozenset({"display", "buyer"})
-    queue: list[View]
+    queue: list[PromptView]
 
 
 DisplayEvent = (DisplaySnapshot | MessageEvent | BookedEvent | SpeakingBegin | SpeakingEnd | VisemesEvent | WordEvent

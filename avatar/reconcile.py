@@ -28,11 +28,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from avatar.books.records import TOTALS_GRACE_MS, RoundBook
-from avatar.books.rules import number
-from avatar.buyer.book import cut_fates, goods_of
+from avatar.buyer.book import cut_fates
 from avatar.controller import AvatarController
 from humaine_platform.client import Blocked, Delivered, EOClient, Failed, HttpPoster, RetryPolicy, Timeouts, round_known
-from humaine_platform.models import HUMAN
+from humaine_platform.models import HUMAN, finite_number, whole_goods
 from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
@@ -78,8 +77,8 @@ def eo_books(answer: Any) -> dict[str, SellerBooks] | None:
     for name, entry in answer.items():
         if name == HUMAN or not isinstance(entry, Mapping):
             continue
-        price = number(entry.get("price", entry.get("revenue")))
-        books[str(name)] = SellerBooks(round(price or 0.0, 2), goods_of({"quantity": entry.get("quantity")}))
+        price = finite_number(entry.get("price", entry.get("revenue")))
+        books[str(name)] = SellerBooks(round(price or 0.0, 2), whole_goods(entry.get("quantity")))
     return books
 
 
@@ -149,7 +148,7 @@ class Reconciler:
         book = self.controller.ledger.current_book()
         found = await self._check(book)
         if book is not None and book.round.open:
-            self.controller.books_check = {"round": book.round.round_id, "found": found, "at": now_ms()}
+            self.controller.books_checked(book.round.round_id, found)
             if found == "agree":
                 self._agreed(book)
         return found

@@ -27,7 +27,7 @@ from avatar.books.records import RoundBook
 from avatar.buyer.book import buyer_view
 from avatar.confirm_queue import prompt_views
 from avatar.display import DisplayHub
-from avatar.page_events import BuyerEvent, ConfirmsEvent, DealsEvent, DisplayState
+from avatar.page_events import BuyerEvent, ConfirmsEvent, DealsEvent, DisplayState, PromptView
 from avatar.settings import AvatarSettings
 from workers.runtime.logs import RateLimitedLog
 
@@ -118,7 +118,7 @@ class RoundBooks:
     def current(self) -> RoundBook | None:
         return self.ledger.current_book()
 
-    def prompts(self, book: RoundBook | None) -> list[dict[str, Any]]:
+    def prompts(self, book: RoundBook | None) -> list[PromptView]:
         s = self.settings
         return prompt_views(book, s.confirm_accept, s.confirm_timeout_s, s.confirm_timeout_answer)
 

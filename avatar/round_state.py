@@ -33,7 +33,7 @@ def state_of(rnd: LedgerRound | None, source: str) -> RoundState:
     """The retained round state of ``rnd`` (a round the EO lost reads as over)."""
     if rnd is None:
         return RoundState(source=source)
-    phase: RoundPhase = rnd.phase if rnd.phase in (*OPEN_PHASES, "ended") else "ended"  # type: ignore[assignment]
+    phase: RoundPhase = "ended" if rnd.phase == "lost" else rnd.phase
     return RoundState(source=source, round_id=rnd.round_id, phase=phase, durations=dict(rnd.durations),
                       phase_started=rnd.phase_started_ms, phase_deadline=rnd.phase_deadline_ms, buyer=rnd.buyer)
 
@@ -48,7 +48,7 @@ class RoundEvents:
     def _deadline(self, now: int, length_s: float | None) -> int | None:
         return None if length_s is None else now + round(length_s * 1000)
 
-    def round_of(self, round_id: object) -> LedgerRound:
+    def round_of(self, round_id: int | str | None) -> LedgerRound:
         """The latest round with this id; one is opened when the EO speaks of a round whose
         metadata never reached us (the controller started after it)."""
         found = self.ledger.round_for(round_id) if round_id is not None else self.ledger.current()
@@ -90,10 +90,10 @@ class RoundEvents:
         self.ledger.set_phase(rnd.key, "post", now, self._deadline(now, rnd.durations.get(POST_KEY)))
         return rnd
 
-    def totals(self, body: RoundTotals, totals: dict[str, object]) -> LedgerRound:
+    def totals(self, body: RoundTotals) -> LedgerRound:
         """The EO has sent the totals and forgotten the round."""
         rnd = self.round_of(body.roundId)
-        self.ledger.set_totals(rnd.key, totals, self._clock())
+        self.ledger.set_totals(rnd.key, {name: totals.body() for name, totals in body.roundTotals.items()}, self._clock())
         return rnd
 
     def adopt(self, state: RoundState) -> LedgerRound | None:
@@ -102,8 +102,8 @@ class RoundEvents:
         if self.ledger.current() is not None or state.round_id is None or state.phase not in OPEN_PHASES:
             return None
         started = state.phase_started or self._clock()
-        rnd = self.ledger.begin_round(state.round_id, state.durations, None, DEFAULT_CURRENCY, state.phase,  # type: ignore[arg-type]
-                                      started, state.phase_deadline)
+        rnd = self.ledger.begin_round(state.round_id, state.durations, None, DEFAULT_CURRENCY, state.phase, started,
+                                      state.phase_deadline)
         self.ledger.note(rnd.key, "taken up from the retained round state: the ledger had no record of it")
         if state.buyer:
             self.ledger.name_buyer(state.buyer, rnd.key)

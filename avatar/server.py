@@ -55,7 +55,7 @@ class AvatarServer(AppServer):
     def answer_pending(self) -> int:
         """On the server's event loop: every waiting confirmation gets its configured answer and
         its HTTP answer a moment to leave. Returns how many were answered."""
-        loop = self.controller.confirms.loop
+        loop = self.controller.loop
         if loop is None or loop.is_closed() or not self.running:
             return 0
 

@@ -156,9 +156,9 @@ def _factor(attribute: str, value: str) -> float | None:
     if unit == "%":
         return 1.0 + signed / 100.0 if sign else number / 100.0
     if unit == "db":
-        return 10.0 ** (signed / 20.0)
+        return math.pow(10.0, signed / 20.0)
     if unit == "st":
-        return 2.0 ** (signed / 12.0)
+        return math.pow(2.0, signed / 12.0)
     if unit == "hz":
         return None  # absolute frequencies depend on the voice: not ours to guess
     if attribute in ("rate",) and not sign:
@@ -275,9 +275,10 @@ class _Rebuilder(HTMLParser):
                     self.marks.append(value)
                 parts.append(f'{key}="{escape(value, quote=True)}"')
         if tag == "break":
-            parts = self._budgeted_break(parts)
-            if parts is None:
+            budgeted = self._budgeted_break(parts)
+            if budgeted is None:
                 return
+            parts = budgeted
         if tag in EMPTY_ELEMENTS:
             self.out.append(f"<{' '.join(parts)}/>")
             return
@@ -482,8 +483,3 @@ def prepare(text: str, limits: SsmlLimits = DEFAULT_LIMITS) -> SpeechText:
         builder._note_drop("doctype")
     builder.feed(stripped)
     return builder.result()
-
-
-def plain_text(text: str) -> str:
-    """The words of ``text`` without any markup (for captions and word counts)."""
-    return prepare(text).plain

@@ -59,8 +59,11 @@ Timeline = list[tuple[int, str]]
 class PhonemeEvent(Protocol):
     """What :func:`timeline` reads of a phoneme event (``hardware.speaker.SpeechEvent``)."""
 
-    name: str
-    audio_ms: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def audio_ms(self) -> int: ...
 
 
 def viseme(phoneme: str) -> str:

@@ -36,6 +36,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     from humaine_platform.endpoints import DEFAULT_EO_PORT, HUMAN_SERVICE_NAMES
     from humaine_platform.service_map import ServiceMapError, resolve_eo_url
     from humaine_platform.wiring import (
+        DEFAULT_UTILITY_GENERATOR_PORT,
         Check,
         check_app_settings,
         check_eo_reachable,
@@ -59,7 +60,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         port = args.eo_port or urlparse(eo_url).port or DEFAULT_EO_PORT
         generator = urlparse(eo.utility_generator_url).port if eo.utility_generator_url else None
         data = eo_app_settings(avatar.host, avatar.port, environment_uuid=uuid, eo_port=port,
-                               **({"utility_generator_port": generator} if generator else {}))
+                               utility_generator_port=generator or DEFAULT_UTILITY_GENERATOR_PORT)
         Path(args.write).write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote {args.write}: human-side service {HUMAN_SERVICE_NAMES[0]} at {avatar.host}:{avatar.port}")
     checks = [asyncio.run(check_eo_reachable(eo_url))]

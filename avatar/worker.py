@@ -14,7 +14,7 @@ from avatar.operator import CONSOLE_PATH
 from avatar.room_ledger import LEDGER_FILE, open_ledger_or_memory
 from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
-from hardware.speaker import Speaker
+from hardware.speaker import Speaker, WavSink
 from hardware.speaker_sinks import open_sink
 from hardware.speech_process import SpeechProcess
 from humaine_platform.models import ServiceEntry
@@ -44,18 +44,18 @@ class AvatarWorker(Worker):
         self.settings = config.section(AvatarSettings)
         engines = SpeechProcess() if self.settings.speech_process else None  # its child starts at check()
         sink = open_sink(self.settings.speaker, fallback_dir=config.core.data_dir / SPEECH_DIR)
-        if getattr(sink, "instead_of", ""):
+        if isinstance(sink, WavSink) and sink.instead_of:
             self.log.log(NOTICE, "no sound card (%s): the avatars' speech goes to WAV files in %s", sink.instead_of,
                          config.core.data_dir / SPEECH_DIR)
         speaker = Speaker(sink, engines=engines)
         self.ledger = open_ledger_or_memory(config.core.data_dir / LEDGER_FILE)
-        self.controller = AvatarController(
-            self.settings, config.core.avatars, self.bus, speaker, source=self.worker_id, ledger=self.ledger
-        )
         try:
-            self.controller.eo_url = resolve_eo_url(config.section(OrchestratorSettings))
+            eo_url: str | None = resolve_eo_url(config.section(OrchestratorSettings))
         except ServiceMapError:
-            self.controller.eo_url = None  # no EO to hold the books against (said where the room needs one)
+            eo_url = None  # no EO to hold the books against (said where the room needs one)
+        self.controller = AvatarController(
+            self.settings, config.core.avatars, self.bus, speaker, source=self.worker_id, ledger=self.ledger, eo_url=eo_url
+        )
         self.rounds = RoundControl(
             self.ledger, config.core.avatars, rounds=config.section(RoundsSettings), tournament=config.section(TournamentSettings),
             eo=config.section(OrchestratorSettings), data_dir=config.core.data_dir,

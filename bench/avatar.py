@@ -140,14 +140,14 @@ def main() -> int:
                 ttfa_ms: list[float] = []
                 by_avatar: dict[str, list[float]] = {"Celia": [], "Watson": []}
                 for i in range(args.count * 2):
-                    done = len(local.controller.history)
+                    done = len(local.controller.speech.spoken())
                     speaker = "Celia" if i % 2 == 0 else "Watson"
                     reply = body("/receiveMessage (from agent)", speaker=speaker, text=REPLIES[i % len(REPLIES)])
                     sent = time.monotonic()
                     http.post(ep.RECEIVE_MESSAGE, json=reply).raise_for_status()
                     if not local.controller.wait_spoken(done + 1, SPEECH_TIMEOUT_S):
                         raise RuntimeError("reply was not spoken")
-                    first = local.controller.history[-1].result.first_audio_at
+                    first = local.controller.speech.spoken()[-1].result.first_audio_at
                     ttfa_ms.append((first - sent) * 1000)
                     by_avatar[speaker].append((first - sent) * 1000)
                 voices = {name: local.controller.speaker.check_voice(config.section(AvatarSettings).voice_for(name))
@@ -173,7 +173,7 @@ def main() -> int:
                     http.post(path, json=payload).raise_for_status()
                     answer_ms.append((time.perf_counter() - start) * 1000)
                     i += 1
-                still_speaking = not local.controller.queue.idle()
+                still_speaking = not local.controller.speech.idle()
                 rss = rss_mb()  # the controller's, before the real-time factors load a second set of voices
                 child_rss = rss_mb(child) if child is not None else 0.0
                 cpu = time.process_time() - cpu_at

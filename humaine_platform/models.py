@@ -79,6 +79,27 @@ class PlatformModel(BaseModel):
 
 
 # -- bids ----------------------------------------------------------------------------------------
+def finite_number(value: object) -> float | None:
+    """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    result = float(value)
+    return result if result == result and abs(result) != float("inf") else None
+
+
+def whole_goods(quantity: object) -> dict[str, int]:
+    """A bid's ``quantity`` as whole quantities (what the utility generator counts); anything
+    else in it, or a quantity that is not a JSON object, is left out."""
+    if not isinstance(quantity, dict):
+        return {}
+    goods = {}
+    for name, amount in quantity.items():
+        value = finite_number(amount)
+        if value is not None and value > 0:
+            goods[str(name)] = int(value)
+    return goods
+
+
 class Price(PlatformModel):
     unit: str
     value: Number
@@ -104,6 +125,16 @@ class Bid(PlatformModel):
     @property
     def has_price(self) -> bool:
         return self.price is not None
+
+    @property
+    def goods(self) -> dict[str, int]:
+        """The goods as whole quantities (:func:`whole_goods`)."""
+        return whole_goods(self.quantity)
+
+    @property
+    def amount(self) -> float | None:
+        """The price's value, when it has a finite one."""
+        return finite_number(self.price.value) if self.price is not None else None
 
 
 # -- utterances ----------------------------------------------------------------------------------

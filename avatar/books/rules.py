@@ -9,10 +9,9 @@ books. They decide on the platform's typed messages (:class:`~humaine_platform.m
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from avatar.books.records import LedgerPhase, goods_text
 from humaine_platform.eo_rules import BOOKED_TYPE
@@ -37,19 +36,10 @@ class Terms:
         return goods_text(self.goods)
 
 
-def number(value: Any) -> float | None:
-    """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    result = float(value)
-    return result if math.isfinite(result) else None
-
-
 def terms_of(bid: Bid) -> Terms:
-    """The bid's terms; a quantity that is not a positive number of a good is left out."""
-    amounts = {str(name): number(amount) for name, amount in bid.quantity.items()}
-    goods = {name: int(amount) for name, amount in amounts.items() if amount is not None and amount > 0}
-    return Terms(goods, number(bid.price.value) if bid.price is not None else None)
+    """The bid's terms (:attr:`Bid.goods`, :attr:`Bid.amount`): a quantity that is not a positive
+    number of a good is left out."""
+    return Terms(bid.goods, bid.amount)
 
 
 def is_standing_offer(bid: Bid) -> bool:

@@ -16,27 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from avatar.books.records import RoundBook
-from avatar.books.rules import number
 from formats import written
 from humaine_platform import buyer_utility as bu
-from humaine_platform.models import HUMAN
+from humaine_platform.models import HUMAN, finite_number
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 _notes = RateLimitedLog(log)
-
-def goods_of(bid: Mapping[str, Any] | None) -> dict[str, int]:
-    """The bid's goods as whole quantities (what the utility generator counts); anything else
-    in a quantity is left out."""
-    quantity = bid.get("quantity") if isinstance(bid, Mapping) else None
-    if not isinstance(quantity, Mapping):
-        return {}
-    goods = {}
-    for name, amount in quantity.items():
-        value = number(amount)
-        if value is not None and value > 0:
-            goods[str(name)] = int(value)
-    return goods
 
 
 def _values(utility: bu.BuyerUtility) -> dict[str, Any]:
@@ -87,7 +73,7 @@ def round_result(human: Mapping[str, Any] | None) -> str | None:
     if isinstance(utility, Mapping):
         unit = str(utility.get("currencyUnit") or unit)
         utility = utility.get("value")
-    worth, paid = number(utility), number(human.get("cost"))
+    worth, paid = finite_number(utility), finite_number(human.get("cost"))
     if worth is None:
         return "The EO gave no score for your allocation" + (f"; you paid {written.money(paid, unit)}." if paid is not None else ".")
     said = f"Your allocation is worth {written.money(worth, unit)} to you"

@@ -25,7 +25,7 @@ from avatar.deps import StateKey
 from avatar.display.routes import DISPLAY_FEED_PATH
 from avatar.pages import add_files, fill_page
 from formats import written
-from humaine_platform.allocation import AllocationServiceError, check_allocation, save_allocation
+from humaine_platform.allocation import AllocationCheck, AllocationServiceError, check_allocation, save_allocation
 from humaine_platform.service_map import ServiceMapError, resolve_eo_url, resolve_utility_generator_url
 from workers.runtime.config import Config, OrchestratorSettings
 from workers.runtime.http.edge import BodyRefused, StrictRoute, parse_body
@@ -69,8 +69,11 @@ class Books(Protocol):
 class RoomBooks(Protocol):
     """What the page needs of the Avatar Controller: the round's books and where they are kept."""
 
-    books: Books
-    ledger: RoomLedger
+    @property
+    def books(self) -> Books: ...
+
+    @property
+    def ledger(self) -> RoomLedger: ...
 
     def round_state(self) -> RoundState: ...
 
@@ -94,15 +97,19 @@ class BuyerDesk:
             utility_generator = None
         return cls(room, eo, utility_generator)
 
-    async def checked(self, products: dict[str, Any]) -> dict[str, Any]:
-        """``products`` checked against what the EO booked this round, and rated; ``missing`` says
-        what it still needs as the page shows it ("2 more eggs")."""
+    async def checked(self, products: dict[str, Any]) -> AllocationCheck:
+        """``products`` checked against what the EO booked this round, and rated."""
         book = self.room.books.current()
         bought = book.bought() if book is not None else {}
-        result = await check_allocation(self.utility_generator, bought, products, book.round.utility if book is not None else None)
-        return {"ok": result.sufficient, "sufficient": result.sufficient, "rationale": result.rationale,
-                "shortfall": result.shortfall, "missing": written.missing(result.shortfall), "value": result.value,
-                "rated_by": result.rated_by}
+        return await check_allocation(self.utility_generator, bought, products, book.round.utility if book is not None else None)
+
+
+def _check_answer(result: AllocationCheck) -> dict[str, Any]:
+    """What the page gets of a check; ``missing`` says what it still needs as the page shows it
+    ("2 more eggs")."""
+    return {"ok": result.sufficient, "sufficient": result.sufficient, "rationale": result.rationale,
+            "shortfall": result.shortfall, "missing": written.missing(result.shortfall), "value": result.value,
+            "rated_by": result.rated_by}
 
 
 DESK: Final = StateKey[BuyerDesk]("buyer_desk")
@@ -145,7 +152,7 @@ async def check(request: Request, desk: DeskDep) -> JSONResponse:
     if isinstance(products, JSONResponse):
         return products
     try:
-        return JSONResponse(await desk.checked(products))
+        return JSONResponse(_check_answer(await desk.checked(products)))
     except (AllocationServiceError, ValueError) as exc:
         _notes.warning(("check", type(exc).__name__), "checking an allocation failed: %s", exc)
         return _refused(str(exc), 503 if isinstance(exc, AllocationServiceError) else 422)
@@ -163,8 +170,8 @@ async def save(request: Request, desk: DeskDep) -> JSONResponse:
         return _refused(f"not saved: the negotiation {when}" if state.phase != "idle" else "not saved: no round is running", 409)
     try:
         result = await desk.checked(products)
-        if not result["sufficient"]:
-            return _refused(f"not saved: it needs {result['missing']} than were bought", 422)
+        if not result.sufficient:
+            return _refused(f"not saved: it needs {written.missing(result.shortfall)} than were bought", 422)
         answer = await save_allocation(resolve_eo_url(desk.eo), state.round_id, products)
     except (AllocationServiceError, ServiceMapError, ValueError) as exc:
         _notes.warning(("save", type(exc).__name__), "saving the allocation failed: %s", exc)
@@ -174,7 +181,7 @@ async def save(request: Request, desk: DeskDep) -> JSONResponse:
         return _refused(f"not saved: the EO answered {reason}", 502)
     current = room.ledger.round_for(state.round_id)
     if current is not None:
-        room.ledger.save_allocation(current.key, products, result["value"])
+        room.ledger.save_allocation(current.key, products, result.value)
         room.books.changed()
-    log.info("the buyer saved an allocation worth %s for round %s", result["value"], state.round_id)
-    return JSONResponse({**result, "ok": True, "saved": True, "eo": answer.body()})
+    log.info("the buyer saved an allocation worth %s for round %s", result.value, state.round_id)
+    return JSONResponse({**_check_answer(result), "ok": True, "saved": True, "eo": answer.body()})

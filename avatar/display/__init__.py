@@ -68,11 +68,13 @@ class EventHub(Generic[E]):
         text = _serialise(snapshot)
         return text if text is not None else strict_dumps({"type": snapshot.event_type()})
 
-    def emit(self, event: E) -> None:
-        """Send ``event`` to every page."""
+    def emit(self, event: E) -> bool:
+        """Send ``event`` to every page; False when it cannot be serialised."""
         text = _serialise(event)
-        if text is not None:
-            self._send(text)
+        if text is None:
+            return False
+        self._send(text)
+        return True
 
     def _send(self, text: str) -> None:
         loop = self._loop
@@ -148,15 +150,14 @@ class DisplayHub(EventHub[DisplayEvent]):
         text = _serialise(event)
         if text is None:
             return
-        view = event.payload()
-        del view["now"]  # the server's clock when it was sent, not the round's
+        view = event.view()
         with self._lock:
             before = self._state.round
             self._state.round = view
-            fresh = view["round_id"] is not None and (before is None or before.get("round_id") != view["round_id"])
+            fresh = view.round_id is not None and (before is None or before.round_id != view.round_id)
             if fresh:
                 state = self._state
-                speaking = state.speaking["avatar"] if state.speaking else None
+                speaking = state.speaking.avatar if state.speaking else None
                 state.captions = {name: caption if name == speaking else None for name, caption in state.captions.items()}
                 state.log, state.last_human = [], None
                 state.deals, state.totals, state.confirms, state.buyer = [], None, [], None
@@ -164,17 +165,19 @@ class DisplayHub(EventHub[DisplayEvent]):
         if fresh:
             self._send(self.snapshot_text())
 
-    def emit(self, event: DisplayEvent, update: StateUpdate | None = None) -> None:
+    def emit(self, event: DisplayEvent, update: StateUpdate | None = None) -> bool:
         """Apply ``update`` to the kept state, then send ``event`` to every page (unless
-        ``update`` returns False: the state says the event changes nothing)."""
+        ``update`` returns False: the state says the event changes nothing). Returns whether it
+        was sent."""
         text = _serialise(event)
         if text is None:
-            return
+            return False
         if update is not None:
             with self._lock:
                 if update(self._state) is False:
-                    return
+                    return False
         self._send(text)
+        return True
 
 
 def _serialise(event: PageEvent) -> str | None:

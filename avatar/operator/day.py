@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from avatar.books.ledger import RoomLedger
 from avatar.books.records import RoundBook
-from avatar.books.rules import number
 from avatar.buyer.book import human_totals
+from humaine_platform.models import finite_number
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import MAX_BUYER_CHARS
 
@@ -42,8 +42,8 @@ UNNAMED: Final = "(unnamed)"
 def _utility(entry: Any) -> float | None:
     """A participant's utility in the EO's totals: ``{"value": ...}`` or a bare number."""
     if isinstance(entry, Mapping):
-        return number(entry.get("value"))
-    return number(entry)
+        return finite_number(entry.get("value"))
+    return finite_number(entry)
 
 
 def clean_buyer(name: Any) -> str:

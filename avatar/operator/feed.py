@@ -125,13 +125,14 @@ class FeedHub(EventHub[ConsoleEvent]):
 class OperatorFeed:
     """Subscribes to the room's topics on ``bus`` and keeps what the console shows."""
 
-    def __init__(self, bus: Subscriber, alert_book: AlertBook | None = None) -> None:
+    def __init__(self, bus: Subscriber, alert_book: AlertBook | None = None,
+                 on_undelivered: Callable[[Any], None] | None = None) -> None:
         """``alert_book``: where the day's alerts are kept (None: this process's memory only)."""
         self.topics = bus.topics
         self.hub = FeedHub(self.view)
         self.alert_book = alert_book
         self._day: dict[str, Any] | None = None
-        self.on_undelivered: Callable[[Any], None] | None = None
+        self.on_undelivered = on_undelivered
         """Told the round of each of the buyer's utterances that never reached the EO (the day book)."""
         self._lock = threading.Lock()
         self._camera: dict[str, Any] = {"targets": {}, "tolerance_deg": None, "hysteresis_deg": None,

@@ -104,7 +104,7 @@ class Console:
         arrive with the first connection). The day's rounds come from the controller's ledger
         (:class:`DayBook`); the buyer named here is written there and rides on the round state,
         for whoever files things per round; the competition's picture comes from ``rounds``."""
-        feed = OperatorFeed(bus, AlertBook(controller.ledger))
+        feed = OperatorFeed(bus, AlertBook(controller.ledger), on_undelivered=controller.undelivered)
         if rounds is not None and rounds.eo_url:
             feed.set_link("eo", url=rounds.eo_url)
         else:
@@ -119,8 +119,7 @@ class Console:
                     rounds.changed()  # a round's phase or totals move the competition's picture
 
         controller.books.listen(day_changed)
-        controller.alert_listeners.append(feed.books_alert)
-        feed.on_undelivered = controller.undelivered
+        controller.on_alert(feed.books_alert)
         feed.set_day(day.export()[0])
         if rounds is not None:
             rounds.listeners.append(feed.set_competition)

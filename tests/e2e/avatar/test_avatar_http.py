@@ -115,7 +115,7 @@ def test_whatever_the_eo_sends_is_acknowledged_and_confirm_accept_always_says_ye
     assert sorted(m.message["speaker"] for m in seen) == ["Celia", "Celia", "Human"]
     assert all(m.message.get("environmentUUID") is not None for m in seen)
     assert local.controller.wait_spoken(2, timeout=20)
-    assert all(s.result for s in local.controller.history)
+    assert all(s.result for s in local.controller.speech.spoken())
     verdicts = observer.wait(EOVerdict, 2)
     assert {(v.via, v.permitted, v.rationale) for v in verdicts} == {("log", False, None), ("rejection", False, "")}
 

@@ -164,7 +164,7 @@ def test_message_gestures_then_a_marked_one_at_its_word(start_avatar: AvatarRunn
             gesture=["nod", "smile"])
         begin, _end = observer.wait(Speaking, 2, timeout=SPEECH_TIMEOUT_S, where=utterance)
     assert local.worker.controller.wait_spoken(1, SPEECH_TIMEOUT_S)
-    spoken = local.worker.controller.history[-1].result
+    spoken = local.worker.controller.speech.spoken()[-1].result
     mark_ms = next(m.audio_ms for m in spoken.marks if m.name == "gesture:shrug")
     page.wait_for_function("window.played.length >= 3", timeout=UI_TIMEOUT_MS)
     played = page.evaluate("window.played")

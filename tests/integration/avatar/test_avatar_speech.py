@@ -41,7 +41,7 @@ def test_spoken_after_the_answer_with_gestures_on_time(start_avatar: AvatarRunne
     assert (begin.state, end.state) == ("begin", "end")
     assert begin.text == "Five eggs for three dollars, a very good price today."
 
-    spoken = local.controller.history[-1]
+    spoken = local.controller.speech.spoken()[-1]
     result = spoken.result
     assert result.path is not None and begin.message_id in result.path.name
     duration, rms = wav_stats(result.path)
@@ -84,8 +84,8 @@ def test_one_voice_at_a_time_in_arrival_order(start_avatar: AvatarRunner) -> Non
     ]
     for previous_end, next_begin in zip(events[1::2], events[2::2], strict=False):
         assert next_begin.at >= previous_end.at  # never two voices at once
-    assert local.controller.queue.wait_idle(SPEECH_TIMEOUT)
-    assert len(local.controller.history) == 3  # the human's own words are shown, not spoken
+    assert local.controller.speech.wait_idle(SPEECH_TIMEOUT)
+    assert len(local.controller.speech.spoken()) == 3  # the human's own words are shown, not spoken
 
 
 def test_r4_full_queue_and_stale_messages_are_not_spoken(start_avatar: AvatarRunner, caplog: Any) -> None:
@@ -100,11 +100,11 @@ def test_r4_full_queue_and_stale_messages_are_not_spoken(start_avatar: AvatarRun
         observer.wait(Speaking, 1, timeout=SPEECH_TIMEOUT, state="begin")
         for text in ("First waiting.", "Second waiting.", "Third waiting."):
             assert http.post(ep.RECEIVE_MESSAGE, json=agent("Watson", text)).status_code == 200
-    assert local.controller.queue.wait_idle(SPEECH_TIMEOUT)
+    assert local.controller.speech.wait_idle(SPEECH_TIMEOUT)
     time.sleep(0.2)
     spoken = [e.text for e in observer.of(Speaking, state="begin")]
     assert spoken == [long_reply]
-    stats = local.controller.queue.stats
+    stats = local.controller.speech.stats
     assert (stats.refused_too_long, stats.refused_full, stats.dropped_stale, stats.spoken) == (1, 1, 2, 1)
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "101 words" in text and "R4" in text

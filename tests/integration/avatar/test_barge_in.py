@@ -132,6 +132,6 @@ def test_the_avatar_stops_when_the_buyer_barges_in(start_avatar: AvatarRunner) -
     finally:
         bus.stop()
     assert end.cut and end.message_id == begin.message_id
-    spoken = local.controller.history[-1].result
+    spoken = local.controller.speech.spoken()[-1].result
     assert spoken.cancelled and spoken.duration_s < 10  # the whole text is ~25 s of speech
-    assert local.controller.counters["barge_ins"] == 1
+    assert local.controller.health()["barge_ins"] == 1

@@ -120,7 +120,7 @@ def test_a_long_message_is_cut_at_max_speaking_s_and_the_next_one_follows(
         assert 1000 <= celia_ms < 3000, celia_ms
         assert elapsed < 10, elapsed
         # counted once the speaker returns, a moment after the end event is published
-        assert wait_for(lambda: local.controller.queue.stats.spoken == 2, 5), local.controller.queue.stats
+        assert wait_for(lambda: local.controller.speech.stats.spoken == 2, 5), local.controller.speech.stats
     finally:
         avatars.close()
 
@@ -196,10 +196,10 @@ def test_floods_never_hold_the_room_and_the_next_replies_are_spoken(
             ready(http, observer)
             for text in [*FLOODS.values(), paused, REFERENCES, *replies]:
                 assert http.post(ep.RECEIVE_MESSAGE, json=agent("Celia", text)).status_code == 200
-        assert local.controller.wait_spoken(2 + len(replies), timeout=30), local.controller.queue.stats
-        stats = local.controller.queue.stats
+        assert local.controller.wait_spoken(2 + len(replies), timeout=30), local.controller.speech.stats
+        stats = local.controller.speech.stats
         assert (stats.refused_too_long, stats.dropped_stale, stats.failed) == (2, 0, 0), stats
-        spoken = list(local.controller.history)
+        spoken = local.controller.speech.spoken()
         assert [s.request.text.plain for s in spoken] == [f"{WORDS} for real", WORDS, *replies]
         for item in spoken:
             # the room is never held past the pause budget by silence, nor past the words it says

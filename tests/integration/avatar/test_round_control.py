@@ -75,7 +75,7 @@ def _next(url: str, durations: dict[str, float] = DURATIONS) -> dict[str, Any]:
 def test_the_schedules_rounds_start_their_agents_and_stop_them_after_the_totals_through_a_restart(room: dict[str, Any]) -> None:
     config, local = room["config"], room["avatar"]
     alerts: list[tuple[str, str]] = []
-    local.controller.alert_listeners.append(lambda kind, text: alerts.append((kind, text)))
+    local.controller.on_alert(lambda kind, text: alerts.append((kind, text)))
     store = CompetitionStore(local.controller.ledger)
     roster = local.worker.rounds.competition.roster
     planned = store.slots(roster) if roster else []
@@ -116,7 +116,7 @@ def test_the_schedules_rounds_start_their_agents_and_stop_them_after_the_totals_
         third = _next(again.url)
         assert third["roundId"] == "r3" and third["buyer"] == before["next"]["buyer"]
         again_alerts: list[tuple[str, str]] = []
-        again.controller.alert_listeners.append(lambda kind, text: again_alerts.append((kind, text)))
+        again.controller.on_alert(lambda kind, text: again_alerts.append((kind, text)))
         # an agent program that dies mid-round is said on the console
         ledger = again.controller.ledger
         assert wait_for(lambda: ledger.round_for("r3") is not None and ledger.round_for("r3").phase == "round", 10)
@@ -138,14 +138,14 @@ def test_a_round_the_eo_loses_is_played_again_at_the_end_of_the_schedule_once(ro
     and puts the scheduled round back at the end of the schedule; the next round is the next one."""
     local = room["avatar"]
     alerts: list[tuple[str, str]] = []
-    local.controller.alert_listeners.append(lambda kind, text: alerts.append((kind, text)))
+    local.controller.on_alert(lambda kind, text: alerts.append((kind, text)))
     store = CompetitionStore(local.controller.ledger)
     roster = local.worker.rounds.competition.roster or ""
     first, second = store.slots(roster)[:2]
     started = _next(local.url, {"warmUp": 0.0, "round": 60.0, "post": 0.0})
     ledger = local.controller.ledger
     assert wait_for(lambda: ledger.round_for("r1") is not None and ledger.round_for("r1").phase == "round", 10)
-    assert wait_for(lambda: (local.controller.books_check or {}).get("found") in ("agree", "no totals yet"), 10)
+    assert wait_for(lambda: (local.controller.health()["books_check"] or {}).get("found") in ("agree", "no totals yet"), 10)
     settings = room["eo"].settings
     room["eo"].stop()
     room["eo"] = StandinServer(settings).start()  # the EO restarted: it knows no round

@@ -364,7 +364,7 @@ def test_the_controller_answers_http_while_its_speech_child_is_killed(mosquitto:
             assert all(code == 200 and spent < 2.0 for code, spent in answers), answers
             assert local.controller.wait_spoken(4, DEADLINE_S)  # the killed one ended, then the three replies
             assert http.get(ep.HEALTH).json()["failed"] == 1
-        spoken = list(local.controller.history)
+        spoken = local.controller.speech.spoken()
         assert spoken[0].request.avatar == "Watson" and spoken[0].result.duration_s < 20  # cut short by the kill
         for item in spoken[1:]:
             assert item.request.avatar == "Celia" and item.result.duration_s > 1.0 and not item.result.cancelled

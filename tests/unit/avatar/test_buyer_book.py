@@ -72,16 +72,6 @@ def test_what_the_page_cannot_show_is_said_not_raised() -> None:
     assert buyer_view(None)["round_id"] is None
 
 
-def test_bids_are_read_liberally() -> None:
-    from avatar.buyer.book import goods_of
-
-    for bid in (None, {}, {"type": "SellOffer"}, {"quantity": {"egg": "two"}, "price": {"value": 1}},
-                {"quantity": {"egg": 2}, "price": "cheap"}, {"quantity": [1], "price": {}},
-                {"quantity": {"egg": float("nan"), "milk": True}, "price": {"value": float("inf")}}):
-        assert goods_of(bid) == {} or goods_of(bid) == {"egg": 2}
-    assert goods_of({"quantity": {"egg": 2.0, "milk": 0, "flour": -1}}) == {"egg": 2}
-
-
 def test_the_round_result_says_what_the_score_is_and_what_it_gained() -> None:
     """The EO's utility of the buyer is the worth of the allocation saved (the utility generator
     leaves the cost out), so the gain is the worth minus what was paid."""

@@ -48,7 +48,7 @@ def test_two_accepts_at_once_are_asked_one_after_the_other() -> None:
         await asyncio.sleep(0)
         assert queue.head() == "a" and len(queue) == 2
         views = prompt_views(ledger.book(key), "buyer", 30.0, "rejected")
-        assert [(v["id"], v["deadline"] is not None, v["budget_after"]) for v in views] == [("a", True, 40.0), ("b", False, 35.0)]
+        assert [(v.id, v.deadline is not None, v.budget_after) for v in views] == [("a", True, 40.0), ("b", False, 35.0)]
         clock.now += 7000
         assert queue.decide("b", True, "voice")  # an answer by id applies to that prompt, queued or asked
         assert await second == (True, "voice") and queue.head() == "a"
@@ -74,7 +74,7 @@ def test_the_next_prompt_is_asked_when_the_first_is_answered() -> None:
         asked = ledger.prompt("b")
         assert (asked.asked_ms, asked.deadline_ms) == (T0 + 4000, T0 + 34_000)
         views = prompt_views(ledger.book(key), "buyer", 30.0, "rejected")
-        assert views[0]["budget_after"] == 45.0  # the declined one costs nothing
+        assert views[0].budget_after == 45.0  # the declined one costs nothing
         queue.decide("b", True, "buyer")
         await second
 

@@ -24,21 +24,22 @@ def test_a_new_round_clears_the_last_buyers_words_and_sends_every_page_the_clean
         said = MessageEvent(message_id="m1", speaker="Human", addressee="Celia", text="Two eggs?", bid=None, at=1)
         begin = SpeakingBegin(avatar="Celia", text="Two eggs for 0.8 USD.", message_id="m2", at=2, latency_ms=0)
         line = LogEvent(speaker="Celia", text="Two eggs for 0.8 USD.", permitted=True, rationale=None, at=2)
-        caption = begin.payload()
+        caption = begin.caption()
 
         def keep(state: DisplayState) -> None:
-            state.last_human, state.captions["Celia"] = said.wire(), caption
-            state.log = [line.payload()]
+            state.last_human, state.captions["Celia"] = said, caption
+            state.log = [line.line()]
 
         hub.emit(line, keep)
         hub.set_round(_round("r1", "post"))  # the same round goes on: its words stay
         kept = hub.snapshot()
-        assert (kept.captions["Celia"], kept.log, kept.last_human) == (caption, [line.payload()], said.wire())
-        assert kept.captions["Celia"]["text"] == "Two eggs for $0.80."
+        assert (kept.captions["Celia"], kept.log, kept.last_human) == (caption, [line.line()], said)
+        assert kept.captions["Celia"] is not None and kept.captions["Celia"].text == "Two eggs for $0.80."
 
         hub.set_round(_round("r2", "warmup"))
         kept = hub.snapshot()
-        assert (kept.captions, kept.log, kept.last_human, kept.round["round_id"]) == ({"Celia": None, "Watson": None}, [], None, "r2")
+        assert kept.round is not None and kept.round.round_id == "r2"
+        assert (kept.captions, kept.log, kept.last_human) == ({"Celia": None, "Watson": None}, [], None)
         loop.run_until_complete(asyncio.sleep(0))
         sent = [json.loads(page.get_nowait()) for _ in range(page.qsize())]
         assert [e["type"] for e in sent] == ["round", "snapshot", "log", "round", "round", "snapshot"]

@@ -112,8 +112,8 @@ def test_the_wire_keeps_numbers_types_and_leaves_out_what_was_not_given() -> Non
     link = pe.LinkEvent(name="eo", url="http://eo", reachable=None, detail="")
     assert link.wire() == {"type": "link", "name": "eo", "url": "http://eo", "reachable": None, "detail": ""}
     begin = pe.SpeakingBegin(avatar="Celia", text="Hello", message_id="m2", at=7, latency_ms=40)
-    assert "audio" not in begin.wire() and begin.payload() == {"avatar": "Celia", "text": "Hello", "message_id": "m2", "at": 7,
-                                                               "latency_ms": 40}
+    assert "audio" not in begin.wire() and begin.caption().wire() == {"avatar": "Celia", "text": "Hello", "message_id": "m2",
+                                                                      "at": 7, "latency_ms": 40}
     with pytest.raises(ValueError, match="extra"):
         pe.WordEvent(avatar="Celia", message_id="m2", word="Hello", spoken=True)  # type: ignore[call-arg]
 
@@ -125,13 +125,13 @@ def test_the_display_hub_keeps_what_a_new_page_needs() -> None:
     assert first["captions"] == {"Celia": None, "Watson": None}
 
     def keep(state: pe.DisplayState) -> None:
-        state.camera = {"state": "online", "detail": ""}
+        state.camera = pe.CameraView(state="online", detail="")
         state.buyer = {"round_id": None}
 
     hub.emit(pe.CameraStateEvent(state="online", detail=""), keep)
     later = hub.snapshot()
-    assert later.camera == {"state": "online", "detail": ""} and later.wire()["buyer"] == {"round_id": None}
-    later.captions["Celia"] = {"text": "changed"}  # a snapshot is a copy
+    assert later.wire()["camera"] == {"state": "online", "detail": ""} and later.wire()["buyer"] == {"round_id": None}
+    later.captions["Celia"] = pe.Caption(avatar="Celia", text="changed", message_id="m", at=1, latency_ms=0)  # a snapshot is a copy
     assert hub.snapshot().captions["Celia"] is None
     assert hub.snapshot_text().startswith('{"type":"snapshot",')
 

@@ -49,7 +49,7 @@ def controller(tmp_path: Path, phase: str = "round", deadline: int | None = None
     ctl = AvatarController(AvatarSettings(), ["Celia", "Watson"], QuietBus(), Speaker(WavSink(tmp_path, realtime=False)),
                            ledger=ledger)
     alerts: list[tuple[str, str]] = []
-    ctl.alert_listeners.append(lambda kind, text: alerts.append((kind, text)))
+    ctl.on_alert(lambda kind, text: alerts.append((kind, text)))
     return ctl, alerts
 
 

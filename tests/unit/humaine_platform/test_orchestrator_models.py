@@ -113,6 +113,18 @@ def test_unknown_bid_type_accepted_but_flagged() -> None:
     assert m.Bid.model_validate({"type": "AcceptOffer"}).is_accept
 
 
+def test_a_bids_goods_and_price_are_read_liberally() -> None:
+    """Only whole, positive, finite quantities count as goods; only a finite price as one."""
+    for quantity in (None, {}, {"egg": "two"}, [1], {"egg": float("nan"), "milk": True, "flour": float("inf")}):
+        assert m.whole_goods(quantity) == {}
+    assert m.whole_goods({"egg": 2.0, "milk": 0, "flour": -1}) == {"egg": 2}
+    bid = m.Bid.model_validate({"type": "SellOffer", "quantity": {"egg": 2, "milk": 0}, "price": {"unit": "USD", "value": 1}})
+    assert (bid.goods, bid.amount) == ({"egg": 2}, 1.0)
+    assert m.Bid.model_validate({"type": "SellOffer"}).amount is None
+    assert m.Bid.model_validate({"type": "SellOffer", "price": {"unit": "USD", "value": float("inf")}}).amount is None
+    assert [m.finite_number(v) for v in (True, "1", float("nan"), 3)] == [None, None, None, 3.0]
+
+
 def test_answers() -> None:
     assert m.confirm_accept_answer() == {"status": "acknowledged"}
     assert m.acknowledgement() == {"status": "Acknowledged"}
