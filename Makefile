@@ -37,6 +37,9 @@ bench: setup
 measurements: setup
 	$(PY) bench/report.py
 
+# The style, the floors and the types (mypy, strict on the package code: pyproject.toml's [tool.mypy]);
+# tests/integration/humaine_env/test_house.py runs the last two in `make test` too.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
