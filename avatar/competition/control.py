@@ -124,7 +124,7 @@ class RoundControl:
         self.kind: EOKind | None = None
         """What the last look at the EO found it to be."""
         self._busy = asyncio.Lock()
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
         """Told the console's picture of the competition whenever it changed."""
         self._view: dict[str, Any] | None = None
         self._changing = threading.Lock()
@@ -352,6 +352,10 @@ class RoundControl:
         return {"driver": self.driver(), "tournament": self.competition.roster is not None, "next": next_round, "left": left,
                 "durations": self.durations(), "standings": self.standings().body(), "agents": agents}
 
+    def on_change(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        """Call ``listener`` with the console's picture of the competition each time it changes."""
+        self._listeners.append(listener)
+
     def changed(self) -> None:
         """Tell the listeners the console's picture, when it changed. Called from the event loop
         and from the views' thread: one at a time, so an older picture never follows a newer."""
@@ -364,6 +368,6 @@ class RoundControl:
             if view == self._view:
                 return
             self._view = view
-            for listener in self.listeners:
+            for listener in self._listeners:
                 with contextlib.suppress(Exception):
                     listener(view)

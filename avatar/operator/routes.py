@@ -122,7 +122,7 @@ class Console:
         controller.on_alert(feed.books_alert)
         feed.set_day(day.export()[0])
         if rounds is not None:
-            rounds.listeners.append(feed.set_competition)
+            rounds.on_change(feed.set_competition)
             feed.set_competition(rounds.view())
         return cls(feed, day, rounds, bus, broker_connected, controller)
 
