@@ -12,13 +12,9 @@ import asyncio
 import logging
 from typing import Any
 
-from avatar.books.ledger import RoomLedger
 from avatar.confirm_queue import SHUTDOWN, Answer, ConfirmQueue
-from avatar.display import DisplayHub
 from avatar.page_events import ConfirmDoneEvent
-from avatar.room_bus import Publisher
-from avatar.round_books import RoundBooks
-from avatar.round_state import RoundEvents
+from avatar.room import Room
 from avatar.settings import AvatarSettings
 from avatar.ssml import prepare
 from formats import written
@@ -42,17 +38,11 @@ def answer(accepted: bool) -> dict[str, Any]:
 class Confirmations:
     """The room's answers to ``/confirmAccept``, and who may give them."""
 
-    def __init__(self, settings: AvatarSettings, ledger: RoomLedger, rounds: RoundEvents, books: RoundBooks, bus: Publisher,
-                 source: str, hub: DisplayHub) -> None:
+    def __init__(self, settings: AvatarSettings, room: Room) -> None:
         self._settings = settings
-        self._ledger = ledger
-        self._rounds = rounds
-        self._books = books
-        self._bus = bus
-        self._source = source
-        self._hub = hub
+        self._room = room
         self._timeout_yes = settings.confirm_timeout_answer == CONFIRM_ACCEPT_STATUS
-        self._queue = ConfirmQueue(ledger, settings.confirm_timeout_s, self._timeout_yes, self._changed)
+        self._queue = ConfirmQueue(room.ledger, settings.confirm_timeout_s, self._timeout_yes, self._changed)
         self._buyer_can_speak = False
         """The microphone worker is online: the buyer may answer a confirmation by voice."""
 
@@ -78,8 +68,8 @@ class Confirmations:
             return answer(not settings.confirm_asks or self._timeout_yes)
         prompt_id = new_id()
         try:
-            rnd = self._rounds.round_of(body.roundId)
-            self._ledger.add_prompt(prompt_id, rnd.key, body.speaker, prepare(body.text).plain, body.bid, now_ms())
+            rnd = self._room.rounds.round_of(body.roundId)
+            self._room.ledger.add_prompt(prompt_id, rnd.key, body.speaker, prepare(body.text).plain, body.bid, now_ms())
         except Exception as exc:  # the EO's answer does not wait for the disk
             _notes.error(("prompt", type(exc).__name__), "a confirmation cannot be written to the ledger: %s: %s",
                          type(exc).__name__, exc)
@@ -87,7 +77,7 @@ class Confirmations:
         if not settings.confirm_asks:
             return self._answered_at_once(prompt_id, True, settings.confirm_accept)
         by_voice = settings.confirm_accept == "buyer" and self._buyer_can_speak
-        if self._hub.client_count == 0 and not by_voice and not self._queue:
+        if self._room.hub.client_count == 0 and not by_voice and not self._queue:
             log.warning("nobody can confirm %s's accept (no page open, no microphone); answering %s at once", body.speaker,
                         settings.confirm_timeout_answer)
             return self._answered_at_once(prompt_id, self._timeout_yes, "no page")
@@ -95,8 +85,8 @@ class Confirmations:
         return answer(accepted)
 
     def _answered_at_once(self, prompt_id: str, accepted: bool, by: str) -> dict[str, Any]:
-        self._ledger.answer_prompt(prompt_id, accepted, by, now_ms())
-        self._books.changed()
+        self._room.ledger.answer_prompt(prompt_id, accepted, by, now_ms())
+        self._room.books.changed()
         return answer(accepted)
 
     def decide(self, confirm_id: str, accepted: bool, by: str) -> bool:
@@ -117,20 +107,20 @@ class Confirmations:
         (an answer also as the buyer page's notice)."""
         self.publish_pending()
         if done is not None:
-            self._hub.emit(ConfirmDoneEvent(id=done.prompt_id, accepted=done.accepted, by=done.by))
-        self._books.changed()
+            self._room.hub.emit(ConfirmDoneEvent(id=done.prompt_id, accepted=done.accepted, by=done.by))
+        self._room.books.changed()
 
     def publish_pending(self) -> None:
         """Tell the room which confirmation is asked now (the buyer may answer it by voice):
         always the one the pages show, the first of the queue."""
-        pending = ConfirmPending(source=self._source)
+        pending = ConfirmPending(source=self._room.source)
         head = self._queue.head()
-        prompt = self._ledger.prompt(head) if head is not None else None
+        prompt = self._room.ledger.prompt(head) if head is not None else None
         if prompt is not None:
             deal = written.goods(prompt.goods) + (f" for {written.money(prompt.price)}" if prompt.price is not None else "")
-            pending = ConfirmPending(source=self._source, confirm_id=prompt.id, seller=prompt.seller, deal=deal,
+            pending = ConfirmPending(source=self._room.source, confirm_id=prompt.id, seller=prompt.seller, deal=deal,
                                      deadline=prompt.deadline_ms)
-        self._bus.publish(self._bus.topics.confirm_pending(), pending)
+        self._room.bus.publish(self._room.bus.topics.confirm_pending(), pending)
 
     def on_answer(self, _topic: str, message: ConfirmAnswer) -> None:
         """The buyer said yes or no to the pending confirmation (MQTT thread)."""

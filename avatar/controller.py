@@ -25,6 +25,7 @@ from avatar.display import DisplayHub
 from avatar.display_history import DisplayHistory
 from avatar.eo_intake import MessageIntake
 from avatar.page_events import AttentionEvent, AttentionView, CameraStateEvent, CameraView, DisplayState
+from avatar.room import Room
 from avatar.room_bus import Publisher
 from avatar.round_books import RoundBooks
 from avatar.round_life import AlertListener, BookAlerts, RoundLife
@@ -55,7 +56,7 @@ log = logging.getLogger(__name__)
 class BooksCheck:
     """What the last check of the round's books against the EO's found (:mod:`avatar.reconcile`)."""
 
-    round: object
+    round: int | str
     found: str
     at: int
 
@@ -97,10 +98,10 @@ class AvatarController:
         rounds = RoundEvents(self.ledger)
         self.speech = SpeechOutput(self.settings, self.avatars, bus, source, self.hub, speaker)
         self.display_history = DisplayHistory(self.ledger, self.hub)
-        self.intake = MessageIntake(self.settings, self.avatars, self.ledger, rounds, self.books, self.speech, self.display_history,
-                                    bus, source, self.hub)
-        self.confirms = Confirmations(settings, self.ledger, rounds, self.books, bus, source, self.hub)
-        self.rounds = RoundLife(self.avatars, self.ledger, rounds, self.books, bus, source, self.hub)
+        room = Room(self.ledger, rounds, self.books, bus, source, self.hub)
+        self.intake = MessageIntake(self.settings, self.avatars, room, self.speech, self.display_history)
+        self.confirms = Confirmations(settings, room)
+        self.rounds = RoundLife(self.avatars, room)
         self._alerts = BookAlerts()
         self._voices_in_use: dict[str, str] = {}
         """Avatar -> the engine and voice that really speak it (the fallback when its own is missing)."""
@@ -184,7 +185,7 @@ class AvatarController:
         """Something the operator must know about the round's books: the log and the console."""
         self._alerts.alert(kind, text)
 
-    def books_checked(self, round_id: object, found: str) -> None:
+    def books_checked(self, round_id: int | str, found: str) -> None:
         """What a check of the round's books against the EO's found (in ``/health``)."""
         self._books_check = BooksCheck(round_id, found, now_ms())
 

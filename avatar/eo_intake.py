@@ -13,14 +13,10 @@ import logging
 from typing import Any, Literal
 
 from avatar import gestures
-from avatar.books.ledger import RoomLedger
 from avatar.books.rules import is_booked_deal, is_standing_offer
-from avatar.display import DisplayHub
 from avatar.display_history import DisplayHistory
 from avatar.page_events import BookedEvent, DisplayState, MessageEvent, RejectionEvent
-from avatar.room_bus import Publisher
-from avatar.round_books import RoundBooks
-from avatar.round_state import RoundEvents
+from avatar.room import Room
 from avatar.settings import AvatarSettings
 from avatar.speech_output import SpeechOutput
 from avatar.speech_queue import SpeechRequest
@@ -58,19 +54,13 @@ def _keep_last_human(shown: MessageEvent, state: DisplayState) -> None:
 class MessageIntake:
     """The EO's permitted messages and its verdicts, taken in by the room."""
 
-    def __init__(self, settings: AvatarSettings, avatars: list[str], ledger: RoomLedger, rounds: RoundEvents,
-                 books: RoundBooks, speech: SpeechOutput, history: DisplayHistory, bus: Publisher, source: str,
-                 hub: DisplayHub) -> None:
+    def __init__(self, settings: AvatarSettings, avatars: list[str], room: Room, speech: SpeechOutput,
+                 history: DisplayHistory) -> None:
         self._settings = settings
         self._avatars = list(avatars)
-        self._ledger = ledger
-        self._rounds = rounds
-        self._books = books
+        self._room = room
         self._speech = speech
         self._history = history
-        self._bus = bus
-        self._source = source
-        self._hub = hub
         self._counters: collections.Counter[str] = collections.Counter()
 
     def counts(self) -> dict[str, int]:
@@ -83,22 +73,22 @@ class MessageIntake:
         self._counters["messages"] += 1
         received = now_ms()
         message_id = new_id()
-        self._bus.publish(self._bus.topics.agent_message(), AgentMessageSeen(source=self._source, message=message.body()))
+        self._room.bus.publish(self._room.bus.topics.agent_message(), AgentMessageSeen(source=self._room.source, message=message.body()))
         limits = self._settings.ssml_limits(message.speaker if message.speaker in self._avatars else None)
         text = prepare(message.text, limits)
         event = MessageEvent(message_id=message_id, speaker=message.speaker, addressee=message.addressee, text=text.plain,
                              bid=_bid_view(message), at=now_ms())
         if message.speaker == HUMAN:
-            self._hub.emit(event, functools.partial(_keep_last_human, event))
+            self._room.hub.emit(event, functools.partial(_keep_last_human, event))
             return "displayed"
         if isinstance(message, AgentMessage) and message.bid is not None:
             self._keep_books(message, message.bid, text.plain)
         if message.speaker not in self._avatars:
             log.warning("message from unknown speaker %r not spoken (avatars: %s)", message.speaker, self._avatars)
-            self._hub.emit(event.model_copy(update={"verdict": "unknown_speaker"}))
+            self._room.hub.emit(event.model_copy(update={"verdict": "unknown_speaker"}))
             return "unknown_speaker"
         verdict = self._speak(message, message_id, text, received)
-        self._hub.emit(event.model_copy(update={"verdict": verdict}))
+        self._room.hub.emit(event.model_copy(update={"verdict": verdict}))
         return verdict
 
     def _speak(self, message: Message, message_id: str, text: SpeechText, received: int) -> str:
@@ -127,21 +117,21 @@ class MessageIntake:
         an Accept addressed to the buyer is a deal the EO has booked (it forwards an Accept only
         after every human side said yes, and books it for speaker and addressee)."""
         try:
-            rnd = self._rounds.round_of(message.roundId)
+            rnd = self._room.rounds.round_of(message.roundId)
             if is_standing_offer(bid):
-                self._ledger.set_offer(rnd.key, message.speaker, bid, plain, now_ms())
+                self._room.ledger.set_offer(rnd.key, message.speaker, bid, plain, now_ms())
             elif is_booked_deal(message):
-                deal = self._ledger.book_deal(rnd.key, message.speaker, bid, plain, message_key(message), now_ms())
+                deal = self._room.ledger.book_deal(rnd.key, message.speaker, bid, plain, message_key(message), now_ms())
                 if deal is not None:
                     log.info("round %s: the EO booked %s's deal: %s for %.2f", rnd.round_id, message.speaker, deal.goods, deal.price)
-                    self._hub.emit(BookedEvent(seller=deal.seller, goods=deal.goods, price=deal.price, prompt_id=deal.prompt_id,
+                    self._room.hub.emit(BookedEvent(seller=deal.seller, goods=deal.goods, price=deal.price, prompt_id=deal.prompt_id,
                                                at=deal.booked_ms))
             else:
                 return
         except Exception as exc:  # a ledger that cannot be written is said; the message is still spoken
             _notes.error(("books", type(exc).__name__), "the round's books cannot be kept: %s: %s", type(exc).__name__, exc)
             return
-        self._books.changed()
+        self._room.books.changed()
 
     def receive_log(self, entry: LogEntry) -> None:
         """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own
@@ -153,7 +143,7 @@ class MessageIntake:
         self._publish_verdict("rejection", False, rejection.rationale, rejection)
         log.info("the EO blocked %s's message (%s): %s", rejection.speaker, rejection.rationale, rejection.text[:80])
         text = prepare(rejection.text).plain
-        self._hub.emit(RejectionEvent(speaker=rejection.speaker, text=text, rationale=rejection.rationale))
+        self._room.hub.emit(RejectionEvent(speaker=rejection.speaker, text=text, rationale=rejection.rationale))
         self._history.add(rejection.speaker, text, False, rejection.rationale)
 
     def _publish_verdict(self, via: Literal["log", "rejection"], permitted: bool, rationale: str | None,
@@ -161,7 +151,7 @@ class MessageIntake:
         message = echoed.as_sent()  # what the EO said: a role it sent as null is not ours to fill in here
         for key in ("permitted", "rationale"):
             message.pop(key, None)
-        self._bus.publish(
-            self._bus.topics.eo_verdict(),
-            EOVerdict(source=self._source, via=via, permitted=permitted, rationale=rationale, message=message),
+        self._room.bus.publish(
+            self._room.bus.topics.eo_verdict(),
+            EOVerdict(source=self._room.source, via=via, permitted=permitted, rationale=rationale, message=message),
         )

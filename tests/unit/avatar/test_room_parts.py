@@ -10,6 +10,7 @@ from typing import Any, cast
 from avatar.display import DisplayHub
 from avatar.display_history import DisplayHistory
 from avatar.eo_intake import MessageIntake, message_key
+from avatar.room import Room
 from avatar.room_ledger import ledger_in_memory
 from avatar.round_books import RoundBooks
 from avatar.round_state import RoundEvents
@@ -102,8 +103,8 @@ def test_a_sellers_typed_bid_goes_into_the_books_once() -> None:
     bus, hub, ledger = RecordingBus(), DisplayHub(AVATARS, "buyer"), ledger_in_memory()
     key = ledger.begin_round("r1", {}, 50.0, "USD", "round", 1, None).key
     speech = SpeechOutput(settings, AVATARS, bus, "avatar", hub, cast(Speaker, ScriptedSpeaker()))
-    intake = MessageIntake(settings, AVATARS, ledger, RoundEvents(ledger), RoundBooks(ledger, hub, settings), speech,
-                           DisplayHistory(ledger, hub), bus, "avatar", hub)
+    room = Room(ledger, RoundEvents(ledger), RoundBooks(ledger, hub, settings), bus, "avatar", hub)
+    intake = MessageIntake(settings, AVATARS, room, speech, DisplayHistory(ledger, hub))
     base = {"addressee": "Human", "role": "seller", "environmentUUID": "e", "roundId": "r1", "timeStamp": "2020-02-20T08:08:05.825Z"}
     offer = parse_message({**base, "speaker": "Celia", "text": "Two eggs for 0.8 USD.",
                            "bid": {"type": "SellOffer", "quantity": {"egg": 2, "milk": 0}, "price": {"unit": "USD", "value": 0.8}}})
