@@ -4,11 +4,11 @@ In the spirit of paho's own test broker: one :class:`ScriptedBroker` object stan
 and several :class:`ScriptedBus` clients share it, so a test's "room" and the worker under test
 hear each other as they would through mosquitto. What a subscriber sees is what the real
 :class:`~workers.runtime.bus.Bus` would give it: the publisher writes the envelope as JSON bytes
-exactly as ``Bus.publish`` does, and each subscriber reads them back with the same strict parser
-and its own model (a payload that is not JSON, or not the model, goes to ``on_invalid``), drops
-QoS 1 redeliveries by envelope id, and keeps retained messages for the topics the suite retains
-(a property of the :class:`~workers.runtime.topics.Topic`). Filters match with MQTT wildcards
-(``Topic.matches``).
+exactly as ``Bus.publish`` does, the broker sends them to the clients that subscribed, and each
+reads them through the real bus's own :class:`~workers.runtime.mqtt.dispatch.Dispatcher` (the
+strict parser, its model, ``on_invalid``, QoS 1 redeliveries dropped by envelope id). Retained
+messages are kept for the topics the suite retains (a property of the
+:class:`~workers.runtime.topics.Topic`). Filters match with MQTT wildcards (``Topic.matches``).
 
 What it leaves out, on purpose: delivery is synchronous, in the publisher's thread (a test
 knows a message arrived when ``publish`` returns, without polling a network thread); there are
@@ -25,17 +25,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
-from pydantic import ValidationError
-
 from workers.runtime import __version__
 from workers.runtime.broker import BrokerAddress, parse_broker_url
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import Envelope, Status, WorkerState, now_ms
-from workers.runtime.mqtt.dispatch import InvalidHandler, Subscription
+from workers.runtime.mqtt.dispatch import Dispatcher, InvalidHandler, Received, Subscription
 from workers.runtime.mqtt.stats import BusStats
-from workers.runtime.strict_json import StrictJSONError
-from workers.runtime.strict_json import loads as strict_loads
 from workers.runtime.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
@@ -65,14 +61,15 @@ class ScriptedBroker:
 
     def route(self, topic: Topic, payload: bytes) -> None:
         """One publication: retained when its topic is, then delivered to every started client
-        (in the publisher's thread; the broker's lock is not held while handlers run)."""
+        that subscribed to it, as a broker does (in the publisher's thread; the broker's lock is not
+        held while handlers run)."""
         with self._lock:
             if topic.retain:
                 if payload:
                     self._retained[topic.name] = (topic.qos, payload)
                 else:
                     self._retained.pop(topic.name, None)
-            clients = list(self._clients)
+            clients = [client for client in self._clients if client.subscribed_to(topic.name)]
         for client in clients:
             client.receive(topic.name, payload, topic.qos)
 
@@ -115,7 +112,10 @@ class ScriptedBus:
         self._started_at = now_ms()
         self._state: WorkerState = "starting"
         self._detail = ""
-        self._subscriptions: list[Subscription] = []
+        self._filters: list[Topic] = []
+        """What this client subscribed to (the broker sends it only those)."""
+        self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, log)
+        """The real bus's checks and hand-over, payload by payload."""
         self._lock = threading.Lock()
         self._connected = threading.Event()
         self._queued: list[tuple[Topic, bytes]] = []
@@ -134,9 +134,9 @@ class ScriptedBus:
         self.broker.connect(self)
         self._connected.set()
         with self._lock:
-            subscriptions = list(self._subscriptions)
+            filters = list(self._filters)
             queued, self._queued = self._queued, []
-        self._send_retained([s.topic for s in subscriptions])
+        self._send_retained(filters)
         for topic, payload in queued:
             self.publish_raw(topic, payload)
         self.set_status("online" if self._state == "starting" else self._state, self._detail)
@@ -210,7 +210,8 @@ class ScriptedBus:
                   on_invalid: InvalidHandler | None = None) -> None:
         """As ``Bus.subscribe``; once started, the retained messages of ``topic`` arrive at once."""
         with self._lock:
-            self._subscriptions.append(Subscription(topic, model, handler, on_invalid))
+            self._filters.append(topic)
+        self._dispatcher.add(Subscription(topic, model, handler, on_invalid))
         if self._connected.is_set():
             self._send_retained([topic])
 
@@ -220,58 +221,17 @@ class ScriptedBus:
             for name, qos, payload in self.broker.retained_matching(topic):
                 if name not in seen:
                     seen.add(name)
-                    self.receive(name, payload, qos)
+                    self.receive(name, payload, qos, retain=True)
 
-    # -- receiving (the checks of Bus._receive and Bus._deliver) -------------------------------
-    def receive(self, name: str, payload: bytes, qos: int) -> None:
-        """One payload from the broker on the concrete topic ``name``: parsed once, validated
-        by each matching subscription's model, handed to its handler; a failure of any kind
-        costs that one message, never the publisher."""
-        self.stats.received += 1
-        if not payload:
-            return  # a retained message being cleared
+    # -- receiving -------------------------------------------------------------------------------
+    def subscribed_to(self, name: str) -> bool:
+        """Whether a subscription of this client matches the concrete topic ``name``."""
         with self._lock:
-            matching = [s for s in self._subscriptions if s.topic.matches(name)]
-        if not matching:
-            self.stats.dropped_unhandled += 1
-            return
-        if len(payload) > self.settings.max_payload_bytes:
-            self.stats.dropped_oversized += 1
-            log.warning("dropped a payload on %s: oversized (%d bytes)", name, len(payload))
-            return
-        try:
-            data = strict_loads(payload)
-        except StrictJSONError as exc:
-            self.stats.dropped_invalid += 1
-            for sub in matching:
-                self._invalid(sub, name, f"not JSON: {exc}")
-            return
-        for sub in matching:
-            self._deliver(sub, name, data, qos)
+            return any(topic.matches(name) for topic in self._filters)
 
-    def _deliver(self, sub: Subscription, name: str, data: Any, qos: int) -> None:
-        try:
-            message = sub.model.model_validate(data)
-        except ValidationError as exc:
-            self.stats.dropped_invalid += 1
-            reason = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'payload'}: {e['msg']}" for e in exc.errors()[:3])
-            self._invalid(sub, name, f"invalid {sub.model.__name__}: {reason}")
-            return
-        if qos > 0 and not sub.first_time(message.id):
-            self.stats.dropped_duplicate += 1
-            return
-        try:
-            sub.handler(name, message)
-        except Exception:
-            self.stats.handler_errors += 1
-            log.warning("handler for %s of %s failed", sub.topic.name, self.worker_id, exc_info=True)
+    def receive(self, name: str, payload: bytes, qos: int, retain: bool = False) -> None:
+        """One payload from the broker on the concrete topic ``name``, through the real bus's
+        :class:`~workers.runtime.mqtt.dispatch.Dispatcher`: parsed once, validated by each matching
+        subscription's model, handed to its handler; a failure of any kind costs that one message."""
+        self._dispatcher.receive(Received(name, payload, qos, retain))
 
-    def _invalid(self, sub: Subscription, name: str, reason: str) -> None:
-        log.warning("dropped a payload on %s: %s", name, reason)
-        if sub.on_invalid is None:
-            return
-        try:
-            sub.on_invalid(name, reason)
-        except Exception:
-            self.stats.handler_errors += 1
-            log.warning("invalid-payload handler for %s of %s failed", sub.topic.name, self.worker_id, exc_info=True)
