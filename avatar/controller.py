@@ -105,10 +105,13 @@ class AvatarController:
         self._alerts = BookAlerts()
         self._voices_in_use: dict[str, str] = {}
         """Avatar -> the engine and voice that really speak it (the fallback when its own is missing)."""
-        self.cut_prompts = 0
-        """Confirmations a previous run of the controller left unanswered (found at start)."""
         self._books_check: BooksCheck | None = None
         """What the last check of the round's books against the EO's found (:meth:`books_checked`)."""
+
+    @property
+    def cut_prompts(self) -> int:
+        """Confirmations a previous run of the controller left unanswered (found at start)."""
+        return self.rounds.cut_prompts
 
     # -- lifecycle ---------------------------------------------------------------------------
     def check(self) -> None:
@@ -118,7 +121,7 @@ class AvatarController:
             self._voices_in_use[avatar] = f"{voice.engine} {voice.voice}"
 
     def start(self) -> None:
-        self.cut_prompts = self.rounds.take_up()
+        self.rounds.take_up()
         self.books.start()
         self.speech.start()
         self._subscribe()

@@ -51,13 +51,19 @@ class RoundLife:
     def __init__(self, avatars: list[str], room: Room) -> None:
         self._avatars = list(avatars)
         self._room = room
+        self._cut_prompts = 0
 
-    def take_up(self) -> int:
+    @property
+    def cut_prompts(self) -> int:
+        """How many confirmations :meth:`take_up` found cut by the previous run."""
+        return self._cut_prompts
+
+    def take_up(self) -> None:
         """A restart: the round goes on from the ledger. Confirmations the previous run left
         unanswered were cut with its connections (the platform EO exits on that): said here, and
-        the round's books are then checked against the EO's (:mod:`avatar.reconcile`). Returns
-        how many were cut."""
+        the round's books are then checked against the EO's (:mod:`avatar.reconcile`)."""
         cut = self._room.ledger.cut_waiting_prompts()
+        self._cut_prompts = len(cut)
         current = self._room.ledger.current()
         if cut and current is not None:
             text = (f"the Avatar Controller stopped while {len(cut)} confirmation(s) of round {current.round_id} waited: the EO "
@@ -67,7 +73,6 @@ class RoundLife:
         if current is not None and current.open:
             log.info("continuing round %s (phase %s) from the room's ledger", current.round_id, current.phase)
         self._room.books.changed()
-        return len(cut)
 
     def state(self) -> RoundState:
         """The round as the ledger has it, as the retained round state."""

@@ -170,7 +170,10 @@ def test_an_eo_gone_after_a_cut_confirmation_lost_the_round(tmp_path: Path) -> N
     gone = httpx.ConnectError("connection refused")
     assert checks(ctl, eo_answering(gone), 2) == ["unreachable", "unreachable"]
     assert ctl.ledger.current().phase == "round" and alerts == []  # type: ignore[union-attr]  # the EO may just be away
-    ctl.cut_prompts = 1  # the previous run stopped while the EO waited for its answer
+    # the previous run stopped while the EO waited for the buyer's answer to an Accept; this run takes the round up
+    ctl.ledger.add_prompt("p1", ctl.ledger.current().key, "Watson", "Deal?", accept({"egg": 1}, 2.0), now_ms())  # type: ignore[union-attr]
+    ctl.rounds.take_up()
+    assert ctl.cut_prompts == 1
     assert checks(ctl, eo_answering(gone), 2)[-1] == "unreachable"
     assert ctl.ledger.current().phase == "lost" and "lost by the EO" in alerts[0][1]  # type: ignore[union-attr]
 
