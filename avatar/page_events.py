@@ -185,13 +185,13 @@ class DisplayState(PageModel):
     confirms: list[PromptView]
     log: list[LogLine]
     camera: CameraView | None
-    deals: list[View]
+    deals: list[DealView]
     totals: View | None
     phase_names: dict[str, str]
     mass_nouns: list[str]
     """Goods people do not put in the plural ("2 flour", :data:`formats.written.MASS_NOUNS`): the
     pages' count helper writes counts as :func:`formats.written.count` does."""
-    buyer: View | None = None
+    buyer: BuyerView | None = None
     """The buyer page's view of the round's books, once they were first read."""
 
 
@@ -350,34 +350,139 @@ class CameraStateEvent(CameraView, PageEvent):
         return CameraView.model_validate(self.payload())
 
 
-class BuyerEvent(PageEvent):
-    """The buyer page's view of the round's books (:func:`avatar.buyer.book.buyer_view`)."""
+class OfferView(PageModel):
+    """A seller's offer on the table, as the buyer page lists it."""
 
-    type: Literal["buyer"] = "buyer"
-    pages = frozenset({"buyer"})
+    seller: str
+    goods: dict[str, int]
+    price: Number
+    text: str
+    at: int
+
+
+class BoughtView(PageModel):
+    """A deal the EO booked, as the buyer page lists it."""
+
+    seller: str
+    goods: dict[str, int]
+    price: Number
+    at: int
+    source: str
+
+
+class WaitingView(PageModel):
+    """A deal the buyer said yes to that waits for the EO to book it."""
+
+    id: str
+    seller: str
+    goods: dict[str, int]
+    price: Number | None
+
+
+CutFate = Literal["booked", "not_booked", "unknown"]
+
+
+class CutView(WaitingView):
+    """What became of a deal that waited for the buyer's answer when the room stopped, and why
+    (:func:`avatar.buyer.book.cut_fates`)."""
+
+    fate: CutFate
+    why: str
+
+
+class SavedView(PageModel):
+    """The allocation the buyer saved to the EO this round."""
+
+    products: View
+    value: Number | None
+    at: int
+
+
+class SupplementView(PageModel):
+    """What a supplement adds to one unit of a product, by the quantity put in (the page's
+    allocation editor offers these ranges)."""
+
+    unit: str
+    min_quantity: Number
+    max_quantity: Number
+    min_value: Number
+    max_value: Number
+
+
+class ProductView(PageModel):
+    """A product's value per unit, and its supplements."""
+
+    unit_value: Number
+    supplements: dict[str, SupplementView]
+
+
+class UtilityView(PageModel):
+    """The buyer's utility as the page shows it: per product its values, in words, in its currency."""
+
+    values: dict[str, ProductView]
+    lines: list[str]
+    currency: str
+
+
+class PlanView(PageModel):
+    """The best allocation of what was bought, its value, and what one more of each product needs."""
+
+    products: View
+    """In the utility generator's shape (:meth:`humaine_platform.buyer_utility.Allocation.products_body`)."""
+    value: Number
+    needed_for_one_more: dict[str, dict[str, Number]]
+
+
+class BuyerView(PageModel):
+    """The buyer page's view of the round's books (:func:`avatar.buyer.book.buyer_event`), as the
+    display hub keeps it for a page opened or reconnecting."""
+
     round_id: RoundId
     phase: str | None
     budget: Number | None
     spent: Number
     left: Number | None
-    offers: list[View]
+    offers: list[OfferView]
     offered: bool
     """A seller made an offer this round (an empty list then means none is open now, not none yet)."""
-    deals: list[View]
-    waiting_eo: list[View]
-    cut: list[View]
+    deals: list[BoughtView]
+    waiting_eo: list[WaitingView]
+    cut: list[CutView]
     """What became of each deal that waited for the buyer's answer when the room restarted
     (:func:`avatar.buyer.book.cut_fates`)."""
     have: dict[str, int]
-    saved: View | None
+    saved: SavedView | None
     human_totals: View | None
+    """The buyer's entry of the EO's totals, as the EO sent it."""
     round_totals: View | None
     result: str | None
     """The EO's score of the round in words (:func:`avatar.buyer.book.round_result`)."""
-    utility: View | None
+    utility: UtilityView | None
     utility_problem: str | None
-    plan: View | None
+    plan: PlanView | None
     recipe: dict[str, dict[str, int]]
+
+
+class BuyerEvent(BuyerView, PageEvent):
+    """The buyer page's view of the round's books changed."""
+
+    type: Literal["buyer"] = "buyer"
+    pages = frozenset({"buyer"})
+
+    def view(self) -> BuyerView:
+        """What the hub keeps of it."""
+        return BuyerView.model_validate(self.payload())
+
+
+class DealView(PageModel):
+    """A deal the EO booked, as the display lists it."""
+
+    seller: str
+    goods: dict[str, int]
+    price: Number
+    text: str
+    source: str
+    at: int
 
 
 class DealsEvent(PageEvent):
@@ -386,7 +491,7 @@ class DealsEvent(PageEvent):
     type: Literal["deals"] = "deals"
     pages = frozenset({"display"})
     round_id: RoundId
-    deals: list[View]
+    deals: list[DealView]
     totals: View | None
 
 
@@ -592,7 +697,7 @@ class ConsoleSnapshot(PageEvent):
     speaking: dict[str, bool]
     utterances: list[View]
     alerts: list[View]
-    day: View | None
+    day: DaySummary | None
     calibration: View | None
     competition: View | None
     now: int
@@ -654,16 +759,65 @@ class AvatarSpeakingEvent(PageEvent):
     state: str
 
 
-class DayEvent(PageEvent):
+class DayRow(PageModel):
+    """One round of the day as the console's table and the day's CSV have it
+    (:meth:`avatar.operator.day.DayBook.summary`)."""
+
+    date: str
+    round: RoundId
+    buyer: str
+    started: str
+    """The local time it started (``HH:MM:SS``)."""
+    state: str
+    """The round's phase; ``lost`` when the EO lost the round."""
+    deals: int
+    paid: Number
+    allocation_saved: bool
+    buyer_utility: Number | None
+    seller_revenue: Number
+    """The same booked deals as ``paid``: the day's two sides add up."""
+    seller_utility: Number | None
+    undelivered: int
+    note: str
+
+
+class BuyerDay(PageModel):
+    """A buyer's rounds of the day, summed."""
+
+    rounds: int
+    deals: int
+    paid: Number
+    utility: Number
+
+
+class SellerDay(PageModel):
+    """A seller's rounds of the day, summed."""
+
+    rounds: int
+    revenue: Number
+    utility: Number
+
+
+class DaySummary(PageModel):
     """The day's rounds, per buyer and per seller (:meth:`avatar.operator.day.DayBook.summary`)."""
+
+    date: str
+    rounds: list[DayRow]
+    buyers: dict[str, BuyerDay]
+    sellers: dict[str, SellerDay]
+    next_buyer: str
+
+
+class DayEvent(DaySummary, PageEvent):
+    """The day's rounds changed."""
 
     type: Literal["day"] = "day"
     pages = frozenset({"console"})
-    date: str
-    rounds: list[View]
-    buyers: dict[str, View]
-    sellers: dict[str, View]
-    next_buyer: str
+
+    @classmethod
+    def of(cls, summary: DaySummary) -> DayEvent:
+        """The event that sends ``summary``."""
+        return cls.model_validate(summary.model_dump())
 
 
 class CompetitionEvent(PageEvent):

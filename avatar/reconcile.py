@@ -122,7 +122,7 @@ class Reconciler:
         :meth:`~avatar.books.ledger.RoomLedger.eo_knew`)."""
         self._said: set[tuple[int, str]] = set()
         """Differences said already (one the room cannot mend stays on the console once)."""
-        self._fates: list[tuple[object, str]] = []
+        self._fates: list[tuple[str, str]] = []
         """What the pages were last told became of the deals a stop cut (:func:`cut_fates`)."""
 
     def _again(self, round_key: int, what: str) -> bool:
@@ -161,7 +161,7 @@ class Reconciler:
         books.eo_agreed(book.round.key, at)
         if not any(p.outcome == "cut" for p in book.prompts):
             return
-        fates = [(f["id"], f["fate"]) for f in cut_fates(book, at)]
+        fates: list[tuple[str, str]] = [(f.id, f.fate) for f in cut_fates(book, at)]
         if fates != self._fates:
             self._fates = fates
             books.changed()

@@ -20,14 +20,13 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from avatar.books.ledger import RoomLedger
 from avatar.books.records import RoundBook
-from avatar.buyer.book import buyer_view
+from avatar.buyer.book import buyer_event
 from avatar.confirm_queue import prompt_views
 from avatar.display import DisplayHub
-from avatar.page_events import BuyerEvent, ConfirmsEvent, DealsEvent, DisplayState, PromptView
+from avatar.page_events import BuyerView, ConfirmsEvent, DealsEvent, DealView, DisplayState, PromptView
 from avatar.settings import AvatarSettings
 from workers.runtime.logs import RateLimitedLog
 
@@ -37,15 +36,15 @@ _notes = RateLimitedLog(log)
 Listener = Callable[[RoundBook | None], None]
 
 
-def deal_views(book: RoundBook | None) -> list[dict[str, Any]]:
+def deal_views(book: RoundBook | None) -> list[DealView]:
     """The booked deals as the display lists them."""
     if book is None:
         return []
-    return [{"seller": d.seller, "goods": d.goods, "price": d.price, "text": d.text, "source": d.source, "at": d.booked_ms}
+    return [DealView(seller=d.seller, goods=d.goods, price=d.price, text=d.text, source=d.source, at=d.booked_ms)
             for d in book.deals]
 
 
-def _keep_buyer(view: dict[str, Any], state: DisplayState) -> None:
+def _keep_buyer(view: BuyerView, state: DisplayState) -> None:
     """The buyer page's view kept, for a page opened or reconnecting."""
     state.buyer = view
 
@@ -134,11 +133,10 @@ class RoundBooks:
             _notes.warning(("read", type(exc).__name__), "the round's books cannot be read: %s: %s", type(exc).__name__, exc)
             return None
         agreed = self._agreed
-        buyer = BuyerEvent(**buyer_view(book, agreed[1] if agreed is not None and book is not None
-                                         and agreed[0] == book.round.key else None))
+        buyer = buyer_event(book, agreed[1] if agreed is not None and book is not None and agreed[0] == book.round.key else None)
         deals = DealsEvent(round_id=buyer.round_id, deals=deal_views(book), totals=book.round.totals if book is not None else None)
         confirms = ConfirmsEvent(queue=self.prompts(book))
-        self.hub.emit(buyer, functools.partial(_keep_buyer, buyer.payload()))
+        self.hub.emit(buyer, functools.partial(_keep_buyer, buyer.view()))
         self.hub.emit(deals, functools.partial(_keep_deals, deals))
         self.hub.emit(confirms, functools.partial(_keep_confirms, confirms))
         for listener in self._listeners:

@@ -13,7 +13,7 @@ import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final, Protocol
+from typing import Annotated, Final, Protocol
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -23,6 +23,7 @@ from avatar.books.ledger import RoomLedger
 from avatar.books.records import RoundBook
 from avatar.deps import StateKey
 from avatar.display.routes import DISPLAY_FEED_PATH
+from avatar.page_events import Number, PageModel, View
 from avatar.pages import add_files, fill_page
 from formats import written
 from humaine_platform.allocation import AllocationCheck, AllocationServiceError, check_allocation, save_allocation
@@ -46,11 +47,49 @@ SAVE_PHASES: Final = ("post",)
 may still change, after it the round is gone."""
 
 
+class Refusal(PageModel):
+    """Why the page's request was not done."""
+
+    ok: bool
+    reason: str
+
+
+class CheckAnswer(PageModel):
+    """What the page gets of a check; ``missing`` says what it still needs as the page shows it
+    ("2 more eggs")."""
+
+    ok: bool
+    sufficient: bool
+    rationale: dict[str, dict[str, Number]]
+    """Per good: ``need`` and ``have``."""
+    shortfall: dict[str, Number]
+    missing: str
+    value: Number | None
+    rated_by: str
+
+    @classmethod
+    def of(cls, result: AllocationCheck) -> CheckAnswer:
+        return cls(ok=result.sufficient, sufficient=result.sufficient, rationale=result.rationale, shortfall=result.shortfall,
+                   missing=written.missing(result.shortfall), value=result.value, rated_by=result.rated_by)
+
+
+class SaveAnswer(CheckAnswer):
+    """What the page gets of a save the EO took: the check, and the EO's answer as it came."""
+
+    saved: bool
+    eo: View
+
+    @classmethod
+    def taken(cls, check: CheckAnswer, eo: View) -> SaveAnswer:
+        """``check`` (of an allocation that suffices: only those are saved) with the EO's answer."""
+        return cls(**dict(check), saved=True, eo=eo)
+
+
 def _refused(reason: str, status: int = 422) -> JSONResponse:
-    return JSONResponse({"ok": False, "reason": reason}, status_code=status)
+    return JSONResponse(Refusal(ok=False, reason=reason).model_dump(), status_code=status)
 
 
-def _products(data: Any) -> dict[str, Any] | None:
+def _products(data: object) -> View | None:
     """The ``products`` of a page's request, in the utility generator's shape, or None."""
     products = data.get("products") if isinstance(data, dict) else None
     if not isinstance(products, dict) or not all(isinstance(v, dict) for v in products.values()):
@@ -97,19 +136,11 @@ class BuyerDesk:
             utility_generator = None
         return cls(room, eo, utility_generator)
 
-    async def checked(self, products: dict[str, Any]) -> AllocationCheck:
+    async def checked(self, products: View) -> AllocationCheck:
         """``products`` checked against what the EO booked this round, and rated."""
         book = self.room.books.current()
         bought = book.bought() if book is not None else {}
         return await check_allocation(self.utility_generator, bought, products, book.round.utility if book is not None else None)
-
-
-def _check_answer(result: AllocationCheck) -> dict[str, Any]:
-    """What the page gets of a check; ``missing`` says what it still needs as the page shows it
-    ("2 more eggs")."""
-    return {"ok": result.sufficient, "sufficient": result.sufficient, "rationale": result.rationale,
-            "shortfall": result.shortfall, "missing": written.missing(result.shortfall), "value": result.value,
-            "rated_by": result.rated_by}
 
 
 DESK: Final = StateKey[BuyerDesk]("buyer_desk")
@@ -134,7 +165,7 @@ async def buyer_page() -> str:
 add_files(router, BUYER_STATIC_PATH, STATIC_DIR, "buyer")
 
 
-async def _read(request: Request) -> dict[str, Any] | JSONResponse:
+async def _read(request: Request) -> View | JSONResponse:
     """The page's ``products``, or the refusal to answer with."""
     try:
         data = parse_body(await request.body())
@@ -152,7 +183,7 @@ async def check(request: Request, desk: DeskDep) -> JSONResponse:
     if isinstance(products, JSONResponse):
         return products
     try:
-        return JSONResponse(_check_answer(await desk.checked(products)))
+        return JSONResponse(CheckAnswer.of(await desk.checked(products)).model_dump())
     except (AllocationServiceError, ValueError) as exc:
         _notes.warning(("check", type(exc).__name__), "checking an allocation failed: %s", exc)
         return _refused(str(exc), 503 if isinstance(exc, AllocationServiceError) else 422)
@@ -184,4 +215,4 @@ async def save(request: Request, desk: DeskDep) -> JSONResponse:
         room.ledger.save_allocation(current.key, products, result.value)
         room.books.changed()
     log.info("the buyer saved an allocation worth %s for round %s", result.value, state.round_id)
-    return JSONResponse({**_check_answer(result), "ok": True, "saved": True, "eo": answer.body()})
+    return JSONResponse(SaveAnswer.taken(CheckAnswer.of(result), answer.body()).model_dump())

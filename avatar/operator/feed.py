@@ -39,6 +39,7 @@ from avatar.page_events import (
     ConsoleEvent,
     ConsoleSnapshot,
     DayEvent,
+    DaySummary,
     HeadposeEvent,
     LinkEvent,
     PoseView,
@@ -131,7 +132,7 @@ class OperatorFeed:
         self.topics = bus.topics
         self.hub = FeedHub(self.view)
         self.alert_book = alert_book
-        self._day: dict[str, Any] | None = None
+        self._day: DaySummary | None = None
         self.on_undelivered = on_undelivered
         """Told the round of each of the buyer's utterances that never reached the EO (the day book)."""
         self._lock = threading.Lock()
@@ -355,11 +356,11 @@ class OperatorFeed:
             if back:  # its status came between the look and the alert: the alert no longer holds
                 self._resolve(("worker_silent",), name, f"{name} is heard of again")
 
-    def set_day(self, summary: dict[str, Any]) -> None:
+    def set_day(self, summary: DaySummary) -> None:
         """The day's rounds, per buyer and seller (:class:`~avatar.operator.day.DayBook`)."""
         with self._lock:
             self._day = summary
-        self.hub.emit(DayEvent(**summary))
+        self.hub.emit(DayEvent.of(summary))
 
     # -- links (event loop) ----------------------------------------------------------------------
     def set_link(self, name: str, **values: Any) -> None:

@@ -238,7 +238,7 @@ async def set_buyer(request: Request, console: ConsoleDep) -> JSONResponse:
 @router.get(DAY_JSON_PATH, include_in_schema=False)
 async def day_json(console: ConsoleDep) -> JSONResponse:
     """The day as in its exported file: per round, buyer and seller, and every round whole."""
-    return JSONResponse({**console.day.summary(), "detail": console.day.detail()})
+    return JSONResponse(console.day.whole().model_dump())
 
 
 @router.get(DAY_CSV_PATH, include_in_schema=False)

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from avatar import page_events as pe
+from avatar.buyer.book import buyer_event
 from avatar.display import DisplayHub
 from tests.support.pages import PAGES, script_of
 
@@ -120,17 +121,18 @@ def test_the_wire_keeps_numbers_types_and_leaves_out_what_was_not_given() -> Non
 
 def test_the_display_hub_keeps_what_a_new_page_needs() -> None:
     hub = DisplayHub(["Celia", "Watson"], "buyer", {"Celia": "female"})
+    no_round = buyer_event(None)
     first = hub.snapshot().wire()
     assert first["type"] == "snapshot" and "buyer" not in first  # the books were not read yet
     assert first["captions"] == {"Celia": None, "Watson": None}
 
     def keep(state: pe.DisplayState) -> None:
         state.camera = pe.CameraView(state="online", detail="")
-        state.buyer = {"round_id": None}
+        state.buyer = no_round.view()
 
     hub.emit(pe.CameraStateEvent(state="online", detail=""), keep)
     later = hub.snapshot()
-    assert later.wire()["camera"] == {"state": "online", "detail": ""} and later.wire()["buyer"] == {"round_id": None}
+    assert later.wire()["camera"] == {"state": "online", "detail": ""} and later.wire()["buyer"] == no_round.payload()
     later.captions["Celia"] = pe.Caption(avatar="Celia", text="changed", message_id="m", at=1, latency_ms=0)  # a snapshot is a copy
     assert hub.snapshot().captions["Celia"] is None
     assert hub.snapshot_text().startswith('{"type":"snapshot",')
