@@ -75,16 +75,14 @@ KILL_GRACE_S = 3.0
 together and share the CPU while they do."""
 KILL_AFTER_S = STOP_DEADLINE_S + KILL_GRACE_S
 """How long after SIGTERM ``run`` kills a child that has not ended."""
-ORCHESTRATOR = STANDIN_EO
-"""The stand-in EO's command (:mod:`standins`)."""
 ROOM_WORKERS = (AVATAR, TRANSCRIPT, RECORD_ROUNDS, MICROPHONE, CAMERA)
 """The room's own workers, in start order: services that others call first, then the recorder
 of the rounds (before anything is said), sensors last. The commands of the avatar, the
 transcript, the microphone and the camera are named by their workers' ids."""
-STAND_INS = (ORCHESTRATOR, DEMO_AGENTS)
+STAND_INS = (STANDIN_EO, DEMO_AGENTS)
 """Started before the room when no EO is configured: the stand-in EO and the demo sellers."""
 SUITE_ORDER = STAND_INS + ROOM_WORKERS
-STOP_ORDER = ((CAMERA, MICROPHONE), (TRANSCRIPT,), (ORCHESTRATOR,), (DEMO_AGENTS,), (AVATAR,), (RECORD_ROUNDS,))
+STOP_ORDER = ((CAMERA, MICROPHONE), (TRANSCRIPT,), (STANDIN_EO,), (DEMO_AGENTS,), (AVATAR,), (RECORD_ROUNDS,))
 """The stages in which ``run`` stops its children, each stage gone before the next gets its
 SIGTERM: what starts a turn first (the senses, the transcript), then each service after every
 service that calls it, so that a call in flight is answered rather than cut. The EO finishes
@@ -261,7 +259,7 @@ def room_overrides(config: Config, names: Sequence[str]) -> dict[str, str]:
     Controller, on any EO (``[rounds] auto_start``); in a suite without it, nobody else could, so
     the stand-in EO starts its own (``[standin] auto_round``)."""
     by_itself = first_round_by_itself(config, names)
-    if by_itself and AVATAR not in names and ORCHESTRATOR in names:
+    if by_itself and AVATAR not in names and STANDIN_EO in names:
         return {"rounds.auto_start": "false", "standin.auto_round": "true"}
     return {"rounds.auto_start": "true" if by_itself else "false"}
 
@@ -314,7 +312,7 @@ def owned_ports(config: Config, names: list[str]) -> list[tuple[str, str, int]]:
     if AVATAR in names:
         avatar = config.section(AvatarSettings)
         ports.append(("the Avatar Controller ([avatar] port)", avatar.host, avatar.port))
-    if ORCHESTRATOR in names:
+    if STANDIN_EO in names:
         standin = config.section(StandinSettings)
         ports.append(("the stand-in EO ([standin] port)", standin.host, standin.port))
     if DEMO_AGENTS in names:
@@ -404,7 +402,7 @@ def _run_suite(
 def _print_start_lines(config: Config, names: Sequence[str], with_stand_ins: bool, started: StartedBroker | None) -> None:
     """The broker, the stand-ins and the pages of the Avatar Controller, before the table."""
     print(f"humaine-env: MQTT broker {config.broker.url}{f' ({started.description})' if started else ''}", flush=True)
-    if with_stand_ins and ORCHESTRATOR in names:
+    if with_stand_ins and STANDIN_EO in names:
         print(stand_ins_line(config), flush=True)
     if AVATAR in names:
         from avatar.buyer.routes import BUYER_PATH

@@ -55,7 +55,6 @@ from workers.runtime.messages import Envelope, RoundState, now_ms
 from workers.runtime.worker import Worker
 from workers.runtime.worker_ids import RECORDER
 
-WORKER_ID = RECORDER
 UNNAMED = "unnamed"
 """The folder name's buyer part when the operator named nobody."""
 NAME_CHARS = 48
@@ -148,7 +147,7 @@ class RoundSession:
 class RoundRecorder(Worker):
     """Records each round's negotiation as a session folder (see the module docstring)."""
 
-    name: ClassVar[str] = WORKER_ID
+    name: ClassVar[str] = RECORDER
 
     def __init__(self, config: Config, worker_id: str | None = None, bus: Bus | None = None) -> None:
         super().__init__(config, worker_id, bus)

@@ -1,7 +1,8 @@
 """The Rich Transcript worker's command."""
 
 from workers.runtime.registry import Command
+from workers.runtime.worker_ids import TRANSCRIPT
 
 COMMANDS = (
-    Command("transcript", "transcript.cli", "Rich Transcript worker: utterance + addressee to the EO", section="transcript"),
+    Command(TRANSCRIPT, "transcript.cli", "Rich Transcript worker: utterance + addressee to the EO", section="transcript"),
 )
