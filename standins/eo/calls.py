@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Coroutine
 from typing import Any, Final
 
@@ -19,15 +18,12 @@ from humaine_platform import endpoints as ep
 from humaine_platform.client import Blocked, Delivered, Failed, HttpPoster, Outcome, RetryPolicy, Timeouts
 from standins.eo.rounds import Round, Service
 from standins.eo.settings import StandinSettings
+from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 
 FORWARD_RETRIES: Final = RetryPolicy(max_attempts=2, backoff_s=0.05, backoff_max_s=0.05)
 """A service that refuses connections is tried twice, then reported: a round cannot wait."""
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def outcome_text(outcome: Outcome) -> str:
@@ -68,6 +64,16 @@ class ServiceCalls:
         """``bodies[i]`` to ``services[i]``, all at once."""
         return list(await asyncio.gather(*(self.post(s, path, b) for s, b in zip(services, bodies, strict=True))))
 
+    async def forward(self, rnd: Round, body: dict[str, Any], human_first: bool) -> list[tuple[Service, Outcome]]:
+        """A permitted message on every service's ``/receiveMessage``, all at once: the agents get
+        it without ``bid``, the human side with it. Each mode keeps its EO's order of the services
+        (``human_first``), which the answers it reports follow."""
+        to_agents = {k: v for k, v in body.items() if k != "bid"}
+        agents = [(agent, to_agents) for agent in rnd.agents.values()]
+        sends = [(rnd.human, body), *agents] if human_first else [*agents, (rnd.human, body)]
+        outcomes = await self.post_each([s for s, _ in sends], ep.RECEIVE_MESSAGE, [b for _, b in sends])
+        return [(service, outcome) for (service, _), outcome in zip(sends, outcomes, strict=True)]
+
     def background(self, service: Service, path: str, body: dict[str, Any]) -> None:
         """A call nobody waits for (logs, rejections); :meth:`aclose` stops those still running."""
         self._keep(self.post(service, path, body))
@@ -98,7 +104,7 @@ class ServiceCalls:
         outcomes = await self.post_each(services, path, bodies)
         for service, outcome in zip(services, outcomes, strict=True):
             if not isinstance(outcome, Delivered):
-                rnd.events.append({"path": path, "service": service.name, "outcome": outcome_text(outcome), "at": wall_ms()})
+                rnd.events.append({"path": path, "service": service.name, "outcome": outcome_text(outcome), "at": now_ms()})
 
     async def aclose(self) -> None:
         """Stop the calls nobody waits for and close the connection pools."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,16 +30,13 @@ from humaine_platform.models import (
     parse_message,
 )
 from humaine_platform.rules import R3_NO_HUMAN_RATIONALE, Entry, Proposal, Verdict
-from standins.eo.calls import ServiceCalls, outcome_text, wall_ms
+from standins.eo.calls import ServiceCalls, outcome_text
 from standins.eo.errors import SERVICE_FAILED, StandinError
 from standins.eo.memory import RoundMemory
 from standins.eo.rounds import Round
+from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
 
 
 def _overruled(record: dict[str, Any], verdict: Verdict) -> Verdict:
@@ -52,11 +48,9 @@ def _overruled(record: dict[str, Any], verdict: Verdict) -> Verdict:
 class DocumentedRelay:
     """``/relayMessage`` and ``/viewQueue`` by the documented rules."""
 
-    def __init__(self, memory: RoundMemory, calls: ServiceCalls, clock_ms: Callable[[], float] = monotonic_ms) -> None:
+    def __init__(self, memory: RoundMemory, calls: ServiceCalls) -> None:
         self._memory = memory
         self._calls = calls
-        self._clock_ms = clock_ms
-        """When a message reaches the stand-in (R0 and R2 measure the gaps)."""
 
     def view_queue(self, round_id: object) -> Any:
         rnd = self._memory.get(round_id)
@@ -65,13 +59,13 @@ class DocumentedRelay:
     async def relay(self, body: Any) -> dict[str, Any]:
         """Judge, log, tell or forward. Returns the JSON answer; raises :class:`StandinError` for
         what the real EO cannot survive."""
-        arrived = self._clock_ms()
+        arrived = time.monotonic() * 1000.0  # when it reached the stand-in: R0 and R2 measure the gaps
         rnd, message = self._read(body)
         verdict = rnd.queue.propose(Proposal.from_body(body, arrived))
         entry = rnd.queue.entries[-1]
         record: dict[str, Any] = {
             **body, "permitted": verdict.permitted, "rationale": verdict.rationale, "rule": verdict.rule,
-            "receivedAt": wall_ms(),
+            "receivedAt": now_ms(),
         }
         rnd.history.append(record)
         if verdict.permitted and isinstance(message, AgentMessage) and message.bid is not None and message.bid.is_accept:
@@ -161,15 +155,13 @@ class DocumentedRelay:
     async def _forward(self, rnd: Round, body: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         """A permitted message (an Accept only once booked) to the agents without its bid and to
         the human side with it."""
-        to_agents = {k: v for k, v in body.items() if k != "bid"}
-        services = [*rnd.agents.values(), rnd.human]
-        outcomes = await self._calls.post_each(services, ep.RECEIVE_MESSAGE, [to_agents] * len(rnd.agents) + [body])
-        forwarded = {s.name: outcome_text(o) for s, o in zip(services, outcomes, strict=True)}
+        sent = await self._calls.forward(rnd, body, human_first=False)
+        forwarded = {s.name: outcome_text(o) for s, o in sent}
         record["forwarded"] = forwarded
         answer = acknowledgement(permitted=True, rationale=None, roundId=rnd.round_id, forwarded=forwarded)
         if "booked" in record:
             answer["booked"] = record["booked"]
-        human_outcome = outcomes[-1]
+        human_outcome = sent[-1][1]
         if not isinstance(human_outcome, Delivered):
             raise StandinError(
                 SERVICE_FAILED,

@@ -31,12 +31,12 @@ from humaine_platform import endpoints as ep
 from standins.eo.calls import ServiceCalls
 from standins.eo.documented import DocumentedRelay
 from standins.eo.initialize import RoundInitializer
-from standins.eo.lifecycle import RoundLife
+from standins.eo.lifecycle import RoundPhases
 from standins.eo.memory import RoundMemory
 from standins.eo.platform import PlatformRelay
 from standins.eo.rounds import Round
 from standins.eo.settings import StandinSettings
-from standins.eo.totals import RoundTotals
+from standins.eo.totals import TotalsKeeper
 
 
 class Relay(Protocol):
@@ -52,14 +52,13 @@ class StandinOrchestrator:
     their life on timers, their totals and the mode's relay."""
 
     def __init__(self, settings: StandinSettings) -> None:
-        platform = settings.rules == "real_eo"
         self._memory = RoundMemory()
         self._calls = ServiceCalls(settings)
         self._initializer = RoundInitializer(settings, self._memory)
-        self._totals = RoundTotals(self._memory, platform_view=platform)
-        self._life = RoundLife(self._memory, self._calls, self._totals)
+        self._totals = TotalsKeeper(self._memory, platform_view=settings.real_eo)
+        self._life = RoundPhases(self._memory, self._calls, self._totals)
         self._relay: Relay = (
-            PlatformRelay(settings, self._memory, self._calls) if platform else DocumentedRelay(self._memory, self._calls)
+            PlatformRelay(settings, self._memory, self._calls) if settings.real_eo else DocumentedRelay(self._memory, self._calls)
         )
 
     async def aclose(self) -> None:

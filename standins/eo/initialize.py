@@ -30,7 +30,7 @@ class RoundInitializer:
         """Remember the round; nothing is sent until ``/startRound``."""
         setup = self._setup_of(body)
         existing = self._memory.find(setup.roundId)
-        if existing is not None and existing.phase not in ("initialized", "ended"):
+        if existing is not None and existing.running:
             raise StandinError(409, f"round {setup.roundId!r} is running (phase {existing.phase})", roundId=setup.roundId)
         try:
             human = self._human_service(setup)
@@ -50,7 +50,7 @@ class RoundInitializer:
             queue=TurnQueue(self._settings.rule_settings(float(budget.value))),
             ledger=Ledger(budget.currentUnit or self._settings.currency),
         )
-        if self._settings.rules == "real_eo":
+        if self._settings.real_eo:
             rnd.eo_totals = eo_rules.Totals(float(budget.value), {})
         self._memory.replace(rnd)
         log.info(
@@ -71,7 +71,7 @@ class RoundInitializer:
     def _budget(self, body: dict[str, Any]) -> Budget:
         """The round's ``humanBudget``, else ``[standin] human_budget``. The platform EO takes the
         budget from its appSettings.json, never from the round: so does the ``real_eo`` mode."""
-        raw = None if self._settings.rules == "real_eo" else body.get("humanBudget")
+        raw = None if self._settings.real_eo else body.get("humanBudget")
         if raw is None:
             return Budget(value=self._settings.human_budget, currentUnit=self._settings.currency)
         try:

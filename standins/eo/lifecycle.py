@@ -11,26 +11,27 @@ from typing import Any
 
 from humaine_platform import endpoints as ep
 from humaine_platform.models import ms_to_iso
-from standins.eo.calls import ServiceCalls, wall_ms
+from standins.eo.calls import ServiceCalls
 from standins.eo.errors import StandinError
-from standins.eo.memory import RUNNING, RoundMemory
+from standins.eo.memory import RoundMemory
 from standins.eo.rounds import Round
-from standins.eo.totals import RoundTotals
+from standins.eo.totals import TotalsKeeper
+from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 
 
 async def _phase(rnd: Round, seconds: float) -> None:
-    """Let the current phase run ``seconds``, or until the operator ends it (:meth:`RoundLife.end_phase`)."""
+    """Let the current phase run ``seconds``, or until the operator ends it (:meth:`RoundPhases.end_phase`)."""
     with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
         await asyncio.wait_for(rnd.skip.wait(), max(0.0, seconds))
     rnd.skip.clear()
 
 
-class RoundLife:
+class RoundPhases:
     """Starts the rounds of ``memory`` and times their phases, as the EO does."""
 
-    def __init__(self, memory: RoundMemory, calls: ServiceCalls, totals: RoundTotals) -> None:
+    def __init__(self, memory: RoundMemory, calls: ServiceCalls, totals: TotalsKeeper) -> None:
         self._memory = memory
         self._calls = calls
         self._totals = totals
@@ -55,7 +56,7 @@ class RoundLife:
                 raise StandinError(409, "no round is running")
         else:
             rnd = self._memory.get(body["roundId"])
-        if rnd.phase not in RUNNING:
+        if not rnd.running:
             raise StandinError(409, f"round {rnd.round_id!r} is not running (phase {rnd.phase})", roundId=rnd.round_id)
         log.info("round %s: the operator ends the %s phase", rnd.round_id, rnd.phase)
         rnd.skip.set()
@@ -73,12 +74,12 @@ class RoundLife:
             await _phase(rnd, started + float(durations.warmUp) - loop.time())
             rnd.phase = "round"
             log.info("round %s: negotiation starts (%s s)", rnd.round_id, durations.round)
-            start_body = {"roundId": rnd.round_id, "roundDuration": durations.round, "timestamp": ms_to_iso(wall_ms())}
+            start_body = {"roundId": rnd.round_id, "roundDuration": durations.round, "timestamp": ms_to_iso(now_ms())}
             await self._calls.tell(rnd, ep.START_ROUND, everyone, start_body)
             await _phase(rnd, float(durations.round))
             rnd.phase = "post"
             log.info("round %s: negotiation over; post-round phase (%s s)", rnd.round_id, durations.post)
-            await self._calls.tell(rnd, ep.END_ROUND, everyone, {"roundId": rnd.round_id, "timestamp": ms_to_iso(wall_ms())})
+            await self._calls.tell(rnd, ep.END_ROUND, everyone, {"roundId": rnd.round_id, "timestamp": ms_to_iso(now_ms())})
             await _phase(rnd, float(durations.post))
             rnd.phase = "ended"
             totals = {"roundId": rnd.round_id, "roundTotals": self._totals.at_end(rnd)}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from typing import Final
 
 from humaine_platform import endpoints as ep
@@ -19,8 +18,6 @@ from standins.eo.rounds import Phase, Round, round_key
 
 NUMBERED_ROUND: Final = re.compile(rf"{re.escape(ROUND_ID_PREFIX)}([1-9][0-9]*)")
 """A round id of the day's numbering (``r1``, ``r2``, ...)."""
-RUNNING: Final[tuple[Phase, ...]] = ("warmup", "round", "post")
-"""The phases of a started round that has not ended."""
 
 
 class RoundMemory:
@@ -28,9 +25,6 @@ class RoundMemory:
 
     def __init__(self) -> None:
         self._rounds: dict[str, Round] = {}
-
-    def __iter__(self) -> Iterator[Round]:
-        return iter(list(self._rounds.values()))
 
     def __contains__(self, round_id: object) -> bool:
         return round_key(round_id) in self._rounds
@@ -67,7 +61,7 @@ class RoundMemory:
         self._rounds[rnd.key] = rnd
 
     def latest_running(self) -> Round | None:
-        running = [r for r in self._rounds.values() if r.phase in RUNNING]
+        running = [r for r in self._rounds.values() if r.running]
         return running[-1] if running else None
 
     def timers(self) -> list[asyncio.Task[None]]:

@@ -21,11 +21,12 @@ from humaine_platform import endpoints as ep
 from humaine_platform import eo_rules
 from humaine_platform.client import RELAY_PERMITTED_KEY, Blocked, Delivered
 from humaine_platform.models import Bid, acknowledgement, confirm_accept_answer
-from standins.eo.calls import ServiceCalls, outcome_text, wall_ms
+from standins.eo.calls import ServiceCalls, outcome_text
 from standins.eo.errors import SERVICE_FAILED, StandinError
 from standins.eo.memory import RoundMemory
 from standins.eo.rounds import Round
 from standins.eo.settings import StandinSettings
+from workers.runtime.messages import now_ms
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class PlatformRelay:
 
     async def relay(self, body: Any) -> dict[str, Any]:
         """Judge, then reject, or book (an Accept the human side confirms), log and forward."""
-        arrived = float(wall_ms())
+        arrived = float(now_ms())
         rnd, totals = self._running(body)
         names = [rnd.human.name, *rnd.agents]
         permitted, rationale = self._judge(body, totals, rnd, names, arrived)
@@ -69,7 +70,7 @@ class PlatformRelay:
         if not isinstance(body, dict):
             raise StandinError(422, "a message body must be a JSON object")
         rnd = self._memory.find(body.get("roundId"))
-        if rnd is None or rnd.phase in ("initialized", "ended") or rnd.eo_totals is None:
+        if rnd is None or not rnd.running or rnd.eo_totals is None:
             state = "not started" if rnd is not None and rnd.phase == "initialized" else "unknown"
             raise StandinError(404, f"roundId {body.get('roundId')!r} is {state} (the platform EO exits on this)",
                                roundId=body.get("roundId"))
@@ -109,12 +110,10 @@ class PlatformRelay:
         """``/receiveLog`` (not awaited), the queue, then the message to the human side with its
         bid and to the agents without; the answer carries every service's answer."""
         self._calls.background(rnd.human, ep.RECEIVE_LOG, {**body, "permitted": True, "rationale": None})
-        rnd.eo_queue.append(eo_rules.Queued(copy.deepcopy(body), float(wall_ms())))
-        to_agents = {k: v for k, v in body.items() if k != "bid"}
-        services = [rnd.human, *rnd.agents.values()]
-        outcomes = await self._calls.post_each(services, ep.RECEIVE_MESSAGE, [body] + [to_agents] * len(rnd.agents))
-        record["forwarded"] = {s.name: outcome_text(o) for s, o in zip(services, outcomes, strict=True)}
-        answers = [o.answer if isinstance(o, Delivered) else None for o in outcomes]
+        rnd.eo_queue.append(eo_rules.Queued(copy.deepcopy(body), float(now_ms())))
+        sent = await self._calls.forward(rnd, body, human_first=True)
+        record["forwarded"] = {s.name: outcome_text(o) for s, o in sent}
+        answers = [o.answer if isinstance(o, Delivered) else None for _, o in sent]
         return {**acknowledgement(), RELAY_PERMITTED_KEY: answers}
 
     def _reject(self, rnd: Round, body: dict[str, Any], rationale: str | None, names: list[str],

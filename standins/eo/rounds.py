@@ -133,6 +133,11 @@ class Round:
         return round_key(self.round_id)
 
     @property
+    def running(self) -> bool:
+        """Started and not ended: in its warm-up, its negotiation or its post-round phase."""
+        return self.phase in ("warmup", "round", "post")
+
+    @property
     def relaying(self) -> bool:
         return self.phase == "round"
 

@@ -17,12 +17,13 @@ Every key can also be set with ``HUMAINE_ENV_STANDIN_<KEY>`` or ``--set standin.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar, Final, Literal
 
 from pydantic import Field, field_validator
 
 from humaine_platform.endpoints import DEFAULT_EO_PORT, DEFAULT_HUMAN_PORT, FIRST_SAMPLE_AGENT_PORT, HUMAN_SERVICE_NAMES
-from humaine_platform.rules import DOCUMENTED_R0_GAP_MS, DOCUMENTED_R2_WINDOW_MS, RuleSettings
+from humaine_platform.rules import RuleSettings
 from workers.runtime.config import DEFAULT_AVATARS, ListenHost, Section
 
 DEFAULT_AGENT_PORTS: Final[dict[str, int]] = {name: FIRST_SAMPLE_AGENT_PORT + place for place, name in enumerate(DEFAULT_AVATARS)}
@@ -106,10 +107,16 @@ class StandinSettings(Section):
                              "or 'documented' (R0-R4 as written)")
         return value
 
+    @property
+    def real_eo(self) -> bool:
+        """Whether the stand-in judges as the platform EO does (``rules = "real_eo"``)."""
+        return self.rules == "real_eo"
+
     def rule_settings(self, human_budget: float | None) -> RuleSettings:
         """The documented R0-R4 thresholds for one round, with this section's overrides."""
-        return RuleSettings(
-            r0_min_gap_ms=DOCUMENTED_R0_GAP_MS if self.r0_min_gap_s is None else self.r0_min_gap_s * 1000.0,
-            r2_window_ms=DOCUMENTED_R2_WINDOW_MS if self.r2_window_s is None else self.r2_window_s * 1000.0,
-            human_budget=human_budget,
-        )
+        rules = RuleSettings(human_budget=human_budget)
+        if self.r0_min_gap_s is not None:
+            rules = replace(rules, r0_min_gap_ms=self.r0_min_gap_s * 1000.0)
+        if self.r2_window_s is not None:
+            rules = replace(rules, r2_window_ms=self.r2_window_s * 1000.0)
+        return rules

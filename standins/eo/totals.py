@@ -40,7 +40,7 @@ def _shortfall(bought: dict[str, Any], products: Any) -> dict[str, float]:
         return {}
 
 
-class RoundTotals:
+class TotalsKeeper:
     """The totals of the rounds in ``memory``: the platform EO's (``real_eo``, a round with
     :attr:`Round.eo_totals`) or the stand-in's own ledger (``documented``)."""
 

@@ -8,16 +8,16 @@ from humaine_platform.eo_rules import Totals
 from humaine_platform.models import Bid
 from standins.eo.calls import ServiceCalls
 from standins.eo.errors import StandinError
-from standins.eo.lifecycle import RoundLife
+from standins.eo.lifecycle import RoundPhases
 from standins.eo.memory import RoundMemory
 from standins.eo.settings import StandinSettings
-from standins.eo.totals import ALLOCATION_FAILED, NO_ALLOCATION_BODY, RoundTotals
+from standins.eo.totals import ALLOCATION_FAILED, NO_ALLOCATION_BODY, TotalsKeeper
 from tests.unit.standins.builders import memory_round
 
 
 def test_end_round_ends_the_latest_running_phase_and_refuses_when_none_runs() -> None:
     memory = RoundMemory()
-    life = RoundLife(memory, ServiceCalls(StandinSettings()), RoundTotals(memory, platform_view=False))
+    life = RoundPhases(memory, ServiceCalls(StandinSettings()), TotalsKeeper(memory, platform_view=False))
     with pytest.raises(StandinError, match="no round is running"):
         life.end_phase({})
     memory.replace(memory_round("r1"))
@@ -36,9 +36,9 @@ def test_the_stand_ins_totals_and_the_platform_eos() -> None:
     rnd = memory_round("r1")
     memory.replace(rnd)
     rnd.ledger.book("Celia", Bid.model_validate({"type": "Accept", "quantity": {"egg": 2}, "price": {"unit": "USD", "value": 3.5}}))
-    own = RoundTotals(memory, platform_view=False).view("r1")
+    own = TotalsKeeper(memory, platform_view=False).view("r1")
     assert own["roundTotals"]["Human"] == {"quantity": {"egg": 2}, "cost": 3.5}
-    platform = RoundTotals(memory, platform_view=True)
+    platform = TotalsKeeper(memory, platform_view=True)
     assert platform.view("r1") is None  # no EO totals: the platform EO's null
     assert platform.allocate({"roundId": "r1", "payload": {}}) == {
         "roundId": "r1", "status": ALLOCATION_FAILED, "Reason": NO_ALLOCATION_BODY}
