@@ -29,7 +29,7 @@ from humaine_platform.models import (
     describe_error,
     parse_message,
 )
-from humaine_platform.rules import R3_NO_HUMAN_RATIONALE, Entry, Proposal, Verdict
+from humaine_platform.rules import R3_NO_HUMAN_RATIONALE, Entry, Proposal, TurnQueue, Verdict
 from standins.eo.calls import ServiceCalls, outcome_text
 from standins.eo.errors import SERVICE_FAILED, StandinError
 from standins.eo.memory import RoundMemory
@@ -60,9 +60,9 @@ class DocumentedRelay:
         """Judge, log, tell or forward. Returns the JSON answer; raises :class:`StandinError` for
         what the real EO cannot survive."""
         arrived = time.monotonic() * 1000.0  # when it reached the stand-in: R0 and R2 measure the gaps
-        rnd, message = self._read(body)
-        verdict = rnd.queue.propose(Proposal.from_body(body, arrived))
-        entry = rnd.queue.entries[-1]
+        rnd, queue, message = self._read(body)
+        verdict = queue.propose(Proposal.from_body(body, arrived))
+        entry = queue.entries[-1]
         record: dict[str, Any] = {
             **body, "permitted": verdict.permitted, "rationale": verdict.rationale, "rule": verdict.rule,
             "receivedAt": now_ms(),
@@ -70,21 +70,22 @@ class DocumentedRelay:
         rnd.history.append(record)
         if verdict.permitted and isinstance(message, AgentMessage) and message.bid is not None and message.bid.is_accept:
             # the platform EO's order: the human side confirms, then the verdict is logged
-            verdict = await self._book_or_decline(rnd, body, message.bid, entry, record)
+            verdict = await self._book_or_decline(rnd, body, message.bid, queue, entry, record)
         log_body = {**body, "permitted": verdict.permitted, "rationale": verdict.rationale}
         record["log"] = outcome_text(await self._calls.post(rnd.human, ep.RECEIVE_LOG, log_body))
         if not verdict.permitted:
             return await self._reject(rnd, body, verdict, record)
         return await self._forward(rnd, body, record)
 
-    def _read(self, body: Any) -> tuple[Round, Message]:
-        """The round a message is for and the message, or the refusal where the EO would exit."""
+    def _read(self, body: Any) -> tuple[Round, TurnQueue, Message]:
+        """The round a message is for, its queue and the message, or the refusal where the EO
+        would exit."""
         if not isinstance(body, dict):
             raise StandinError(422, "a message body must be a JSON object")
         if "roundId" not in body:
             raise StandinError(422, "roundId is required on /relayMessage (the platform EO exits without it)")
         rnd = self._memory.get(body["roundId"])
-        if not rnd.relaying:
+        if not rnd.relaying or rnd.queue is None:  # a round of this mode always has its queue
             raise StandinError(
                 409,
                 f"round {rnd.round_id!r} is in phase {rnd.phase!r}; messages are relayed only while "
@@ -104,10 +105,11 @@ class DocumentedRelay:
                 )
             if message.bid is not None and not message.bid.has_price:
                 raise StandinError(422, "bid.price is required (the platform EO exits on a bid without price)")
-        return rnd, message
+        return rnd, rnd.queue, message
 
-    async def _book_or_decline(self, rnd: Round, body: dict[str, Any], bid: Bid, entry: Entry, record: dict[str, Any]) -> Verdict:
-        """``/confirmAccept`` for a permitted Accept (``entry`` in the round's queue): booked on
+    async def _book_or_decline(self, rnd: Round, body: dict[str, Any], bid: Bid, queue: TurnQueue, entry: Entry,
+                               record: dict[str, Any]) -> Verdict:
+        """``/confirmAccept`` for a permitted Accept (``entry`` in the round's ``queue``): booked on
         the human side's yes (the verdict stands), rejected as the platform EO rejects it on
         anything else ("User rejected bid offer"), so a declined Accept is never forwarded; one
         not booked then counts neither as said nor as spent. Raises :class:`StandinError` (424)
@@ -116,7 +118,7 @@ class DocumentedRelay:
         outcome = await self._calls.confirm(rnd, body)
         record["booked"] = False
         if not isinstance(outcome, Delivered | Blocked):
-            rnd.queue.overrule(entry, _overruled(record, Verdict(False, f"the human side failed {ep.CONFIRM_ACCEPT}")))
+            queue.overrule(entry, _overruled(record, Verdict(False, f"the human side failed {ep.CONFIRM_ACCEPT}")))
             raise StandinError(
                 SERVICE_FAILED,
                 f"the human-side service {rnd.human.name} failed {ep.CONFIRM_ACCEPT} ({outcome_text(outcome)}); the deal "
@@ -131,7 +133,7 @@ class DocumentedRelay:
             return Verdict(True)
         log.info("round %s: the human side declined %s's Accept (%s)", rnd.round_id, seller, answer)
         declined = _overruled(record, Verdict(False, eo_rules.USER_REJECTED))
-        rnd.queue.overrule(entry, declined)
+        queue.overrule(entry, declined)
         return declined
 
     async def _reject(self, rnd: Round, body: dict[str, Any], verdict: Verdict, record: dict[str, Any]) -> dict[str, Any]:

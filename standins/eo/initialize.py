@@ -47,11 +47,12 @@ class RoundInitializer:
             human=human,
             durations=setup.durations,
             budget=budget.body(),
-            queue=TurnQueue(self._settings.rule_settings(float(budget.value))),
             ledger=Ledger(budget.currentUnit or self._settings.currency),
         )
         if self._settings.real_eo:
             rnd.eo_totals = eo_rules.Totals(float(budget.value), {})
+        else:
+            rnd.queue = TurnQueue(self._settings.rule_settings(float(budget.value)))
         self._memory.replace(rnd)
         log.info(
             "round %s initialized: agents %s, human-side %s, durations %s",

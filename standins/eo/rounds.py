@@ -112,8 +112,6 @@ class Round:
     durations: Durations
     budget: dict[str, Any]
     """``humanBudget`` as sent in ``/sendRoundMetadata`` (``{"currentUnit", "value"}``)."""
-    queue: TurnQueue
-    """``documented`` mode: every proposal with the documented rules' verdict."""
     ledger: Ledger
     phase: Phase = "initialized"
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -121,6 +119,8 @@ class Round:
     events: list[dict[str, Any]] = field(default_factory=list)
     """Round life-cycle calls that failed (a service down), for ``/viewQueue``."""
     task: asyncio.Task[None] | None = None
+    queue: TurnQueue | None = None
+    """``documented`` mode: every proposal with the documented rules' verdict."""
     eo_queue: list[Queued] = field(default_factory=list)
     """``real_eo`` mode: the permitted messages, as the platform EO queues them."""
     eo_totals: Totals | None = None
