@@ -191,8 +191,6 @@ class EspeakEngine:
     def __init__(self) -> None:
         self._espeak = _EspeakBinding.get()
         self.sample_rate = _EspeakBinding.sample_rate
-        self._callback_ref: Callable[[Any, int, Any], int] | None = None
-        """The synthesis callback in use: held so that it outlives the ctypes call."""
 
     def check_voice(self, settings: VoiceSettings) -> None:
         """Raise :class:`SpeakerError` when espeak-ng does not know the voice."""
@@ -224,7 +222,7 @@ class EspeakEngine:
         run = _Synthesis(es, ssml, self.sample_rate, on_audio)
         with _EspeakBinding.lock:
             self._apply(settings)
-            self._callback_ref = run.callback
+            # pyttsx3 keeps the callback's ctypes wrapper in its module (SynthCallback) until the next one
             es.SetSynthCallback(run.callback)
             flags = es.SSML | es.CHARS_UTF8 | es.ENDPAUSE
             rc = es.Synth(ssml, flags=flags)
