@@ -83,8 +83,7 @@ class Scores:
             "latency_p50_ms": _percentile(self.latencies_ms, 50),
             "latency_p95_ms": _percentile(self.latencies_ms, 95),
             "stages_ms": {
-                span: {"p50": round(float(np.percentile(v, 50)), 1), "p95": round(float(np.percentile(v, 95)), 1)}
-                for span, v in self.stage_ms.items() if v
+                span: {"p50": _percentile(v, 50), "p95": _percentile(v, 95)} for span, v in self.stage_ms.items() if v
             },
             "bystanders": self.bystanders,
             "bystanders_passed_on": len(self.bystanders_passed),

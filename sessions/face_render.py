@@ -36,7 +36,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from hardware.video import image_of
+from hardware.video import Image, image_of
 from workers.camera.facemesh import MESH_POINTS, FaceMeshDetector
 
 FACE_WIDTH_MM = 145.0
@@ -66,8 +66,6 @@ Floats = NDArray[np.float64]
 """Points, depths and rotations (mm, pixels, radians)."""
 Triangles = NDArray[np.int32]
 """(T, 3) vertex indices of the mesh's triangles."""
-Image = NDArray[np.uint8]
-"""A BGR frame (OpenCV order), or the photo the texture comes from."""
 
 
 class RenderError(Exception):
@@ -244,19 +242,20 @@ class FaceModel:
 
     @classmethod
     def from_photo(cls, path: str | Path, detector: FaceMeshDetector | None = None) -> FaceModel:
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if image is None:
+        read = cv2.imread(str(path), cv2.IMREAD_COLOR)
+        if read is None:
             raise RenderError(f"{path}: not an image OpenCV can read")
+        image = image_of(read)
         own = detector is None
         detector = detector or FaceMeshDetector(max_faces=1, static_image_mode=True)
         try:
-            faces = detector.detect(image_of(image))
+            faces = detector.detect(image)
         finally:
             if own:
                 detector.close()
         if not faces:
             raise RenderError(f"{path}: MediaPipe FaceMesh finds no face in it")
-        return cls.from_landmarks(Path(path).stem, np.asarray(image, dtype=np.uint8), faces[0].landmarks[:MESH_POINTS])
+        return cls.from_landmarks(Path(path).stem, image, faces[0].landmarks[:MESH_POINTS])
 
     @classmethod
     def from_landmarks(cls, name: str, image: Image, landmarks: Floats) -> FaceModel:
@@ -370,7 +369,7 @@ class FaceRenderer:
 
     def __init__(self, model: FaceModel, camera: Camera, background: Image, placement: Placement | None = None) -> None:
         if background.shape[:2] != (camera.height, camera.width):
-            background = np.asarray(cv2.resize(background, (camera.width, camera.height), interpolation=cv2.INTER_AREA), dtype=np.uint8)
+            background = image_of(cv2.resize(background, (camera.width, camera.height), interpolation=cv2.INTER_AREA))
         self.model = model
         self.camera = camera
         self.placement = placement or Placement()

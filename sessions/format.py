@@ -23,7 +23,7 @@ import wave
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +31,9 @@ from numpy.typing import NDArray
 from formats.session_files import AUDIO_FILE, VIDEO_FILE
 from hardware.audio import SAMPLE_RATE
 from hardware.frame_times import FRAME_TIMES_FILE, read_frame_times
+
+if TYPE_CHECKING:
+    from hardware.video import Image  # its module opens OpenCV, which only writing a video needs
 
 FORMAT_NAME = "humaine-session"
 FORMAT_VERSION = 1
@@ -231,7 +234,7 @@ class SessionWriter:
         self._events = (self.path / EVENTS_FILE).open("w", encoding="utf-8")
         self._wav: wave.Wave_write | None = None
 
-    def add_frame(self, image: NDArray[np.uint8], t_ms: int) -> None:
+    def add_frame(self, image: Image, t_ms: int) -> None:
         if self._video is None:
             h, w = image.shape[:2]
             self._video = _VideoTrack(self.path, (w, h), self.info.camera.fps if self.info.camera else 30.0)
@@ -288,7 +291,7 @@ class _VideoTrack:
         self._csv.writerow(["index", "t_ms"])
         self._index = 0
 
-    def add(self, image: NDArray[np.uint8], t_ms: int) -> None:
+    def add(self, image: Image, t_ms: int) -> None:
         self._video.write(image)
         self._csv.writerow([self._index, int(t_ms)])
         self._index += 1

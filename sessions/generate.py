@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from hardware.audio import SAMPLE_RATE, level_dbfs
 from hardware.audio_files import load_audio
+from hardware.video import Image
 from sessions.face_render import Camera, FaceRenderer, room_background, sensor_noise
 from sessions.faces import face_model
 from sessions.format import SESSION_FILE, CameraInfo, Session, SessionInfo, SessionWriter, Truth
@@ -193,7 +194,7 @@ def _truth(spec: SessionSpec, timeline: Timeline, start_ms: int) -> Truth:
 def _write_frames(writer: SessionWriter, renderer: FaceRenderer, spec: SessionSpec, timeline: Timeline, mouth: NDArray[np.float64],
                   start_ms: int, truth: Truth) -> None:
     """Render every frame (each pose and mouth once), with its own sensor noise, and its pose into ``truth``."""
-    cache: dict[tuple[float, float, float], NDArray[np.uint8]] = {}
+    cache: dict[tuple[float, float, float], Image] = {}
     for i in range(len(mouth)):
         offset = round(i * 1000.0 / spec.fps)
         yaw, pitch = timeline.pose_at(offset)
