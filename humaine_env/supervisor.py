@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -466,17 +466,22 @@ class ReplyBody(BaseModel):
     gesture: str | list[str] | None = None
 
 
-class ShownReply(Envelope):
-    """:class:`AgentMessageSeen` read for the console: the same message, its body typed."""
+AGENT_MESSAGE: Final[str] = AgentMessageSeen.model_fields["type"].default
+""":class:`AgentMessageSeen`'s ``type``, read from it rather than spelled again."""
 
+
+class ShownReply(Envelope):
+    """:class:`AgentMessageSeen` read for the console: the same message, its body typed. A
+    subclass could not retype ``message`` without an ignore, so ``type`` is checked here."""
+
+    type: str = AGENT_MESSAGE
     message: ReplyBody
 
     @field_validator("type")
     @classmethod
     def _agent_message(cls, value: str) -> str:
-        expected = AgentMessageSeen.model_fields["type"].default
-        if value != expected:
-            raise ValueError(f"not an {expected}")
+        if value != AGENT_MESSAGE:
+            raise ValueError(f"not an {AGENT_MESSAGE}")
         return value
 
 

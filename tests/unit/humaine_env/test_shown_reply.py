@@ -26,3 +26,9 @@ def test_a_hostile_body_fails_when_read() -> None:
     payload = AgentMessageSeen(source="avatar", message={"speaker": "Celia", "bid": {"type": "SellOffer", "quantity": "lots"}})
     with pytest.raises(ValidationError):
         ShownReply.model_validate(payload.model_dump(mode="json"))
+
+
+def test_a_payload_without_a_type_is_an_agent_message_as_the_runtime_reads_it() -> None:
+    payload = AgentMessageSeen(source="avatar", message={"speaker": "Celia", "text": "hi"}).model_dump(mode="json")
+    del payload["type"]
+    assert AgentMessageSeen.model_validate(payload).type == ShownReply.model_validate(payload).type
