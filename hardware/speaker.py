@@ -260,6 +260,23 @@ class UtteranceCallbacks:
     on_phonemes: Callable[[list[SpeechEvent]], None] | None = None
 
 
+@dataclass(frozen=True)
+class _Pacing:
+    """When the output plays an utterance's samples: the moment it began and the sink's figures,
+    read once then (a sound card knows its latency only once its stream is open, and a
+    :class:`~hardware.speaker_stream.TeeSink` computes each figure over its sinks)."""
+
+    began_at: float
+    realtime: bool
+    latency_s: float
+    lead_s: float
+
+    def audible_at(self, audio_s: float) -> float:
+        """When the sample ``audio_s`` into the utterance is heard (0: at once, for a sink that
+        is not realtime)."""
+        return self.began_at + self.latency_s + audio_s if self.realtime else 0.0
+
+
 class UtterancePlayback:
     """One utterance on its way out: the engine's buffers written to the sink in blocks of
     :data:`BLOCK_S`, paced at playback speed for a realtime sink, its word and mark events held
@@ -281,12 +298,11 @@ class UtterancePlayback:
         self._callbacks = callbacks
         self._cancel = cancel
         self._max_samples = max_samples
-        self._rate = result.sample_rate
-        self._block_bytes = max(int(self._rate * BLOCK_S), 1) * SAMPLE_WIDTH
+        self._block_bytes = max(int(result.sample_rate * BLOCK_S), 1) * SAMPLE_WIDTH
         self._pending: list[SpeechEvent] = []
         """Word and mark events synthesised but not reached yet, in audio order."""
-        self._t0: float | None = None
-        """``time.monotonic()`` when the first samples went out (None before)."""
+        self._pacing: _Pacing | None = None
+        """Set when the first samples go out (None before)."""
 
     def on_audio(self, pcm: bytes, events: list[SpeechEvent]) -> bool:
         """One buffer from the engine: phonemes handed over, audio written (paced), due events
@@ -294,7 +310,7 @@ class UtterancePlayback:
         if self._cancel.is_set():
             self.result.cancelled = True
             return False
-        if self._t0 is None:
+        if self._pacing is None:
             self._begin()
         phonemes = [e for e in events if e.kind == "phoneme"]
         self._pending.extend(e for e in events if e.kind != "phoneme")
@@ -313,9 +329,9 @@ class UtterancePlayback:
     def play_out(self) -> None:
         """After synthesis: wait until the last sample is audible, firing the events it
         reaches on the way; then whatever is left (unless cancelled)."""
-        if self._t0 is None:
+        if self._pacing is None:
             return
-        end_at = self._t0 + self._sink.latency_s + self.result.samples / self._rate if self._sink.realtime else 0.0
+        end_at = self._pacing.audible_at(self.result.samples / self.result.sample_rate)
         while not self.result.cancelled:
             now = time.monotonic()
             self._fire_due(now)
@@ -329,7 +345,7 @@ class UtterancePlayback:
 
     def finish(self) -> None:
         """Close the utterance in the sink and report it, if any audio went out."""
-        if self._t0 is None:
+        if self._pacing is None:
             return
         self.result.path = self._sink.end()
         self.result.ended_at = time.monotonic()
@@ -337,10 +353,12 @@ class UtterancePlayback:
             self._callbacks.on_end(self.result)
 
     def _begin(self) -> None:
-        self._sink.begin(self.result.name, self._rate)
+        sink = self._sink
+        sink.begin(self.result.name, self.result.sample_rate)
         if self._callbacks.on_begin:
             self._callbacks.on_begin()
-        self.result.began_at = self._t0 = time.monotonic()
+        self._pacing = _Pacing(time.monotonic(), sink.realtime, sink.latency_s, sink.lead_s)
+        self.result.began_at = self._pacing.began_at
 
     def _cut(self, pcm: bytes, phonemes: list[SpeechEvent]) -> tuple[bytes, list[SpeechEvent]]:
         """``pcm`` and its ``phonemes`` up to ``max_samples``; events past it are dropped."""
@@ -348,7 +366,7 @@ class UtterancePlayback:
         if limit is None or self.result.samples + len(pcm) // SAMPLE_WIDTH < limit:
             return pcm, phonemes
         self.result.cut = True
-        end_ms = limit * 1000 // self._rate
+        end_ms = limit * 1000 // self.result.sample_rate
         self._pending = [e for e in self._pending if e.audio_ms <= end_ms]  # never said: never reported
         return pcm[: (limit - self.result.samples) * SAMPLE_WIDTH], [e for e in phonemes if e.audio_ms < end_ms]
 
@@ -362,8 +380,9 @@ class UtterancePlayback:
             self.result.samples += len(block) // SAMPLE_WIDTH
             if self.result.first_audio_at is None:
                 self.result.first_audio_at = time.monotonic()
-            if self._sink.realtime and self._t0 is not None:
-                target = self._t0 + self.result.samples / self._rate - self._sink.lead_s
+            pacing = self._pacing
+            if pacing is not None and pacing.realtime:
+                target = pacing.began_at + self.result.samples / self.result.sample_rate - pacing.lead_s
                 delay = target - time.monotonic()
                 if delay > 0 and self._cancel.wait(delay):
                     return False
@@ -371,9 +390,7 @@ class UtterancePlayback:
 
     def _due(self, event: SpeechEvent) -> float:
         """When the output reaches ``event`` (0: at once, for a sink that is not realtime)."""
-        if not self._sink.realtime or self._t0 is None:
-            return 0.0
-        return self._t0 + self._sink.latency_s + event.audio_ms / 1000.0
+        return self._pacing.audible_at(event.audio_ms / 1000.0) if self._pacing is not None else 0.0
 
     def _fire_due(self, now: float, force: bool = False) -> None:
         while self._pending and (force or self._due(self._pending[0]) <= now):
