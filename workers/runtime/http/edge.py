@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workers.runtime import strict_json
 from workers.runtime.logs import RateLimitedLog
+from workers.runtime.validation_text import error_line
 
 log = logging.getLogger(__name__)
 _refusals = RateLimitedLog(log)
@@ -318,7 +319,7 @@ def edge_app(
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = readable_errors(exc, ("body", *hidden_loc))
-        reason = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in errors)
+        reason = error_line(errors, "body")
         status, body = answer_for(request.url.path, 422, reason, errors, lenient, refusal)
         return EdgeJSONResponse(body, status_code=status)
 

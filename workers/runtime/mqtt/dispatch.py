@@ -23,6 +23,7 @@ from workers.runtime.mqtt.stats import BusStats
 from workers.runtime.strict_json import StrictJSONError
 from workers.runtime.strict_json import loads as strict_loads
 from workers.runtime.topics import Topic
+from workers.runtime.validation_text import error_line
 
 Handler = Callable[[str, Any], None]
 """``handler(concrete_topic, message)``: a valid message on a subscribed topic."""
@@ -40,11 +41,6 @@ REASON_MAX_CHARS = 200
 def short(text: str) -> str:
     """``text`` cut to :data:`REASON_MAX_CHARS` for a log line."""
     return text if len(text) <= REASON_MAX_CHARS else text[:REASON_MAX_CHARS] + "..."
-
-
-def validation_reason(exc: ValidationError) -> str:
-    """pydantic's first three errors in one line (``field: message; ...``)."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'payload'}: {e['msg']}" for e in exc.errors()[:3])
 
 
 class DropLog:
@@ -164,7 +160,7 @@ class Dispatcher:
         try:
             return sub.model.model_validate(data)
         except ValidationError as exc:
-            reason = short(validation_reason(exc))
+            reason = short(error_line(exc.errors(), "payload", limit=3))
             self._drops.drop(topic, kind, reason)
         except Exception as exc:  # e.g. RecursionError inside a validator
             self._drops.drop(topic, kind, f"{type(exc).__name__}: {short(str(exc))}")
