@@ -80,6 +80,12 @@ class PlatformModel(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+def json_object(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a part that is missing or of the
+    wrong shape reads as empty, and the checks on it then say what is missing)."""
+    return value if isinstance(value, dict) else {}
+
+
 # -- bids ----------------------------------------------------------------------------------------
 def finite_number(value: object) -> float | None:
     """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
