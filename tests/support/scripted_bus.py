@@ -29,8 +29,9 @@ from workers.runtime import __version__
 from workers.runtime.broker import BrokerAddress, parse_broker_url
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
+from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import Envelope, Status, WorkerState, now_ms
-from workers.runtime.mqtt.dispatch import Dispatcher, InvalidHandler, Received, Subscription
+from workers.runtime.mqtt.dispatch import DROP_LOG_INTERVAL_S, Dispatcher, InvalidHandler, Received, Subscription
 from workers.runtime.mqtt.stats import BusStats
 from workers.runtime.topics import Topic, Topics
 
@@ -114,7 +115,7 @@ class ScriptedBus:
         self._detail = ""
         self._filters: list[Topic] = []
         """What this client subscribed to (the broker sends it only those)."""
-        self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, log)
+        self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, RateLimitedLog(log, DROP_LOG_INTERVAL_S))
         """The real bus's checks and hand-over, payload by payload."""
         self._lock = threading.Lock()
         self._connected = threading.Event()

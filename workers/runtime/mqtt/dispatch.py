@@ -8,7 +8,6 @@ matching no subscription is named in a (rate-limited) line, never dropped silent
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -44,10 +43,11 @@ def short(text: str) -> str:
 
 
 class DropLog:
-    """One line per kind of dropped payload and topic, summarised when it repeats quickly."""
+    """One line per kind of dropped payload and topic, summarised when it repeats quickly
+    (through the bus's one :class:`RateLimitedLog`, keyed by topic and kind)."""
 
-    def __init__(self, log: logging.Logger) -> None:
-        self._lines = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+    def __init__(self, lines: RateLimitedLog) -> None:
+        self._lines = lines
 
     def drop(self, topic: str, kind: str, reason: str) -> None:
         self._lines.warning((topic, kind), "dropped a payload on %s: %s: %s", short(topic), kind, reason)
@@ -89,12 +89,12 @@ class Dispatcher:
 
     :meth:`receive` runs on the MQTT network thread and never raises."""
 
-    def __init__(self, worker_id: str, max_payload_bytes: int, stats: BusStats, log: logging.Logger) -> None:
+    def __init__(self, worker_id: str, max_payload_bytes: int, stats: BusStats, lines: RateLimitedLog) -> None:
         self._worker_id = worker_id
         self._max_payload_bytes = max_payload_bytes
         self._stats = stats
-        self._log = log
-        self._drops = DropLog(log)
+        self._log = lines.logger
+        self._drops = DropLog(lines)
         self._subscriptions: list[Subscription] = []
         self._lock = threading.Lock()
 

@@ -7,7 +7,6 @@ once could pass us by: a client is *ready* once connected and every SUBSCRIBE ac
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Sequence
 
@@ -15,17 +14,16 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.mqtt.dispatch import DROP_LOG_INTERVAL_S
 
 
 class Session:
     """The subscriptions one paho client keeps at its broker, and its connected/ready state."""
 
-    def __init__(self, client: mqtt.Client, log: logging.Logger, url: str, worker_id: str) -> None:
+    def __init__(self, client: mqtt.Client, lines: RateLimitedLog, url: str, worker_id: str) -> None:
         self._client = client
         self._url = url
         self._worker_id = worker_id
-        self._refusals = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+        self._lines = lines
         self._lock = threading.Lock()
         self._filters: list[tuple[str, int]] = []
         """Every (filter, QoS) subscribed, sent again on each connect."""
@@ -71,7 +69,7 @@ class Session:
         """A SUBACK: a refused subscription is said in a (rate-limited) line."""
         for reason in reasons:
             if reason.is_failure:
-                self._refusals.warning(("suback", self._url), "the MQTT broker %s refused a subscription of %s: %s",
+                self._lines.warning(("suback", self._url), "the MQTT broker %s refused a subscription of %s: %s",
                                        self._url, self._worker_id, reason)
         with self._lock:
             self._pending.discard(mid)
