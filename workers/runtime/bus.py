@@ -113,9 +113,9 @@ class Bus:
         self._status = StatusKeeper(worker_id, health, refresh_s)
         self.client = self.new_client(f"humaine-{config.core.environment_uuid}-{worker_id}", clean_session=not persistent)
         """The paho client every part shares (a test may drop the connection under it)."""
-        self._session = Session(self.client, self._lines, url, worker_id)
-        self._reconnects = Reconnects(log, url, worker_id, persistent, self.stats)
         self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, self._lines)
+        self._session = Session(self.client, self._dispatcher.filters, self._lines, url, worker_id)
+        self._reconnects = Reconnects(log, url, worker_id, persistent, self.stats)
         self._owned = OwnedStates(worker_id, self._lines, self.publish, self.clear_retained)
         self._gate: ReaderGate | None = None
         self._configure_client()

@@ -102,6 +102,11 @@ class Dispatcher:
         with self._lock:
             self._subscriptions.append(subscription)
 
+    def filters(self) -> list[tuple[str, int]]:
+        """Every (filter, QoS) subscribed, once each and sorted: what the broker must hold."""
+        with self._lock:
+            return sorted({(s.topic.name, s.topic.qos) for s in self._subscriptions})
+
     def receive(self, message: Received) -> None:
         """Never raises: whatever goes wrong drops this one message with one rate-limited line."""
         try:

@@ -8,7 +8,7 @@ once could pass us by: a client is *ready* once connected and every SUBSCRIBE ac
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.reasoncodes import ReasonCode
@@ -19,14 +19,16 @@ from workers.runtime.logs import RateLimitedLog
 class Session:
     """The subscriptions one paho client keeps at its broker, and its connected/ready state."""
 
-    def __init__(self, client: mqtt.Client, lines: RateLimitedLog, url: str, worker_id: str) -> None:
+    def __init__(self, client: mqtt.Client, filters: Callable[[], list[tuple[str, int]]], lines: RateLimitedLog,
+                 url: str, worker_id: str) -> None:
+        """``filters()``: every (filter, QoS) subscribed, sent again on each connect (the
+        dispatcher's subscriptions say it)."""
         self._client = client
+        self._filters = filters
         self._url = url
         self._worker_id = worker_id
         self._lines = lines
         self._lock = threading.Lock()
-        self._filters: list[tuple[str, int]] = []
-        """Every (filter, QoS) subscribed, sent again on each connect."""
         self._pending: set[int] = set()
         """Message ids of SUBSCRIBEs the broker has not acknowledged yet."""
         self._connected = threading.Event()
@@ -42,9 +44,8 @@ class Session:
         return self._ready.wait(timeout)
 
     def subscribe(self, name: str, qos: int) -> None:
-        """Keep ``name`` subscribed; sent at once when connected, else on the next connect."""
+        """A filter just added to :attr:`_filters`: sent at once when connected, else on the next connect."""
         with self._lock:
-            self._filters.append((name, qos))
             if self._connected.is_set():
                 self._send(name, qos)
 
@@ -54,7 +55,7 @@ class Session:
         with self._lock:
             self._pending.clear()
             self._connected.set()
-            for name, qos in sorted(set(self._filters)):
+            for name, qos in self._filters():
                 self._send(name, qos)
 
     def settle(self) -> None:
