@@ -181,7 +181,7 @@ class Bus:
         self._loop_started = False
         self._session.lost()
         if self._gate is not None:
-            self._gate.stop(self.worker_id)
+            self._gate.stop()
 
     # -- status ------------------------------------------------------------------------------
     @property
@@ -250,7 +250,7 @@ class Bus:
         connected again, or ``wait_s`` has passed (then they go, with one warning line). Those
         the broker had not acknowledged before it went are sent again after it. Call before
         :meth:`start`."""
-        gate = ReaderGate(self.client, Reader(reader, frozenset(t.name for t in topics), wait_s),
+        gate = ReaderGate(self.client, self.worker_id, Reader(reader, frozenset(t.name for t in topics), wait_s),
                           lambda: self._session.connected, self.stats, log, self.address.url)
         self._gate = gate
         self.subscribe(self.topics.status(reader), Status, lambda _t, status: gate.reader_status(status))
