@@ -167,10 +167,13 @@ class EdgeApp(FastAPI):
         self._body_schemas.update(defs)
 
     def openapi(self) -> dict[str, Any]:
-        if self.openapi_schema is None:
-            schema = super().openapi()
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(self._body_schemas)
-        return super().openapi()
+        """FastAPI's schema with the documented bodies' component schemas, built once."""
+        if self.openapi_schema is not None:
+            return self.openapi_schema
+        schema = super().openapi()
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(self._body_schemas)
+        self.openapi_schema = schema
+        return schema
 
 
 class BodyDocs:
