@@ -161,13 +161,14 @@ class Dispatcher:
 
     def _validated(self, sub: Subscription, topic: str, data: Any) -> Envelope | None:
         """``data`` as the subscription's model, or None after counting and saying why not."""
-        kind = f"invalid {sub.model.__name__}"
         try:
             return sub.model.model_validate(data)
         except ValidationError as exc:
+            kind = f"invalid {sub.model.__name__}"
             reason = short(error_line(exc.errors(), "payload", limit=3))
             self._drops.drop(topic, kind, reason)
         except Exception as exc:  # e.g. RecursionError inside a validator
+            kind = f"invalid {sub.model.__name__}"
             self._drops.drop(topic, kind, f"{type(exc).__name__}: {short(str(exc))}")
             reason = type(exc).__name__
         self._stats.dropped_invalid += 1
