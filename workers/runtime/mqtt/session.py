@@ -44,7 +44,7 @@ class Session:
         return self._ready.wait(timeout)
 
     def subscribe(self, name: str, qos: int) -> None:
-        """A filter just added to :attr:`_filters`: sent at once when connected, else on the next connect."""
+        """A filter just added to the subscriptions: sent at once when connected, else on the next connect."""
         with self._lock:
             if self._connected.is_set():
                 self._send(name, qos)
