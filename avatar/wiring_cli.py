@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from humaine_platform.models import json_object
 from workers.runtime.config import Config
 
 
@@ -84,4 +85,4 @@ def _read_json(path: str) -> dict[str, Any]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return json_object(data)

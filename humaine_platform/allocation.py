@@ -17,6 +17,7 @@ from humaine_platform import buyer_utility as bu
 from humaine_platform import endpoints as ep
 from humaine_platform.answers import AllocationAnswer, PlatformCallError, read_answer
 from humaine_platform.client import EOClient, HttpPoster, RetryPolicy, Timeouts, answer_of
+from humaine_platform.models import finite_number
 from humaine_platform.utility_generator import UtilityGeneratorClient
 
 TIMEOUT_S = 5.0
@@ -72,8 +73,7 @@ async def check_allocation(utility_generator: str | None, ingredients: dict[str,
         raise AllocationServiceError(str(exc)) from None
     rationale = _read_rationale(checked.rationale)
     value = rated.value if rated is not None else None
-    number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    return AllocationCheck(checked.sufficient, rationale, number, ep.UTILITY_GENERATOR_SERVICE, _shortfall(rationale))
+    return AllocationCheck(checked.sufficient, rationale, finite_number(value), ep.UTILITY_GENERATOR_SERVICE, _shortfall(rationale))
 
 
 async def save_allocation(eo_url: str, round_id: int | str, products: dict[str, Any]) -> AllocationAnswer:

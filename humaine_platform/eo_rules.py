@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from humaine_platform.models import BUYER, HUMAN, SELLER
+from humaine_platform.models import BUYER, HUMAN, SELLER, json_object
 
 RECENT_HUMAN: Final = "Recent human utterance."
 INSUFFICIENT_BUDGET: Final = "Insufficient budget"
@@ -104,16 +104,11 @@ def _rule0(message: dict[str, Any], queue: list[Queued], now: float) -> str | No
     return RECENT_HUMAN if gap < R0_GAP_MS and gap_agent >= gap else None
 
 
-def _object(value: object) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
 def _rule1(message: dict[str, Any], budget: float) -> str | None:
-    bid = _object(message.get("bid"))
+    bid = json_object(message.get("bid"))
     if bid.get("type") != BOOKED_TYPE:
         return None
-    amount = _object(bid.get("price")).get("value", 0.0)
+    amount = json_object(bid.get("price")).get("value", 0.0)
     return INSUFFICIENT_BUDGET if isinstance(amount, int | float) and amount > budget else None
 
 

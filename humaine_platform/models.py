@@ -18,6 +18,7 @@ Human messages carry ``timestamp`` (ms since the epoch, int); agent messages ``t
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from humaine_platform.endpoints import ACK_STATUS, CONFIRM_ACCEPT_STATUS
 from humaine_platform.reachable import host_port
 from workers.runtime.messages import SaneRoundId
+from workers.runtime.validation_text import error_line
 
 RoundId = SaneRoundId
 """``1`` in the platform doc, ``"r1"`` in the current EO: kept as received - when it is a round id
@@ -78,13 +80,19 @@ class PlatformModel(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+def json_object(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a part that is missing or of the
+    wrong shape reads as empty, and the checks on it then say what is missing)."""
+    return value if isinstance(value, dict) else {}
+
+
 # -- bids ----------------------------------------------------------------------------------------
 def finite_number(value: object) -> float | None:
     """A JSON number as a float (``True`` is not one, nor NaN or an infinity)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     result = float(value)
-    return result if result == result and abs(result) != float("inf") else None
+    return result if math.isfinite(result) else None
 
 
 def whole_goods(quantity: object) -> dict[str, int]:
@@ -445,9 +453,7 @@ _register()
 
 def describe_error(exc: ValidationError) -> str:
     """One readable line from a validation error: ``roundId: Field required; ...``."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(body)'}: {err['msg']}" for err in exc.errors()
-    )
+    return error_line(exc.errors(), "(body)")
 
 
 # -- reading what the EO sends, liberally -----------------------------------------------------

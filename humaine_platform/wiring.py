@@ -20,7 +20,7 @@ from humaine_platform import endpoints as ep
 from humaine_platform.answers import PlatformCallError
 from humaine_platform.client import EOClient, Failed, HttpPoster, RetryPolicy, Timeouts
 from humaine_platform.endpoints import EO_SERVICE, HUMAN_SERVICE_NAMES
-from humaine_platform.models import BUYER
+from humaine_platform.models import BUYER, json_object
 from humaine_platform.utility_generator import UtilityGeneratorClient
 
 DEFAULT_RESPONSE_TIME_LIMIT_MS: Final = 4000
@@ -100,7 +100,7 @@ async def check_utility_generator(app_settings: dict[str, Any], configured: str 
     round), and the one the room uses (``[eo] utility_generator_url``, else that entry) should
     answer; without one the room draws utilities and rates allocations with the suite's port of
     its rules."""
-    entry = _dict(app_settings.get("serviceMap")).get(UTILITY_GENERATOR)
+    entry = json_object(app_settings.get("serviceMap")).get(UTILITY_GENERATOR)
     checks = []
     if not isinstance(entry, dict):
         checks.append(Check(f"{UTILITY_GENERATOR} serviceMap", False, f"no serviceMap entry {UTILITY_GENERATOR!r}: the EO "
@@ -156,12 +156,6 @@ async def check_services_answer(app_settings: dict[str, Any]) -> list[Check]:
     finally:
         await poster.aclose()
     return checks
-
-
-def _dict(value: object) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (a file's part that is missing or
-    of the wrong shape reads as empty: the checks then say what is missing)."""
-    return value if isinstance(value, dict) else {}
 
 
 def _json_object(file: Path) -> dict[str, Any] | Check:
@@ -257,7 +251,7 @@ def check_app_settings(
     names = [str(i.get("name")) for i in humans]
     if not any(name in HUMAN_SERVICE_NAMES for name in names):
         return [*checks, NO_HUMAN_SIDE]
-    entries = _AvatarEntries(_dict(data.get("serviceMap")), avatar_host, avatar_port)
+    entries = _AvatarEntries(json_object(data.get("serviceMap")), avatar_host, avatar_port)
     ours = [name for name in names if entries.points_back(name)]
     for info in humans:
         checks += entries.checks(info, ours)

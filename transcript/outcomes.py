@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from humaine_platform.client import Blocked, Delivered, Outcome, Undelivered
+from humaine_platform.client import Blocked, Delivered, Failed, Outcome, Undelivered
 from transcript.jobs import Job, OutcomeName
 from transcript.session_log import SessionLog
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.messages import OutgoingMessage
+from workers.runtime.messages import EOVerdict, OutgoingMessage
 
 COUNTED = ("finals", "echo_dropped", "too_old", "messages", "delivered", "blocked", "maybe_delivered", "failed",
            "undelivered", "answered", "internal_errors")
@@ -67,9 +67,7 @@ class OutcomeRecorder:
 
     def outcome(self, job: Job, outcome: Outcome, note: str = "") -> None:
         """Record what the relay answered (``note``: what the documented rules say of it)."""
-        extra: dict[str, Any] = {"attempts": outcome.attempts, "latency_ms": round(outcome.latency_ms, 2)}
-        if note:
-            extra["rule_note"] = note
+        extra = _relay_figures(outcome, note)
         if isinstance(outcome, Delivered):
             self.record(job, "delivered", "", **extra)
         elif isinstance(outcome, Blocked):
@@ -82,6 +80,16 @@ class OutcomeRecorder:
             self.record(job, "maybe_delivered", f"may have been delivered: {outcome.reason}", **extra)
         else:
             self.record(job, "failed", outcome.reason, reached=outcome.reached, **extra)
+
+    def verdict(self, job: Job, failed: Failed, verdict: EOVerdict, note: str = "") -> None:
+        """Record the EO's own verdict on a message whose relay failed in a way the EO may still
+        have acted on: that decides, not the failed answer (``note``: what the documented rules
+        say of a permitted message)."""
+        extra = _relay_figures(failed, note, relay_error=failed.reason[:300])
+        if verdict.permitted:
+            self.record(job, "delivered", "the EO's verdict: permitted (its answer to the relay was lost)", **extra)
+        else:
+            self.record(job, "blocked", verdict.rationale or "blocked by the EO (no rationale given)", **extra)
 
     def record(self, job: Job, outcome: OutcomeName, reason: str, **extra: Any) -> None:
         """The one outcome of ``job``: counted, logged, written and published."""
@@ -98,3 +106,12 @@ class OutcomeRecorder:
         self._publish(OutgoingMessage(source=self._worker_id, id=job.message_id, message=job.body, outcome=outcome,
                                       reason=reason, stages=job.stages, **extra))
 
+
+
+def _relay_figures(outcome: Outcome, note: str, **more: Any) -> dict[str, Any]:
+    """What an outcome's record says of the relay: its attempts and latency, ``more``, and the
+    rules' ``note`` when there is one."""
+    extra: dict[str, Any] = {"attempts": outcome.attempts, "latency_ms": round(outcome.latency_ms, 2), **more}
+    if note:
+        extra["rule_note"] = note
+    return extra

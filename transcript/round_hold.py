@@ -32,9 +32,9 @@ class RoundHold:
     def release(self, now_s: float, everything: bool) -> list[Utterance]:
         """The utterances to go on now: all of them with ``everything`` (a round state is known,
         or the worker stops), else those whose TTL ran out at ``now_s`` on the worker's clock."""
-        if everything:
-            released, self._held = self._held, []
-            return released
-        released = [u for u in self._held if now_s >= u.arrived_mono + self._ttl_s]
-        self._held = [u for u in self._held if now_s < u.arrived_mono + self._ttl_s]
+        released: list[Utterance] = []
+        kept: list[Utterance] = []
+        for utterance in self._held:
+            (released if everything or now_s >= utterance.arrived_mono + self._ttl_s else kept).append(utterance)
+        self._held = kept
         return released

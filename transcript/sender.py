@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 from hardware.clock import Clock
 from humaine_platform.client import Blocked, Delivered, Failed, Outcome
@@ -90,15 +89,10 @@ class Sender:
         """The relay failed in a way the EO may still have acted on (no answer in time, a server
         error, a failed dependency such as its human-side service dying mid-relay), and the EO's
         own verdict on the message arrived: that decides, not the failed answer."""
-        extra: dict[str, Any] = {"attempts": failed.attempts, "latency_ms": round(failed.latency_ms, 2),
-                                 "relay_error": failed.reason[:300]}
+        note = ""
         if verdict.permitted:
             note = self._notes.note(proposal, Delivered(None, failed.attempts, failed.latency_ms), self._clock.now_ms())
-            if note:
-                extra["rule_note"] = note
-            self._recorder.record(job, "delivered", "the EO's verdict: permitted (its answer to the relay was lost)", **extra)
-        else:
-            self._recorder.record(job, "blocked", verdict.rationale or "blocked by the EO (no rationale given)", **extra)
+        self._recorder.verdict(job, failed, verdict, note)
 
     def _clock_s(self) -> float:
         """Now on the worker's clock, in seconds (the unit of the TTL deadlines)."""

@@ -19,19 +19,18 @@ to ``tests/integration`` with a real broker.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
-from workers.runtime import __version__
 from workers.runtime.broker import BrokerAddress, parse_broker_url
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.messages import Envelope, Status, WorkerState, now_ms
-from workers.runtime.mqtt.dispatch import Dispatcher, InvalidHandler, Received, Subscription
+from workers.runtime.logs import RateLimitedLog
+from workers.runtime.messages import Envelope, Origin, Status, WorkerState
+from workers.runtime.mqtt.dispatch import DROP_LOG_INTERVAL_S, Dispatcher, InvalidHandler, Received, Subscription
 from workers.runtime.mqtt.stats import BusStats
+from workers.runtime.mqtt.status import StatusKeeper
 from workers.runtime.topics import Topic, Topics
 
 log = logging.getLogger(__name__)
@@ -105,16 +104,11 @@ class ScriptedBus:
         self.stats = BusStats()
         self.health = health
         """Figures for the status, as ``Bus(health=...)`` (settable after the worker exists)."""
-        self.taken_over: Status | None = None
-        """Always None: a scripted broker has no second instance to take the client id over."""
-        self.refresh_s: float | None = None
-        self._reads: tuple[str, ...] = ()
-        self._started_at = now_ms()
-        self._state: WorkerState = "starting"
-        self._detail = ""
+        self._status = StatusKeeper(worker_id, self._health_figures, refresh_s=None)
+        """The real bus's status: its states, origin and health figures."""
         self._filters: list[Topic] = []
         """What this client subscribed to (the broker sends it only those)."""
-        self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, log)
+        self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, RateLimitedLog(log, DROP_LOG_INTERVAL_S))
         """The real bus's checks and hand-over, payload by payload."""
         self._lock = threading.Lock()
         self._connected = threading.Event()
@@ -139,7 +133,7 @@ class ScriptedBus:
         self._send_retained(filters)
         for topic, payload in queued:
             self.publish_raw(topic, payload)
-        self.set_status("online" if self._state == "starting" else self._state, self._detail)
+        self._publish_status(self._status.on_connect(ready=True))
 
     def wait_connected(self, timeout: float | None = None) -> bool:
         """True at once once started (nothing to wait for); False after ``timeout`` otherwise."""
@@ -157,36 +151,43 @@ class ScriptedBus:
     def stop(self, reason: str = "stopped") -> None:
         """The retained ``offline`` status with ``reason``, then off the broker."""
         if self._connected.is_set():
-            self.publish(self._status_topic, self._status("offline", reason))
+            self.publish(self._status_topic, self._status.offline(reason))
         self._connected.clear()
         self.broker.disconnect(self)
 
     # -- status ------------------------------------------------------------------------------
-    def _status(self, state: WorkerState, detail: str = "") -> Status:
-        health: dict[str, Any] = {}
-        if self.health is not None and state != "offline":
-            try:
-                health = self.health()
-            except Exception as exc:  # as Bus: health never breaks status publishing
-                health = {"error": f"health check failed: {exc}"}
-        return Status(source=self.worker_id, state=state, worker=self.worker_id, version=__version__,
-                      host=socket.gethostname(), pid=os.getpid(), started_at=self._started_at, detail=detail,
-                      health=health, reads=list(self._reads), refresh_s=self.refresh_s)
+    @property
+    def origin(self) -> Origin:
+        """This process as its status names it: every envelope it publishes carries it."""
+        return self._status.origin
+
+    @property
+    def taken_over(self) -> Status | None:
+        """Always None: a scripted broker has no second instance to take the client id over."""
+        return self._status.taken_over
+
+    def _health_figures(self) -> dict[str, Any]:
+        return self.health() if self.health is not None else {}
 
     def set_reads(self, reads: Sequence[str]) -> None:
-        self._reads = tuple(reads)
+        self._status.set_reads(reads)
 
-    def set_status(self, state: WorkerState, detail: str = "") -> None:
-        self._state, self._detail = state, detail
-        if self._connected.is_set():
-            self.publish(self._status_topic, self._status(state, detail))
+    def set_status(self, state: WorkerState, detail: str = "", fallback: bool = False) -> None:
+        self._publish_status(self._status.set(state, detail, fallback))
 
     def refresh_status(self) -> None:
-        self.set_status(self._state, self._detail)
+        self._publish_status(self._status.current())
+
+    def _publish_status(self, status: Status) -> None:
+        if self._connected.is_set():
+            self.publish(self._status_topic, status)
 
     # -- publish / subscribe -----------------------------------------------------------------
     def publish(self, topic: Topic, message: Envelope) -> None:
-        """Written as ``Bus.publish`` writes it (a payload that is not JSON-able is counted)."""
+        """Written as ``Bus.publish`` writes it: with this process's origin unless the message
+        names one, and a payload that is not JSON-able counted, not published."""
+        if message.origin is None:
+            message = message.model_copy(update={"origin": self.origin})
         try:
             payload = message.model_dump_json().encode()
         except ValueError as exc:

@@ -166,7 +166,7 @@ class Transcriber:
         self._measure_pitch = measure_pitch
         self.names = names
         self.quantity_doubts = quantity_doubts
-        self.turn = turn
+        self._turn = turn
         self.turn_tail_ms = turn_tail_ms
         self.lips = lips
         self.avatars = tuple(avatars)
@@ -220,9 +220,14 @@ class Transcriber:
         """Finals carry ``pitch_end`` from the next utterance on (or no longer)."""
         self._measure_pitch = on
 
+    @property
+    def turn(self) -> EndOfTurn | None:
+        """The end-of-turn model whose ``turn_complete`` finals carry (None: they carry none)."""
+        return self._turn
+
     def use_turn_model(self, model: EndOfTurn | None) -> None:
         """Finals carry the end-of-turn model's ``turn_complete`` from the next utterance on."""
-        self.turn = model
+        self._turn = model
 
     # -- audio ---------------------------------------------------------------------------------
     def process(self, block: AudioBlock) -> None:
@@ -283,8 +288,8 @@ class Transcriber:
             if self._measure_pitch:
                 self._open.pitch = PitchTracker()
                 self._open.pitch.accept(event.samples)
-            if self.turn is not None:
-                self._open.turn = UtteranceTurn(self.turn, event.t_ms, self.turn_tail_ms)
+            if self._turn is not None:
+                self._open.turn = UtteranceTurn(self._turn, event.t_ms, self.turn_tail_ms)
                 self._open.turn.accept(event.samples)
             if not self._gated(event.t_ms, event.onset_ms):
                 self._open.vad_published = True

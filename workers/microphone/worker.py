@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, ClassVar, TextIO
 
 from hardware.audio import AudioSource, AudioSourceError, NoInputDeviceError, UnreadableMediaError, is_device, resilient_blocks
@@ -55,6 +56,19 @@ def types_for_want_of_a_device(settings: MicrophoneSettings) -> bool:
     return settings.typed_fallback and is_device(settings.source) and not list_input_devices()
 
 
+class _FirstThenAgain:
+    """The sources :func:`resilient_blocks` reads in turn: the one opened before the engine
+    loaded (if it opened), then a newly opened one each time it asks again."""
+
+    def __init__(self, first: AudioSource | None, open_again: Callable[[], AudioSource]) -> None:
+        self._first = first
+        self._open_again = open_again
+
+    def next(self) -> AudioSource:
+        first, self._first = self._first, None
+        return first if first is not None else self._open_again()
+
+
 class MicrophoneWorker(Worker):
     name: ClassVar[str] = MICROPHONE_WORKER
 
@@ -77,8 +91,6 @@ class MicrophoneWorker(Worker):
         self._paused = threading.Event()
         self.transcriber: Transcriber | None = None
         self.source: AudioSource | None = None
-        self._first_source: AudioSource | None = None
-        """The source opened before the engine loaded, until :func:`resilient_blocks` takes it."""
         self.mode = "typed" if self.settings.typed else "audio"
         self.typed_published = 0
         # a noisy venue: one warning when the room's floor is too high (workers/microphone/noise_floor.py)
@@ -164,7 +176,12 @@ class MicrophoneWorker(Worker):
 
     # -- main loop -----------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
-        first = None if self.mode == "typed" else self._open_first(self.settings.source)
+        first: AudioSource | None = None
+        if self.mode == "audio":
+            try:
+                first = self._open_first(self.settings.source)
+            except NoInputDeviceError as exc:
+                self._type_instead(exc)
         if self.mode == "typed":
             self._run_typed(stop)
             return
@@ -173,8 +190,8 @@ class MicrophoneWorker(Worker):
             enhancer = load_enhancer(self.settings.enhance, self.settings.enhance_blend)
         except EnhancerUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None
-        self._first_source = first
-        blocks = resilient_blocks(self._next_source, stop, self._source_failed, self._source_opened, self.settings.retry_s)
+        sources = _FirstThenAgain(first, lambda: self._open(self.settings.source))
+        blocks = resilient_blocks(sources.next, stop, self._source_failed, self._source_opened, self.settings.retry_s)
         for block in blocks:
             assert self.transcriber is not None
             self.noise_check.observe(block.samples, block.duration_ms)
@@ -187,26 +204,30 @@ class MicrophoneWorker(Worker):
 
     def _open_first(self, spec: str) -> AudioSource | None:
         """The configured source, opened once before the engine loads. ``None``: it failed in a
-        way that may pass (the status says so and :func:`resilient_blocks` retries), or the
-        machine has no microphone and the buyer types instead (:attr:`mode` is then ``typed``)."""
+        way that may pass (the status says so and :func:`resilient_blocks` retries). Raises
+        :class:`NoInputDeviceError` when the machine has no microphone and the buyer may type
+        instead (``[microphone] typed_fallback``)."""
         try:
             return self._open(spec)
         except NoInputDeviceError as exc:
-            if self.settings.typed_fallback and is_device(spec) and not self._has_console():
-                # typed input nobody can type would read end-of-file at once and exit 0: a
-                # service manager would see a success
-                raise WorkerUnavailable(f"{exc}, and no terminal for typed input") from None
             if self.settings.typed_fallback and is_device(spec):
-                self.log.log(NOTICE, "no microphone: the buyer types what they say (%s)", exc)
-                self.mode = "typed"
-                self.report_ok("no microphone: typed input")
-                return None
+                raise
             self.report_error(str(exc))
         except UnreadableMediaError as exc:
             raise WorkerUnavailable(str(exc)) from None  # a file does not get better by waiting
         except AudioSourceError as exc:
             self.report_error(str(exc))
         return None
+
+    def _type_instead(self, exc: NoInputDeviceError) -> None:
+        """No microphone: the buyer types what they say (:attr:`mode` becomes ``typed``)."""
+        if not self._has_console():
+            # typed input nobody can type would read end-of-file at once and exit 0: a
+            # service manager would see a success
+            raise WorkerUnavailable(f"{exc}, and no terminal for typed input") from None
+        self.log.log(NOTICE, "no microphone: the buyer types what they say (%s)", exc)
+        self.mode = "typed"
+        self.report_ok("no microphone: typed input")
 
     def _load_recognizer(self) -> None:
         """Load the engine ``[microphone] engine`` chooses, unless the worker was given one (or
@@ -217,11 +238,6 @@ class MicrophoneWorker(Worker):
             self._recognizer = load_recognizer(self.settings, self.config.core.data_dir, self.config.core.avatars)
         except EngineUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None  # no model: waiting cannot bring one
-
-    def _next_source(self) -> AudioSource:
-        """The source opened before the engine loaded, once; then the configured one again."""
-        first, self._first_source = self._first_source, None
-        return first if first is not None else self._open(self.settings.source)
 
     def _source_opened(self, source: AudioSource) -> None:
         assert self._recognizer is not None

@@ -107,15 +107,16 @@ class Bus:
         url = self.address.url
         self._ready_on_connect = ready
         self._loop_started = False
-        self._unpublishable = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+        self._lines = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+        """The rate-limited lines of every part (each keys its own kinds of problem)."""
         self._status_topic = self.topics.status(worker_id)
         self._status = StatusKeeper(worker_id, health, refresh_s)
         self.client = self.new_client(f"humaine-{config.core.environment_uuid}-{worker_id}", clean_session=not persistent)
         """The paho client every part shares (a test may drop the connection under it)."""
-        self._session = Session(self.client, log, url, worker_id)
+        self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, self._lines)
+        self._session = Session(self.client, self._dispatcher.filters, self._lines, url, worker_id)
         self._reconnects = Reconnects(log, url, worker_id, persistent, self.stats)
-        self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, log)
-        self._owned = OwnedStates(worker_id, log, self.publish, self.clear_retained)
+        self._owned = OwnedStates(worker_id, self._lines, self.publish, self.clear_retained)
         self._gate: ReaderGate | None = None
         self._configure_client()
         # garbage on our own status topic is covered by our status at once
@@ -180,7 +181,7 @@ class Bus:
         self._loop_started = False
         self._session.lost()
         if self._gate is not None:
-            self._gate.stop(self.worker_id)
+            self._gate.stop()
 
     # -- status ------------------------------------------------------------------------------
     @property
@@ -223,8 +224,8 @@ class Bus:
             payload = message.model_dump_json().encode()
         except ValueError as exc:  # pydantic's serialization error is one
             self.stats.unpublishable += 1
-            self._unpublishable.error(("unpublishable", topic.name), "could not publish a %s on %s: %s",
-                                      type(message).__name__, short(topic.name), short(str(exc)))
+            self._lines.error(("unpublishable", topic.name), "could not publish a %s on %s: %s",
+                              type(message).__name__, short(topic.name), short(str(exc)))
             return
         self.publish_raw(topic, payload)
 
@@ -249,7 +250,7 @@ class Bus:
         connected again, or ``wait_s`` has passed (then they go, with one warning line). Those
         the broker had not acknowledged before it went are sent again after it. Call before
         :meth:`start`."""
-        gate = ReaderGate(self.client, Reader(reader, frozenset(t.name for t in topics), wait_s),
+        gate = ReaderGate(self.client, self.worker_id, Reader(reader, frozenset(t.name for t in topics), wait_s),
                           lambda: self._session.connected, self.stats, log, self.address.url)
         self._gate = gate
         self.subscribe(self.topics.status(reader), Status, lambda _t, status: gate.reader_status(status))

@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 
+from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import Status, VadEvent
 from workers.runtime.mqtt.dispatch import Dispatcher, Received, Subscription
 from workers.runtime.mqtt.stats import BusStats
@@ -19,7 +20,7 @@ VAD = Topic("env/vad", 1)
 
 def _dispatcher(max_payload_bytes: int = 1024) -> tuple[Dispatcher, BusStats, list[VadEvent], list[str]]:
     stats = BusStats()
-    dispatcher = Dispatcher("listener", max_payload_bytes, stats, LOG)
+    dispatcher = Dispatcher("listener", max_payload_bytes, stats, RateLimitedLog(LOG))
     got: list[VadEvent] = []
     invalid: list[str] = []
     dispatcher.add(Subscription(VAD, VadEvent, lambda _t, m: got.append(m), lambda _t, reason: invalid.append(reason)))
@@ -51,7 +52,7 @@ def test_bad_payloads_cost_one_message_each_and_are_told_to_the_subscriber() -> 
 
 def test_a_failing_handler_and_an_unmatched_topic_are_counted_not_raised() -> None:
     stats = BusStats()
-    dispatcher = Dispatcher("listener", 1024, stats, LOG)
+    dispatcher = Dispatcher("listener", 1024, stats, RateLimitedLog(LOG))
     dispatcher.add(Subscription(VAD, VadEvent, lambda _t, _m: 1 / 0))
     dispatcher.receive(Received(VAD.name, _vad(), qos=1, retain=False))
     dispatcher.receive(Received("env/other", _vad("v2"), qos=1, retain=False))

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workers.runtime import strict_json
 from workers.runtime.logs import RateLimitedLog
+from workers.runtime.validation_text import error_line
 
 log = logging.getLogger(__name__)
 _refusals = RateLimitedLog(log)
@@ -166,10 +167,13 @@ class EdgeApp(FastAPI):
         self._body_schemas.update(defs)
 
     def openapi(self) -> dict[str, Any]:
-        if self.openapi_schema is None:
-            schema = super().openapi()
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(self._body_schemas)
-        return super().openapi()
+        """FastAPI's schema with the documented bodies' component schemas, built once."""
+        if self.openapi_schema is not None:
+            return self.openapi_schema
+        schema = super().openapi()
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(self._body_schemas)
+        self.openapi_schema = schema
+        return schema
 
 
 class BodyDocs:
@@ -318,7 +322,7 @@ def edge_app(
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = readable_errors(exc, ("body", *hidden_loc))
-        reason = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in errors)
+        reason = error_line(errors, "body")
         status, body = answer_for(request.url.path, 422, reason, errors, lenient, refusal)
         return EdgeJSONResponse(body, status_code=status)
 

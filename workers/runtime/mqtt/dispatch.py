@@ -8,7 +8,6 @@ matching no subscription is named in a (rate-limited) line, never dropped silent
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from workers.runtime.mqtt.stats import BusStats
 from workers.runtime.strict_json import StrictJSONError
 from workers.runtime.strict_json import loads as strict_loads
 from workers.runtime.topics import Topic
+from workers.runtime.validation_text import error_line
 
 Handler = Callable[[str, Any], None]
 """``handler(concrete_topic, message)``: a valid message on a subscribed topic."""
@@ -42,16 +42,12 @@ def short(text: str) -> str:
     return text if len(text) <= REASON_MAX_CHARS else text[:REASON_MAX_CHARS] + "..."
 
 
-def validation_reason(exc: ValidationError) -> str:
-    """pydantic's first three errors in one line (``field: message; ...``)."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'payload'}: {e['msg']}" for e in exc.errors()[:3])
-
-
 class DropLog:
-    """One line per kind of dropped payload and topic, summarised when it repeats quickly."""
+    """One line per kind of dropped payload and topic, summarised when it repeats quickly
+    (through the bus's one :class:`RateLimitedLog`, keyed by topic and kind)."""
 
-    def __init__(self, log: logging.Logger) -> None:
-        self._lines = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+    def __init__(self, lines: RateLimitedLog) -> None:
+        self._lines = lines
 
     def drop(self, topic: str, kind: str, reason: str) -> None:
         self._lines.warning((topic, kind), "dropped a payload on %s: %s: %s", short(topic), kind, reason)
@@ -93,18 +89,23 @@ class Dispatcher:
 
     :meth:`receive` runs on the MQTT network thread and never raises."""
 
-    def __init__(self, worker_id: str, max_payload_bytes: int, stats: BusStats, log: logging.Logger) -> None:
+    def __init__(self, worker_id: str, max_payload_bytes: int, stats: BusStats, lines: RateLimitedLog) -> None:
         self._worker_id = worker_id
         self._max_payload_bytes = max_payload_bytes
         self._stats = stats
-        self._log = log
-        self._drops = DropLog(log)
+        self._log = lines.logger
+        self._drops = DropLog(lines)
         self._subscriptions: list[Subscription] = []
         self._lock = threading.Lock()
 
     def add(self, subscription: Subscription) -> None:
         with self._lock:
             self._subscriptions.append(subscription)
+
+    def filters(self) -> list[tuple[str, int]]:
+        """Every (filter, QoS) subscribed, once each and sorted: what the broker must hold."""
+        with self._lock:
+            return sorted({(s.topic.name, s.topic.qos) for s in self._subscriptions})
 
     def receive(self, message: Received) -> None:
         """Never raises: whatever goes wrong drops this one message with one rate-limited line."""
@@ -160,13 +161,14 @@ class Dispatcher:
 
     def _validated(self, sub: Subscription, topic: str, data: Any) -> Envelope | None:
         """``data`` as the subscription's model, or None after counting and saying why not."""
-        kind = f"invalid {sub.model.__name__}"
         try:
             return sub.model.model_validate(data)
         except ValidationError as exc:
-            reason = short(validation_reason(exc))
+            kind = f"invalid {sub.model.__name__}"
+            reason = short(error_line(exc.errors(), "payload", limit=3))
             self._drops.drop(topic, kind, reason)
         except Exception as exc:  # e.g. RecursionError inside a validator
+            kind = f"invalid {sub.model.__name__}"
             self._drops.drop(topic, kind, f"{type(exc).__name__}: {short(str(exc))}")
             reason = type(exc).__name__
         self._stats.dropped_invalid += 1

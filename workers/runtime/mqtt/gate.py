@@ -62,16 +62,18 @@ class Reader:
 
     worker_id: str
     topics: frozenset[str]
-    wait_s: float = READER_WAIT_S
+    wait_s: float
 
 
 class ReaderGate:
     """QoS 1 messages on the :class:`Reader`'s topics, held after a reconnect that lost the
     broker's state until the reader is back (see the module)."""
 
-    def __init__(self, client: mqtt.Client, reader: Reader, connected: Callable[[], bool], stats: BusStats,
-                 log: logging.Logger, url: str) -> None:
+    def __init__(self, client: mqtt.Client, publisher: str, reader: Reader, connected: Callable[[], bool],
+                 stats: BusStats, log: logging.Logger, url: str) -> None:
+        """``publisher``: the worker whose bus this gate is part of (named when it stops)."""
         self._client = client
+        self._publisher = publisher
         self._reader = reader
         self._connected = connected
         self._stats = stats
@@ -134,14 +136,14 @@ class ReaderGate:
             self._open = False
             self._lost_at = time.monotonic()
 
-    def stop(self, worker_id: str) -> None:
+    def stop(self) -> None:
         """The bus stops: what is still held is dropped, in one line."""
         with self._lock:
             self._cancel_timer()
             held, self._held = self._held, []
         if held:
             self._log.warning("%d messages held for %s were not published: %s stopped before it came back",
-                              len(held), self._reader.worker_id, worker_id)
+                              len(held), self._reader.worker_id, self._publisher)
 
     def _is_open(self) -> bool:
         with self._lock:

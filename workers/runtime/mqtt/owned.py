@@ -7,12 +7,11 @@ with it)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import Envelope
-from workers.runtime.mqtt.dispatch import DROP_LOG_INTERVAL_S, DropLog, short
+from workers.runtime.mqtt.dispatch import DropLog, short
 from workers.runtime.topics import Topic
 
 CurrentState = Callable[[], Envelope | None]
@@ -22,13 +21,13 @@ CurrentState = Callable[[], Envelope | None]
 class OwnedStates:
     """The concrete topics this client owns, each with how to get its current state."""
 
-    def __init__(self, worker_id: str, log: logging.Logger, publish: Callable[[Topic, Envelope], None],
+    def __init__(self, worker_id: str, lines: RateLimitedLog, publish: Callable[[Topic, Envelope], None],
                  clear: Callable[[Topic], None]) -> None:
         self._worker_id = worker_id
         self._publish = publish
         self._clear = clear
-        self._drops = DropLog(log)
-        self._replaced = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+        self._lines = lines
+        self._drops = DropLog(lines)
         self._owned: dict[str, tuple[Topic, CurrentState]] = {}
 
     def own(self, topic: Topic, current: CurrentState) -> None:
@@ -47,7 +46,7 @@ class OwnedStates:
             self._drops.drop(topic.name, "owner's state failed", f"{type(exc).__name__}: {short(str(exc))}")
             return
         if reason:
-            self._replaced.warning(("replaced", topic.name), "an unreadable retained message on %s (%s) was replaced by "
+            self._lines.warning(("replaced", topic.name), "an unreadable retained message on %s (%s) was replaced by "
                                    "the state of its owner %s", short(topic.name), reason, self._worker_id)
         if state is None:
             self._clear(topic)

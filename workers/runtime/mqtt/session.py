@@ -7,28 +7,28 @@ once could pass us by: a client is *ready* once connected and every SUBSCRIBE ac
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.mqtt.dispatch import DROP_LOG_INTERVAL_S
 
 
 class Session:
     """The subscriptions one paho client keeps at its broker, and its connected/ready state."""
 
-    def __init__(self, client: mqtt.Client, log: logging.Logger, url: str, worker_id: str) -> None:
+    def __init__(self, client: mqtt.Client, filters: Callable[[], list[tuple[str, int]]], lines: RateLimitedLog,
+                 url: str, worker_id: str) -> None:
+        """``filters()``: every (filter, QoS) subscribed, sent again on each connect (the
+        dispatcher's subscriptions say it)."""
         self._client = client
+        self._filters = filters
         self._url = url
         self._worker_id = worker_id
-        self._refusals = RateLimitedLog(log, DROP_LOG_INTERVAL_S)
+        self._lines = lines
         self._lock = threading.Lock()
-        self._filters: list[tuple[str, int]] = []
-        """Every (filter, QoS) subscribed, sent again on each connect."""
         self._pending: set[int] = set()
         """Message ids of SUBSCRIBEs the broker has not acknowledged yet."""
         self._connected = threading.Event()
@@ -44,9 +44,8 @@ class Session:
         return self._ready.wait(timeout)
 
     def subscribe(self, name: str, qos: int) -> None:
-        """Keep ``name`` subscribed; sent at once when connected, else on the next connect."""
+        """A filter just added to the subscriptions: sent at once when connected, else on the next connect."""
         with self._lock:
-            self._filters.append((name, qos))
             if self._connected.is_set():
                 self._send(name, qos)
 
@@ -56,7 +55,7 @@ class Session:
         with self._lock:
             self._pending.clear()
             self._connected.set()
-            for name, qos in sorted(set(self._filters)):
+            for name, qos in self._filters():
                 self._send(name, qos)
 
     def settle(self) -> None:
@@ -71,7 +70,7 @@ class Session:
         """A SUBACK: a refused subscription is said in a (rate-limited) line."""
         for reason in reasons:
             if reason.is_failure:
-                self._refusals.warning(("suback", self._url), "the MQTT broker %s refused a subscription of %s: %s",
+                self._lines.warning(("suback", self._url), "the MQTT broker %s refused a subscription of %s: %s",
                                        self._url, self._worker_id, reason)
         with self._lock:
             self._pending.discard(mid)

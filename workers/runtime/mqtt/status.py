@@ -36,7 +36,7 @@ class StatusKeeper:
         self._refresh_s = refresh_s
         """How often the owner refreshes its status, said in every status so that others can
         tell a silent worker from a client that never refreshes."""
-        self._started_at = now_ms()
+        self._origin = Origin(host=socket.gethostname(), pid=os.getpid(), started_at=now_ms())
         self._state: WorkerState = "starting"
         self._detail = ""
         self._fallback = False
@@ -48,7 +48,7 @@ class StatusKeeper:
     @property
     def origin(self) -> Origin:
         """This process as its retained status names it: every envelope it publishes carries it."""
-        return Origin(host=socket.gethostname(), pid=os.getpid(), started_at=self._started_at)
+        return self._origin
 
     @property
     def taken_over(self) -> Status | None:
@@ -84,9 +84,10 @@ class StatusKeeper:
         two instances knock each other off for ever. The newest instance keeps the id: an older
         one stops reconnecting (the worker then exits, see :mod:`workers.runtime.worker`); the
         newer one republishes its status over the older one's (and over its last will)."""
-        if other.pid == os.getpid() and other.host == socket.gethostname():
+        me = self._origin
+        if other.pid == me.pid and other.host == me.host:
             return Claim.NOTHING
-        newer = (other.started_at, other.host, other.pid) > (self._started_at, socket.gethostname(), os.getpid())
+        newer = (other.started_at, other.host, other.pid) > (me.started_at, me.host, me.pid)
         if not newer:
             return Claim.REASSERT
         if other.state == "offline" or self._taken_over is not None:
@@ -101,7 +102,7 @@ class StatusKeeper:
                 health = self._health()
             except Exception as exc:  # health must never break status publishing
                 health = {"error": f"health check failed: {exc}"}
-        origin = self.origin
+        origin = self._origin
         return Status(
             source=self._worker_id, state=state, worker=self._worker_id, version=__version__,
             host=origin.host, pid=origin.pid, started_at=origin.started_at, detail=detail, health=health,
