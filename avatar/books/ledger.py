@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from avatar.books import rules
 from avatar.books.database import RoomDatabase
@@ -44,6 +45,9 @@ from avatar.books.records import (
 )
 from humaine_platform.models import Bid
 from workers.runtime.messages import now_ms
+
+LEDGER_FILE: Final = "ledger.sqlite3"
+"""Under ``data_dir``: the room's ledger."""
 
 
 def _unbooked(db: sqlite3.Connection, key: int) -> None:
@@ -322,3 +326,10 @@ class RoomLedger:
     def current_book(self) -> RoundBook | None:
         current = self.current()
         return None if current is None else self.book(current.key)
+
+
+def read_ledger(path: Path) -> RoomLedger | None:
+    """The ledger at ``path`` for reading from another process (the round recorder: it loads
+    none of the tables' owners); None when there is none yet."""
+    database = RoomDatabase.reader(path, "rounds")
+    return None if database is None else RoomLedger(database)
