@@ -25,6 +25,7 @@ from avatar.books.database import RoomDatabase
 from avatar.books.records import (
     DEAL_COLUMNS,
     OPEN_PHASES,
+    OVER_PHASES,
     PROMPT_COLUMNS,
     ROUND_COLUMNS,
     Deal,
@@ -163,7 +164,7 @@ class RoomLedger:
                 db.execute("UPDATE rounds SET durations = ? WHERE key = ?", (dumps(dict(durations)), key))
             if note is not None:
                 db.execute("UPDATE rounds SET note = ? WHERE key = ?", (note, key))
-            if phase in rules.OVER_PHASES:
+            if phase in OVER_PHASES:
                 _unbooked(db, key)
 
     def eo_saw(self, key: int, at_ms: int) -> None:

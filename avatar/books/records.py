@@ -14,6 +14,9 @@ from workers.runtime.messages import now_ms
 LedgerPhase = Literal["warmup", "round", "post", "ended", "lost"]
 OPEN_PHASES: Final = ("warmup", "round", "post")
 """A round in one of these has not ended yet: the EO may still book, end or score it."""
+OVER_PHASES: Final = ("ended", "lost")
+"""A round in one of these is over: a yes the EO has not booked by now never will be, and a late
+``/startRound`` or ``/endRound`` of it changes nothing."""
 TOTALS_GRACE_MS: Final = 30_000
 """The EO sends a round's totals at the end of its post-round; none this long after that, and
 they are not coming (the EO forgot the round, or the room missed them)."""

@@ -17,8 +17,6 @@ from avatar.books.records import LedgerPhase, goods_text
 from humaine_platform.eo_rules import BOOKED_TYPE
 from humaine_platform.models import HUMAN, OFFER_BID_TYPES, AgentMessage, Bid
 
-OVER_PHASES: Final = ("ended", "lost")
-"""A round in one of these is over: a yes the EO has not booked by now never will be."""
 TOTALS_NEVER_CAME: Final = "the EO's totals never reached the room"
 
 
@@ -81,9 +79,10 @@ class Closing:
 
 
 def closed_by_new_round(open_rounds: Sequence[tuple[int, LedgerPhase]], new_round_id: int | str) -> list[Closing]:
-    """Any round still open is over when the EO opens round ``new_round_id``: one whose
+    """The rounds still open (``open_rounds``: key and phase, each in
+    :data:`~avatar.books.records.OPEN_PHASES`) are over when the EO opens round ``new_round_id``: one whose
     negotiation had ended is closed without the totals that never came; one still negotiating is
     lost (the EO started another: it keeps one round at a time for a room)."""
     return [Closing(key, "ended", TOTALS_NEVER_CAME) if phase == "post"
             else Closing(key, "lost", f"the EO started round {new_round_id} before this one ended")
-            for key, phase in open_rounds if phase in ("warmup", "round", "post")]
+            for key, phase in open_rounds]

@@ -41,6 +41,6 @@ def test_a_booked_deal_answers_the_oldest_yes_of_the_same_terms_else_the_oldest(
 
 
 def test_a_new_round_ends_a_finished_negotiation_and_loses_a_running_one() -> None:
-    closings = closed_by_new_round([(1, "post"), (2, "round"), (3, "warmup"), (4, "ended")], "r9")
+    closings = closed_by_new_round([(1, "post"), (2, "round"), (3, "warmup")], "r9")
     assert [(c.key, c.phase) for c in closings] == [(1, "ended"), (2, "lost"), (3, "lost")]
     assert "totals never" in closings[0].note and "round r9" in closings[1].note
