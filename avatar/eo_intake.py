@@ -128,10 +128,9 @@ class MessageIntake:
                                                at=deal.booked_ms))
             else:
                 return
-        except Exception as exc:  # a ledger that cannot be written is said; the message is still spoken
+            self._room.books.changed()
+        except Exception as exc:  # books that cannot be kept or shown are said; the message is still spoken
             _notes.error(("books", type(exc).__name__), "the round's books cannot be kept: %s: %s", type(exc).__name__, exc)
-            return
-        self._room.books.changed()
 
     def receive_log(self, entry: LogEntry) -> None:
         """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own
