@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Final
 
 from avatar.books.ledger import RoomLedger
-from avatar.books.records import RoundBook
-from avatar.buyer.book import human_totals, participant_totals, score
+from avatar.books.records import RoundBook, participant_totals, utility_of
 from avatar.page_events import BuyerDay, DayRow, DaySummary, Number, PageModel, RoundId, SellerDay, View
+from humaine_platform.models import HUMAN
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import MAX_BUYER_CHARS
 
@@ -132,7 +132,7 @@ class DayBook:
             deals=len(book.deals),
             paid=book.spent,
             allocation_saved=book.allocation is not None,
-            buyer_utility=score(human_totals(rnd.totals)),
+            buyer_utility=utility_of(participant_totals(rnd.totals, HUMAN)),
             seller_revenue=book.spent,  # the same booked deals as "paid": the day's two sides add up
             seller_utility=(round(sum(s.utility or 0.0 for s in sellers), 2)
                             if any(s.utility is not None for s in sellers) else None),
@@ -149,7 +149,7 @@ class DayBook:
         revenue: dict[str, float] = {}
         for deal in book.deals:
             revenue[deal.seller] = round(revenue.get(deal.seller, 0.0) + deal.price, 2)
-        utility = {str(name): score(participant_totals(entry)) for name, entry in totals.items()
+        utility = {str(name): utility_of(participant_totals(totals, name)) for name, entry in totals.items()
                    if isinstance(entry, Mapping) and "revenue" in entry}
         return {name: SellerFigures(revenue.get(name, 0.0), utility.get(name)) for name in {**revenue, **utility}}
 
