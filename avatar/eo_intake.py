@@ -117,7 +117,7 @@ class MessageIntake:
         an Accept addressed to the buyer is a deal the EO has booked (it forwards an Accept only
         after every human side said yes, and books it for speaker and addressee)."""
         try:
-            rnd = self._room.rounds.round_of(message.roundId)
+            rnd = self._room.round_events.round_of(message.roundId)
             if is_standing_offer(bid):
                 self._room.ledger.set_offer(rnd.key, message.speaker, bid, plain, now_ms())
             elif is_booked_deal(message):

@@ -23,7 +23,7 @@ class Room:
 
     ledger: RoomLedger
     """The room's books (:mod:`avatar.room_ledger`)."""
-    rounds: RoundEvents
+    round_events: RoundEvents
     """The EO's round events as the ledger keeps them: which round an id is."""
     books: RoundBooks
     """Every screen's account of the round: told after each change to the books."""
