@@ -308,8 +308,15 @@ class RoomLedger:
     # -- a round's whole book ------------------------------------------------------------------
     def book(self, key: int) -> RoundBook | None:
         found = self.round_by_key(key)
-        if found is None:
-            return None
+        return None if found is None else self._book_of(found)
+
+    def current_book(self) -> RoundBook | None:
+        current = self.current()
+        return None if current is None else self._book_of(current)
+
+    def _book_of(self, found: LedgerRound) -> RoundBook:
+        """Everything booked in round ``found``."""
+        key = found.key
         with self._db.snapshot() as db:
             offers = [Offer(s, loads(g), p, t, a) for s, g, p, t, a in db.execute(
                 "SELECT seller, goods, price, text, at_ms FROM offers WHERE round_key = ? ORDER BY seller", (key,))]
@@ -319,10 +326,6 @@ class RoomLedger:
             saved = db.execute("SELECT products, value, saved_ms FROM allocations WHERE round_key = ?", (key,)).fetchone()
         allocation = SavedAllocation(loads(saved[0]), saved[1], saved[2]) if saved else None
         return RoundBook(found, offers, prompts, deals, allocation)
-
-    def current_book(self) -> RoundBook | None:
-        current = self.current()
-        return None if current is None else self.book(current.key)
 
 
 def read_ledger(path: Path) -> RoomLedger | None:

@@ -120,9 +120,10 @@ class DayBook:
         found = (self.ledger.book(r.key) for r in self.ledger.rounds_on(self.date))
         return [b for b in found if b is not None]
 
-    def _row(self, book: RoundBook) -> DayRow:
+    @staticmethod
+    def _row(book: RoundBook, sellers_of_round: dict[str, SellerFigures]) -> DayRow:
         rnd = book.round
-        sellers = self._sellers(book).values()
+        sellers = sellers_of_round.values()
         return DayRow(
             date=rnd.day,
             round=rnd.round_id,
@@ -156,16 +157,17 @@ class DayBook:
     def summary(self, books: list[RoundBook] | None = None) -> DaySummary:
         """The day per round, per buyer and per seller (of ``books``, read once by the caller, or now)."""
         books = self.books() if books is None else books
-        rows = [self._row(b) for b in books]
+        sellers_of = [self._sellers(b) for b in books]
+        rows = [self._row(b, s) for b, s in zip(books, sellers_of, strict=True)]
         buyers: dict[str, BuyerDay] = {}
         sellers: dict[str, SellerDay] = {}
-        for book, row in zip(books, rows, strict=True):
+        for row, sellers_of_round in zip(rows, sellers_of, strict=True):
             buyer = buyers.setdefault(row.buyer or UNNAMED, BuyerDay(rounds=0, deals=0, paid=0.0, utility=0.0))
             buyer.rounds += 1
             buyer.deals += row.deals
             buyer.paid = round(buyer.paid + row.paid, 2)
             buyer.utility = round(buyer.utility + (row.buyer_utility or 0.0), 2)
-            for name, figures in self._sellers(book).items():
+            for name, figures in sellers_of_round.items():
                 seller = sellers.setdefault(name, SellerDay(rounds=0, revenue=0.0, utility=0.0))
                 seller.rounds += 1
                 seller.revenue = round(seller.revenue + figures.revenue, 2)
