@@ -117,7 +117,7 @@ def test_a_sellers_typed_bid_goes_into_the_books_once() -> None:
     intake.receive_message(accept)
     intake.receive_message(accept)  # the same message twice is booked once
     assert [(d.seller, d.goods, d.price) for d in ledger.book(key).deals] == [("Celia", {"egg": 2}, 0.8)]
-    assert message_key(accept) != message_key(offer) and intake.counts() == {"messages": 3}
+    assert message_key(accept.body()) != message_key(offer.body()) and intake.counts() == {"messages": 3}
 
 
 class BrokenBooks(RoundBooks):
