@@ -122,8 +122,8 @@ class AvatarController:
         self.ledger = ledger
         self.books = RoundBooks(self.ledger, self.hub, self.settings)
         self.speech = SpeechOutput(self.settings, self.avatars, bus, source, self.hub, speaker)
-        self.display_history = DisplayHistory(self.ledger, self.hub)
         room = Room(self.ledger, RoundEvents(self.ledger), self.books, bus, source, self.hub)
+        self.display_history = DisplayHistory(room)
         self.intake = MessageIntake(self.settings, self.avatars, room, self.speech, self.display_history)
         self.confirms = Confirmations(self.settings, room)
         self.rounds = RoundLife(self.avatars, room)

@@ -105,7 +105,7 @@ def test_a_sellers_typed_bid_goes_into_the_books_once() -> None:
     key = ledger.begin_round("r1", {}, 50.0, "USD", "round", 1, None).key
     speech = SpeechOutput(settings, AVATARS, bus, "avatar", hub, cast(Speaker, ScriptedSpeaker()))
     room = Room(ledger, RoundEvents(ledger), RoundBooks(ledger, hub, settings), bus, "avatar", hub)
-    intake = MessageIntake(settings, AVATARS, room, speech, DisplayHistory(ledger, hub))
+    intake = MessageIntake(settings, AVATARS, room, speech, DisplayHistory(room))
     base = {"addressee": "Human", "role": "seller", "environmentUUID": "e", "roundId": "r1", "timeStamp": "2020-02-20T08:08:05.825Z"}
     offer = parse_message({**base, "speaker": "Celia", "text": "Two eggs for 0.8 USD.",
                            "bid": {"type": "SellOffer", "quantity": {"egg": 2, "milk": 0}, "price": {"unit": "USD", "value": 0.8}}})
@@ -138,8 +138,8 @@ def test_a_failing_refresh_neither_ends_the_views_thread_nor_stops_speech() -> N
     ledger.begin_round("r1", {}, 50.0, "USD", "round", 1, None)
     books = BrokenBooks(ledger, hub, settings)
     speech = SpeechOutput(settings, AVATARS, bus, "avatar", hub, cast(Speaker, ScriptedSpeaker()))
-    intake = MessageIntake(settings, AVATARS, Room(ledger, RoundEvents(ledger), books, bus, "avatar", hub), speech,
-                           DisplayHistory(ledger, hub))
+    room = Room(ledger, RoundEvents(ledger), books, bus, "avatar", hub)
+    intake = MessageIntake(settings, AVATARS, room, speech, DisplayHistory(room))
     offer = parse_message({"addressee": "Human", "role": "seller", "environmentUUID": "e", "roundId": "r1", "speaker": "Celia",
                            "timeStamp": "2020-02-20T08:08:05.825Z", "text": "Two eggs for 0.8 USD.",
                            "bid": {"type": "SellOffer", "quantity": {"egg": 2}, "price": {"unit": "USD", "value": 0.8}}})
