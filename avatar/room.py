@@ -3,7 +3,9 @@
 The controller (:mod:`avatar.controller`) makes one :class:`Room` and hands it to each part
 that keeps the books or tells the screens (:class:`~avatar.eo_intake.MessageIntake`,
 :class:`~avatar.display_history.DisplayHistory`, :class:`~avatar.confirmations.Confirmations`,
-:class:`~avatar.round_life.RoundLife`), so they read the same ledger, round and display through one door and none holds another's attributes.
+:class:`~avatar.round_life.RoundLife`), so they read the same ledger, round and display through
+one door and none holds another's attributes. The speech output gets only the bus and the
+display: it keeps no books.
 """
 
 from __future__ import annotations
