@@ -3,10 +3,10 @@ one SQLite database under ``data_dir``.
 
 Each owner defines its tables beside the code that reads them (:data:`~avatar.books.tables.BOOK_TABLES`,
 :data:`~avatar.competition.store.COMPETITION_TABLES`, :data:`~avatar.operator.alerts.ALERT_TABLES`);
-this module names them all, so whoever opens the room's ledger - the Avatar Controller, the
-tournament CLI - gets every table (a recorder reading beside it needs none of them:
-:func:`~avatar.books.ledger.read_ledger`), on a new file or one an earlier
-version wrote.
+this module names them all, so whoever opens the room's ledger to write it - the Avatar
+Controller, the tournament CLI - gets every table, on a new file or one an earlier version wrote.
+A reader in another process (the round recorder) needs none of them and none of their owners'
+imports: :func:`~avatar.books.ledger.read_ledger`.
 """
 
 from __future__ import annotations
