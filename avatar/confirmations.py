@@ -68,7 +68,7 @@ class Confirmations:
             return answer(not settings.confirm_asks or self._timeout_yes)
         prompt_id = new_id()
         try:
-            rnd = self._room.rounds.round_of(body.roundId)
+            rnd = self._room.round_events.round_of(body.roundId)
             self._room.ledger.add_prompt(prompt_id, rnd.key, body.speaker, prepare(body.text).plain, body.bid, now_ms())
         except Exception as exc:  # the EO's answer does not wait for the disk
             _notes.error(("prompt", type(exc).__name__), "a confirmation cannot be written to the ledger: %s: %s",

@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from avatar.books.ledger import RoomLedger
@@ -28,7 +29,7 @@ from avatar.page_events import AttentionEvent, AttentionView, CameraStateEvent, 
 from avatar.room import Room
 from avatar.room_bus import Publisher
 from avatar.round_books import RoundBooks
-from avatar.round_life import AlertListener, BookAlerts, RoundLife
+from avatar.round_life import RoundLife
 from avatar.round_state import RoundEvents
 from avatar.settings import AvatarSettings
 from avatar.speech_output import SpeechOutput
@@ -44,12 +45,14 @@ from humaine_platform.models import (
     SetUtility,
     StartRound,
 )
+from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import Attention, BargeIn, ConfirmAnswer, RoundState, Status, now_ms
 from workers.runtime.worker_ids import AVATAR as AVATAR_WORKER
 from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
 from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
 
 log = logging.getLogger(__name__)
+_notes = RateLimitedLog(log)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +70,29 @@ def _keep_camera(view: CameraView, state: DisplayState) -> None:
 
 def _keep_attention(view: AttentionView, state: DisplayState) -> None:
     state.attention = view
+
+
+AlertListener = Callable[[str, str], None]
+"""Told ``(kind, text)`` of what the operator must know about the round's books."""
+
+
+class BookAlerts:
+    """What the operator must know about the round's books: in the log, and to each listener
+    (the console)."""
+
+    def __init__(self) -> None:
+        self._listeners: list[AlertListener] = []
+
+    def listen(self, listener: AlertListener) -> None:
+        self._listeners.append(listener)
+
+    def alert(self, kind: str, text: str) -> None:
+        _notes.warning((kind, text), "%s", text)
+        for listener in self._listeners:
+            try:
+                listener(kind, text)
+            except Exception as exc:  # the console must never cost the EO an answer
+                log.debug("an alert listener failed: %s", exc)
 
 
 class AvatarController:
@@ -92,15 +118,14 @@ class AvatarController:
         self.speaker = speaker
         self._bus = bus
         self._source = source
-        self.hub = DisplayHub(self.avatars, settings.confirm_accept, self.settings.looks(self.avatars))
+        self.hub = DisplayHub(self.avatars, self.settings.confirm_accept, self.settings.looks(self.avatars))
         self.ledger = ledger
-        self.books = RoundBooks(self.ledger, self.hub, settings)
-        rounds = RoundEvents(self.ledger)
+        self.books = RoundBooks(self.ledger, self.hub, self.settings)
         self.speech = SpeechOutput(self.settings, self.avatars, bus, source, self.hub, speaker)
-        self.display_history = DisplayHistory(self.ledger, self.hub)
-        room = Room(self.ledger, rounds, self.books, bus, source, self.hub)
+        room = Room(self.ledger, RoundEvents(self.ledger), self.books, bus, source, self.hub)
+        self.display_history = DisplayHistory(room)
         self.intake = MessageIntake(self.settings, self.avatars, room, self.speech, self.display_history)
-        self.confirms = Confirmations(settings, room)
+        self.confirms = Confirmations(self.settings, room)
         self.rounds = RoundLife(self.avatars, room)
         self._alerts = BookAlerts()
         self._voices_in_use: dict[str, str] = {}

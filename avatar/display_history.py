@@ -6,9 +6,8 @@ from __future__ import annotations
 import functools
 import logging
 
-from avatar.books.ledger import RoomLedger
-from avatar.display import DisplayHub
 from avatar.page_events import DisplayState, LogEvent, LogLine
+from avatar.room import Room
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import now_ms
 
@@ -37,9 +36,9 @@ def _restore(lines: list[LogLine], state: DisplayState) -> None:
 class DisplayHistory:
     """The lines of the display's history: shown, kept, and shown again after a restart."""
 
-    def __init__(self, ledger: RoomLedger, hub: DisplayHub) -> None:
-        self._ledger = ledger
-        self._hub = hub
+    def __init__(self, room: Room) -> None:
+        self._ledger = room.ledger
+        self._hub = room.hub
 
     def add(self, speaker: str, text: str, permitted: bool, rationale: str | None) -> None:
         """One line (a blocked message the EO reports twice is shown once)."""

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from avatar import gestures
@@ -32,19 +33,17 @@ MESSAGE_KEY_FIELDS = ("speaker", "addressee", "text", "timeStamp", "timestamp", 
 """What tells one forwarded message from another (the same one twice is booked once)."""
 
 
-def message_key(message: Message) -> str:
-    """The key the ledger books a forwarded Accept under (a hash of its wire form)."""
-    body = message.body()
+def message_key(body: Mapping[str, Any]) -> str:
+    """The key the ledger books a forwarded Accept under (a hash of its wire form, ``body``)."""
     fields = {k: body.get(k) for k in MESSAGE_KEY_FIELDS}
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def _bid_view(message: Message) -> dict[str, Any] | None:
-    """The message's bid as the display shows it (a human's, when one came along, as sent)."""
-    if isinstance(message, AgentMessage):
-        return message.bid.body() if message.bid is not None else None
-    extra = (message.model_extra or {}).get("bid")
-    return extra if isinstance(extra, dict) else None
+def _bid_view(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The bid of a message's wire form as the display shows it (an agent's typed bid, or a
+    human's, when one came along, as sent)."""
+    bid = body.get("bid")
+    return bid if isinstance(bid, dict) else None
 
 
 def _keep_last_human(shown: MessageEvent, state: DisplayState) -> None:
@@ -73,16 +72,17 @@ class MessageIntake:
         self._counters["messages"] += 1
         received = now_ms()
         message_id = new_id()
-        self._room.bus.publish(self._room.bus.topics.agent_message(), AgentMessageSeen(source=self._room.source, message=message.body()))
+        body = message.body()
+        self._room.bus.publish(self._room.bus.topics.agent_message(), AgentMessageSeen(source=self._room.source, message=body))
         limits = self._settings.ssml_limits(message.speaker if message.speaker in self._avatars else None)
         text = prepare(message.text, limits)
         event = MessageEvent(message_id=message_id, speaker=message.speaker, addressee=message.addressee, text=text.plain,
-                             bid=_bid_view(message), at=now_ms())
+                             bid=_bid_view(body), at=now_ms())
         if message.speaker == HUMAN:
             self._room.hub.emit(event, functools.partial(_keep_last_human, event))
             return "displayed"
         if isinstance(message, AgentMessage) and message.bid is not None:
-            self._keep_books(message, message.bid, text.plain)
+            self._keep_books(message, message.bid, text.plain, message_key(body))
         if message.speaker not in self._avatars:
             log.warning("message from unknown speaker %r not spoken (avatars: %s)", message.speaker, self._avatars)
             self._room.hub.emit(event.model_copy(update={"verdict": "unknown_speaker"}))
@@ -112,26 +112,25 @@ class MessageIntake:
         request = SpeechRequest(message.speaker, text, message_id, wanted.names, stages={Stage.RECEIVED: received})
         return self._speech.submit(request)
 
-    def _keep_books(self, message: AgentMessage, bid: Bid, plain: str) -> None:
+    def _keep_books(self, message: AgentMessage, bid: Bid, plain: str, key: str) -> None:
         """A seller's permitted bid into the ledger: an offer is that seller's current offer;
         an Accept addressed to the buyer is a deal the EO has booked (it forwards an Accept only
         after every human side said yes, and books it for speaker and addressee)."""
         try:
-            rnd = self._room.rounds.round_of(message.roundId)
+            rnd = self._room.round_events.round_of(message.roundId)
             if is_standing_offer(bid):
                 self._room.ledger.set_offer(rnd.key, message.speaker, bid, plain, now_ms())
             elif is_booked_deal(message):
-                deal = self._room.ledger.book_deal(rnd.key, message.speaker, bid, plain, message_key(message), now_ms())
+                deal = self._room.ledger.book_deal(rnd.key, message.speaker, bid, plain, key, now_ms())
                 if deal is not None:
                     log.info("round %s: the EO booked %s's deal: %s for %.2f", rnd.round_id, message.speaker, deal.goods, deal.price)
                     self._room.hub.emit(BookedEvent(seller=deal.seller, goods=deal.goods, price=deal.price, prompt_id=deal.prompt_id,
                                                at=deal.booked_ms))
             else:
                 return
-        except Exception as exc:  # a ledger that cannot be written is said; the message is still spoken
+            self._room.books.changed()
+        except Exception as exc:  # books that cannot be kept or shown are said; the message is still spoken
             _notes.error(("books", type(exc).__name__), "the round's books cannot be kept: %s: %s", type(exc).__name__, exc)
-            return
-        self._room.books.changed()
 
     def receive_log(self, entry: LogEntry) -> None:
         """The EO's verdict on a proposed message: on MQTT (the transcript worker reads its own

@@ -16,7 +16,9 @@ the wire carries ``3`` where the platform sent 3, not ``3.0``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Final, Literal, get_args
+import builtins
+from collections.abc import Iterable
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -57,6 +59,10 @@ class PageModel(BaseModel):
         return self.model_dump()
 
 
+V = TypeVar("V", bound=PageModel)
+"""A view the display hub keeps of an event."""
+
+
 class PageEvent(PageModel):
     """One event on a page's feed, told apart by ``type``."""
 
@@ -81,6 +87,14 @@ class PageEvent(PageModel):
         del data["type"]
         return data
 
+    def kept_as(self, view: builtins.type[V], leaving: Iterable[str] = ()) -> V:  # `type` here is the field
+        """The event as the ``view`` the display hub keeps of it: its :meth:`payload`, without
+        the fields ``leaving`` (what says when it was sent rather than what it shows)."""
+        data = self.payload()
+        for key in leaving:
+            del data[key]
+        return view.model_validate(data)
+
 
 # -- both feeds ----------------------------------------------------------------------------------
 class RoundView(PageModel):
@@ -102,7 +116,7 @@ class RoundEvent(RoundView, PageEvent):
 
     def view(self) -> RoundView:
         """What the hub keeps: not ``now``, the server's clock when it was sent, not the round's."""
-        return RoundView.model_validate(self.model_dump(exclude={"type", "now"}))
+        return self.kept_as(RoundView, leaving=("now",))
 
 
 class AttentionView(PageModel):
@@ -119,7 +133,7 @@ class AttentionEvent(AttentionView, PageEvent):
     pages = frozenset({"display", "console"})
 
     def view(self) -> AttentionView:
-        return AttentionView.model_validate(self.payload())
+        return self.kept_as(AttentionView)
 
 
 # -- the display hub's feed (the display and the buyer's page) -----------------------------------
@@ -232,9 +246,7 @@ class SpeakingBegin(PageEvent):
 
     def caption(self) -> Caption:
         """The caption the hub keeps (the snapshot's ``speaking`` and ``captions``)."""
-        data = self.payload()
-        del data["state"]
-        return Caption.model_validate(data)
+        return self.kept_as(Caption, leaving=("state",))
 
 
 class SpeakingEnd(PageEvent):
@@ -320,7 +332,7 @@ class LogEvent(PageEvent):
 
     def line(self) -> LogLine:
         """The line the hub keeps of it."""
-        return LogLine.model_validate(self.payload())
+        return self.kept_as(LogLine)
 
 
 class ConfirmDoneEvent(PageEvent):
@@ -347,7 +359,7 @@ class CameraStateEvent(CameraView, PageEvent):
     pages = frozenset({"display"})
 
     def view(self) -> CameraView:
-        return CameraView.model_validate(self.payload())
+        return self.kept_as(CameraView)
 
 
 class OfferView(PageModel):
@@ -471,7 +483,7 @@ class BuyerEvent(BuyerView, PageEvent):
 
     def view(self) -> BuyerView:
         """What the hub keeps of it."""
-        return BuyerView.model_validate(self.payload())
+        return self.kept_as(BuyerView)
 
 
 class DealView(PageModel):

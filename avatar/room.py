@@ -2,8 +2,10 @@
 
 The controller (:mod:`avatar.controller`) makes one :class:`Room` and hands it to each part
 that keeps the books or tells the screens (:class:`~avatar.eo_intake.MessageIntake`,
-:class:`~avatar.confirmations.Confirmations`, :class:`~avatar.round_life.RoundLife`), so they
-read the same ledger, round and display through one door and none holds another's attributes.
+:class:`~avatar.display_history.DisplayHistory`, :class:`~avatar.confirmations.Confirmations`,
+:class:`~avatar.round_life.RoundLife`), so they read the same ledger, round and display through
+one door and none holds another's attributes. The speech output gets only the bus and the
+display: it keeps no books.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class Room:
 
     ledger: RoomLedger
     """The room's books (:mod:`avatar.room_ledger`)."""
-    rounds: RoundEvents
+    round_events: RoundEvents
     """The EO's round events as the ledger keeps them: which round an id is."""
     books: RoundBooks
     """Every screen's account of the round: told after each change to the books."""

@@ -3,9 +3,10 @@ one SQLite database under ``data_dir``.
 
 Each owner defines its tables beside the code that reads them (:data:`~avatar.books.tables.BOOK_TABLES`,
 :data:`~avatar.competition.store.COMPETITION_TABLES`, :data:`~avatar.operator.alerts.ALERT_TABLES`);
-this module names them all, so whoever opens the room's ledger - the Avatar Controller, the
-tournament CLI, a recorder reading beside it - gets every table, on a new file or one an earlier
-version wrote.
+this module names them all, so whoever opens the room's ledger to write it - the Avatar
+Controller, the tournament CLI - gets every table, on a new file or one an earlier version wrote.
+A reader in another process (the round recorder) needs none of them and none of their owners'
+imports: :func:`~avatar.books.ledger.read_ledger`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from avatar.books.tables import BOOK_TABLES
 from avatar.competition.store import COMPETITION_TABLES
 from avatar.operator.alerts import ALERT_TABLES
 
-LEDGER_FILE: Final = "ledger.sqlite3"
-"""Under ``data_dir``: the room's ledger."""
 ROOM_TABLES: Final[tuple[Tables, ...]] = (BOOK_TABLES, COMPETITION_TABLES, ALERT_TABLES)
 """Every table of the room's ledger, by its owner."""
 
@@ -40,8 +39,3 @@ def ledger_in_memory() -> RoomLedger:
     """A ledger that lives as long as the process (tests)."""
     return RoomLedger(RoomDatabase.in_memory(ROOM_TABLES))
 
-
-def read_ledger(path: Path) -> RoomLedger | None:
-    """The ledger at ``path`` for reading from another process; None when there is none yet."""
-    database = RoomDatabase.reader(path, "rounds")
-    return None if database is None else RoomLedger(database)

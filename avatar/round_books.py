@@ -102,7 +102,7 @@ class RoundBooks:
         """The ledger changed: the views follow at once, off the caller's thread (the caller is
         answering the EO). Without the thread (not started), here and now."""
         if self._thread is None or not self._thread.is_alive():
-            self.refresh()
+            self._refresh_safely()
             return
         self._dirty.set()
 
@@ -112,7 +112,16 @@ class RoundBooks:
             if self._stopping.is_set():
                 return
             self._dirty.clear()
+            self._refresh_safely()
+
+    def _refresh_safely(self) -> None:
+        """:meth:`refresh`, whatever fails in it said in one line: a view that cannot be derived
+        must neither end the views' thread nor reach the caller (who is answering the EO)."""
+        try:
             self.refresh()
+        except Exception as exc:
+            _notes.warning(("refresh", type(exc).__name__), "the round's views cannot be derived: %s: %s",
+                           type(exc).__name__, exc)
 
     def current(self) -> RoundBook | None:
         return self.ledger.current_book()

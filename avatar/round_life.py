@@ -5,7 +5,6 @@ and every view of the round's books brought up to date."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from avatar.competition.store import HUMAN_SERVICES_FACT
 from avatar.page_events import RoundEvent, UtilityEvent
@@ -21,29 +20,6 @@ _notes = RateLimitedLog(log)
 
 ROUND_VIEW = {"round_id", "phase", "durations", "phase_started", "phase_deadline"}
 """The round state's fields the display shows."""
-
-AlertListener = Callable[[str, str], None]
-"""Told ``(kind, text)`` of what the operator must know about the round's books."""
-
-
-class BookAlerts:
-    """What the operator must know about the round's books: in the log, and to each listener
-    (the console)."""
-
-    def __init__(self) -> None:
-        self._listeners: list[AlertListener] = []
-
-    def listen(self, listener: AlertListener) -> None:
-        self._listeners.append(listener)
-
-    def alert(self, kind: str, text: str) -> None:
-        _notes.warning((kind, text), "%s", text)
-        for listener in self._listeners:
-            try:
-                listener(kind, text)
-            except Exception as exc:  # the console must never cost the EO an answer
-                log.debug("an alert listener failed: %s", exc)
-
 
 class RoundLife:
     """Each round event of the EO written down, then shown everywhere it is seen."""
@@ -87,26 +63,26 @@ class RoundLife:
         self._room.books.changed()
 
     def metadata(self, body: RoundMetadata) -> None:
-        self._room.rounds.metadata(body)
+        self._room.round_events.metadata(body)
         self.refresh()
 
     def start(self, body: StartRound) -> None:
-        self._room.rounds.start(body)
+        self._room.round_events.start(body)
         self.refresh()
 
     def end(self, body: EndRound) -> None:
-        self._room.rounds.end(body)
+        self._room.round_events.end(body)
         self.refresh()
 
     def totals(self, body: RoundTotals) -> None:
-        self._room.rounds.totals(body)
+        self._room.round_events.totals(body)
         self.refresh()
 
     def set_utility(self, body: SetUtility) -> None:
         """The buyer's utility function: the buyer page shows what each good is worth."""
         log.info("utility for %s (round %s): %s", body.name, body.roundId, ", ".join(body.utility))
         self._room.hub.emit(UtilityEvent(name=body.name, roundId=body.roundId, goods=list(body.utility)))
-        rnd = self._room.rounds.round_of(body.roundId)
+        rnd = self._room.round_events.round_of(body.roundId)
         self._room.ledger.set_utility(rnd.key, body.utility)
         if body.name and body.name not in self._avatars:
             # the name the EO calls this service by (its negotiatorsInfo): ending a round on the
@@ -130,7 +106,7 @@ class RoundLife:
 
     def on_retained(self, _topic: str, message: RoundState) -> None:
         """The retained round state a previous controller published (MQTT thread)."""
-        adopted = self._room.rounds.adopt(message)
+        adopted = self._room.round_events.adopt(message)
         if adopted is not None:
             log.info("continuing round %s (phase %s) from the retained round state", adopted.round_id, adopted.phase)
             self.refresh()

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import cast
 
 from avatar.books.ledger import RoomLedger
-from avatar.books.records import OPEN_PHASES, LedgerRound
+from avatar.books.records import OPEN_PHASES, OVER_PHASES, LedgerRound
 from humaine_platform.models import EndRound, RoundMetadata, RoundTotals, StartRound
 from workers.runtime.messages import RoundPhase, RoundState, now_ms
 
 log = logging.getLogger(__name__)
 
-OVER_PHASES: Final = ("ended", "lost")
 WARMUP_KEY = "warmUp"
 ROUND_KEY = "round"
 POST_KEY = "post"
@@ -30,10 +29,11 @@ DEFAULT_CURRENCY = "USD"
 
 
 def state_of(rnd: LedgerRound | None, source: str) -> RoundState:
-    """The retained round state of ``rnd`` (a round the EO lost reads as over)."""
+    """The retained round state of ``rnd`` (a round the EO lost, or one in a phase this version
+    does not know, reads as over)."""
     if rnd is None:
         return RoundState(source=source)
-    phase: RoundPhase = "ended" if rnd.phase == "lost" else rnd.phase
+    phase = cast(RoundPhase, rnd.phase) if rnd.phase in (*OPEN_PHASES, "ended") else "ended"
     return RoundState(source=source, round_id=rnd.round_id, phase=phase, durations=dict(rnd.durations),
                       phase_started=rnd.phase_started_ms, phase_deadline=rnd.phase_deadline_ms, buyer=rnd.buyer)
 

@@ -28,10 +28,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     from avatar.books.database import LedgerError
+    from avatar.books.ledger import LEDGER_FILE
     from avatar.competition.settings import TournamentSettings
     from avatar.competition.store import CompetitionStore
     from avatar.competition.tournament import ScheduleError, Tournament
-    from avatar.room_ledger import LEDGER_FILE, open_ledger
+    from avatar.room_ledger import open_ledger
     from workers.runtime.worker import EXIT_CONFIG, EXIT_UNAVAILABLE
 
     settings = config.section(TournamentSettings)

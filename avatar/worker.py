@@ -6,12 +6,13 @@ import threading
 from typing import Any, ClassVar
 
 from avatar.app import PageSources
+from avatar.books.ledger import LEDGER_FILE
 from avatar.buyer.routes import BUYER_PATH
 from avatar.competition.control import RoundControl
 from avatar.competition.settings import RoundsSettings, TournamentSettings
 from avatar.controller import AvatarController
 from avatar.operator import CONSOLE_PATH
-from avatar.room_ledger import LEDGER_FILE, open_ledger_or_memory
+from avatar.room_ledger import open_ledger_or_memory
 from avatar.server import AvatarServer
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, WavSink

@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from avatar.books.ledger import LEDGER_FILE
 from avatar.harness import LocalAvatar
-from avatar.room_ledger import LEDGER_FILE
 from bench.stats import WEIBULL, percentile
 from humaine_platform import endpoints as ep
 from humaine_platform.models import ms_to_iso

@@ -37,12 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from websockets.sync.client import connect as ws_connect
 
+from avatar.books.ledger import LEDGER_FILE
 from avatar.books.records import day_of
 from avatar.competition.settings import AgentEntry, TournamentSettings
 from avatar.competition.store import CompetitionStore, SeatPlan
 from avatar.competition.tournament import Tournament
 from avatar.operator.routes import CONSOLE_FEED_PATH, NEXT_ROUND_PATH
-from avatar.room_ledger import LEDGER_FILE, open_ledger
+from avatar.room_ledger import open_ledger
 from bench.stats import HIGHER, percentile
 from humaine_platform import endpoints as ep
 from tests.support import loopback

@@ -42,8 +42,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from avatar.books.ledger import RoomLedger
-from avatar.room_ledger import LEDGER_FILE, read_ledger
+from avatar.books.ledger import LEDGER_FILE, RoomLedger, read_ledger
 from sessions.format import EVENTS_FILE, SESSION_FILE, SessionFormatError, SessionInfo, write_info
 from sessions.settings import SessionsSettings
 from transcript.session_log import RETRY_S, SessionLog

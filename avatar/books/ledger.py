@@ -17,13 +17,15 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from avatar.books import rules
 from avatar.books.database import RoomDatabase
 from avatar.books.records import (
     DEAL_COLUMNS,
     OPEN_PHASES,
+    OVER_PHASES,
     PROMPT_COLUMNS,
     ROUND_COLUMNS,
     Deal,
@@ -44,6 +46,9 @@ from avatar.books.records import (
 )
 from humaine_platform.models import Bid
 from workers.runtime.messages import now_ms
+
+LEDGER_FILE: Final = "ledger.sqlite3"
+"""Under ``data_dir``: the room's ledger."""
 
 
 def _unbooked(db: sqlite3.Connection, key: int) -> None:
@@ -159,7 +164,7 @@ class RoomLedger:
                 db.execute("UPDATE rounds SET durations = ? WHERE key = ?", (dumps(dict(durations)), key))
             if note is not None:
                 db.execute("UPDATE rounds SET note = ? WHERE key = ?", (note, key))
-            if phase in rules.OVER_PHASES:
+            if phase in OVER_PHASES:
                 _unbooked(db, key)
 
     def eo_saw(self, key: int, at_ms: int) -> None:
@@ -214,24 +219,21 @@ class RoomLedger:
 
     # -- offers --------------------------------------------------------------------------------
     def set_offer(self, key: int, seller: str, bid: Bid, text: str, at_ms: int) -> None:
-        """The seller's current offer (its latest): a bid :func:`~avatar.books.rules.is_standing_offer`."""
-        terms = rules.terms_of(bid)
-        if terms.price is None:
-            raise ValueError(f"{seller}'s bid names no price: it is no offer")
+        """The seller's current offer (its latest): a bid :func:`~avatar.books.rules.is_standing_offer`
+        (one without a price the table refuses)."""
         with self._db.transaction() as db:
             db.execute("INSERT INTO offers (round_key, seller, goods, price, text, at_ms) VALUES (?, ?, ?, ?, ?, ?) "
                        "ON CONFLICT (round_key, seller) DO UPDATE SET goods = excluded.goods, price = excluded.price, "
-                       "text = excluded.text, at_ms = excluded.at_ms", (key, seller, terms.goods_text, terms.price, text, at_ms))
+                       "text = excluded.text, at_ms = excluded.at_ms", (key, seller, goods_text(bid.goods), bid.amount, text, at_ms))
 
     # -- confirmations -------------------------------------------------------------------------
     def add_prompt(self, prompt_id: str, key: int, seller: str, text: str, bid: Bid, received_ms: int) -> Prompt:
         """A seller's Accept the EO asks the buyer to confirm, queued behind those before it."""
-        terms = rules.terms_of(bid)
         with self._db.transaction() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM prompts WHERE round_key = ?", (key,)).fetchone()[0]
             db.execute("INSERT INTO prompts (id, round_key, seq, seller, text, bid, goods, price, received_ms) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (prompt_id, key, seq, seller, text, dumps(bid.body()), terms.goods_text, terms.price, received_ms))
+                       (prompt_id, key, seq, seller, text, dumps(bid.body()), goods_text(bid.goods), bid.amount, received_ms))
         found = self.prompt(prompt_id)
         assert found is not None
         return found
@@ -266,19 +268,18 @@ class RoomLedger:
         """The EO forwarded ``seller``'s Accept: it booked the deal. The prompt it answers
         (:func:`~avatar.books.rules.answered_prompt`) is ``booked``; a difference the EO's totals
         had shown for it already is this deal. None: this very message was booked already."""
-        terms = rules.terms_of(bid)
-        price = terms.price or 0.0
+        goods, price = goods_text(bid.goods), bid.amount or 0.0
         with self._db.transaction() as db:
             if db.execute("SELECT 1 FROM deals WHERE round_key = ? AND message_key = ?", (key, message_key)).fetchone():
                 return None
             sent = [rules.SentYes(*row) for row in db.execute(
                 "SELECT id, goods, price FROM prompts WHERE round_key = ? AND seller = ? AND outcome = 'sent' ORDER BY seq",
                 (key, seller))]
-            prompt_id = rules.answered_prompt(sent, rules.Terms(terms.goods, price))
+            prompt_id = rules.answered_prompt(sent, goods, price)
             if prompt_id is not None:
                 db.execute("UPDATE prompts SET outcome = 'booked' WHERE id = ?", (prompt_id,))
             reconciled = db.execute("SELECT id FROM deals WHERE round_key = ? AND seller = ? AND source = 'eo-totals' AND "
-                                    "goods = ? AND price = ? ORDER BY id LIMIT 1", (key, seller, terms.goods_text, price)).fetchone()
+                                    "goods = ? AND price = ? ORDER BY id LIMIT 1", (key, seller, goods, price)).fetchone()
             if reconciled is not None:
                 db.execute("UPDATE deals SET source = 'eo', message_key = ?, prompt_id = ?, text = ? WHERE id = ?",
                            (message_key, prompt_id, text, reconciled[0]))
@@ -286,7 +287,7 @@ class RoomLedger:
             else:
                 cursor = db.execute("INSERT INTO deals (round_key, seller, goods, price, text, message_key, prompt_id, booked_ms, "
                                     "source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'eo')",
-                                    (key, seller, terms.goods_text, price, text, message_key, prompt_id, booked_ms))
+                                    (key, seller, goods, price, text, message_key, prompt_id, booked_ms))
                 deal_id = int(cursor.lastrowid or 0)
             db.execute("DELETE FROM offers WHERE round_key = ? AND seller = ?", (key, seller))
         return deal_of_row(self._db.query(f"SELECT {DEAL_COLUMNS} FROM deals WHERE id = ?", (deal_id,))[0])
@@ -307,8 +308,15 @@ class RoomLedger:
     # -- a round's whole book ------------------------------------------------------------------
     def book(self, key: int) -> RoundBook | None:
         found = self.round_by_key(key)
-        if found is None:
-            return None
+        return None if found is None else self._book_of(found)
+
+    def current_book(self) -> RoundBook | None:
+        current = self.current()
+        return None if current is None else self._book_of(current)
+
+    def _book_of(self, found: LedgerRound) -> RoundBook:
+        """Everything booked in round ``found``."""
+        key = found.key
         with self._db.snapshot() as db:
             offers = [Offer(s, loads(g), p, t, a) for s, g, p, t, a in db.execute(
                 "SELECT seller, goods, price, text, at_ms FROM offers WHERE round_key = ? ORDER BY seller", (key,))]
@@ -319,6 +327,9 @@ class RoomLedger:
         allocation = SavedAllocation(loads(saved[0]), saved[1], saved[2]) if saved else None
         return RoundBook(found, offers, prompts, deals, allocation)
 
-    def current_book(self) -> RoundBook | None:
-        current = self.current()
-        return None if current is None else self.book(current.key)
+
+def read_ledger(path: Path) -> RoomLedger | None:
+    """The ledger at ``path`` for reading from another process (the round recorder: it loads
+    none of the tables' owners); None when there is none yet."""
+    database = RoomDatabase.reader(path, "rounds")
+    return None if database is None else RoomLedger(database)

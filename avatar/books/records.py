@@ -9,11 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from humaine_platform.models import ParticipantTotals, finite_number
 from workers.runtime.messages import now_ms
 
 LedgerPhase = Literal["warmup", "round", "post", "ended", "lost"]
 OPEN_PHASES: Final = ("warmup", "round", "post")
 """A round in one of these has not ended yet: the EO may still book, end or score it."""
+OVER_PHASES: Final = ("ended", "lost")
+"""A round in one of these is over: a yes the EO has not booked by now never will be, and a late
+``/startRound`` or ``/endRound`` of it changes nothing."""
 TOTALS_GRACE_MS: Final = 30_000
 """The EO sends a round's totals at the end of its post-round; none this long after that, and
 they are not coming (the EO forgot the round, or the room missed them)."""
@@ -50,6 +54,19 @@ def day_of(ms: int) -> str:
 def round_label(round_id: object) -> str:
     """Rounds are found by the text of their id: ``1`` (a JSON number) and ``"1"`` are one round."""
     return str(round_id)
+
+
+def participant_totals(totals: Mapping[str, Any] | None, name: str) -> ParticipantTotals | None:
+    """``name``'s entry of a round's totals as the ledger keeps them (each entry the EO's
+    :class:`~humaine_platform.models.ParticipantTotals`, as :mod:`avatar.round_state` wrote it);
+    None: no totals yet, or none for ``name``."""
+    entry = (totals or {}).get(name)
+    return ParticipantTotals.model_validate(entry) if entry is not None else None
+
+
+def utility_of(entry: ParticipantTotals | None) -> float | None:
+    """A participant's utility in the EO's totals, when it is a finite number."""
+    return finite_number((entry.utility or {}).get("value")) if entry is not None else None
 
 
 @dataclass(frozen=True)

@@ -13,39 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from avatar.books.records import LedgerPhase, goods_text
+from avatar.books.records import LedgerPhase
 from humaine_platform.eo_rules import BOOKED_TYPE
 from humaine_platform.models import HUMAN, OFFER_BID_TYPES, AgentMessage, Bid
 
-OVER_PHASES: Final = ("ended", "lost")
-"""A round in one of these is over: a yes the EO has not booked by now never will be."""
 TOTALS_NEVER_CAME: Final = "the EO's totals never reached the room"
-
-
-@dataclass(frozen=True)
-class Terms:
-    """What a bid trades: its goods as whole quantities (what the utility generator counts) and
-    its price (None: the bid named none)."""
-
-    goods: dict[str, int]
-    price: float | None
-
-    @property
-    def goods_text(self) -> str:
-        """The goods in the books' one spelling (:func:`~avatar.books.records.goods_text`)."""
-        return goods_text(self.goods)
-
-
-def terms_of(bid: Bid) -> Terms:
-    """The bid's terms (:attr:`Bid.goods`, :attr:`Bid.amount`): a quantity that is not a positive
-    number of a good is left out."""
-    return Terms(bid.goods, bid.amount)
 
 
 def is_standing_offer(bid: Bid) -> bool:
     """The bid puts an offer on the table (goods and a price): that seller's current offer."""
-    terms = terms_of(bid)
-    return bid.type in OFFER_BID_TYPES and bool(terms.goods) and terms.price is not None
+    return bid.type in OFFER_BID_TYPES and bool(bid.goods) and bid.amount is not None
 
 
 def is_booked_deal(message: AgentMessage) -> bool:
@@ -63,10 +40,11 @@ class SentYes:
     price: float | None
 
 
-def answered_prompt(sent: Sequence[SentYes], terms: Terms) -> str | None:
-    """The confirmation a booked deal answers: the oldest yes sent to that seller for the same
-    goods and price, else the oldest yes to that seller (``sent`` oldest first)."""
-    same = next((s for s in sent if s.goods_text == terms.goods_text and s.price == terms.price), None)
+def answered_prompt(sent: Sequence[SentYes], goods: str, price: float) -> str | None:
+    """The confirmation a booked deal of ``goods`` (in the books' spelling,
+    :func:`~avatar.books.records.goods_text`) for ``price`` answers: the oldest yes sent to that
+    seller for the same goods and price, else the oldest yes to that seller (``sent`` oldest first)."""
+    same = next((s for s in sent if s.goods_text == goods and s.price == price), None)
     found = same or (sent[0] if sent else None)
     return found.prompt_id if found is not None else None
 
@@ -81,9 +59,10 @@ class Closing:
 
 
 def closed_by_new_round(open_rounds: Sequence[tuple[int, LedgerPhase]], new_round_id: int | str) -> list[Closing]:
-    """Any round still open is over when the EO opens round ``new_round_id``: one whose
+    """The rounds still open (``open_rounds``: key and phase, each in
+    :data:`~avatar.books.records.OPEN_PHASES`) are over when the EO opens round ``new_round_id``: one whose
     negotiation had ended is closed without the totals that never came; one still negotiating is
     lost (the EO started another: it keeps one round at a time for a room)."""
     return [Closing(key, "ended", TOTALS_NEVER_CAME) if phase == "post"
             else Closing(key, "lost", f"the EO started round {new_round_id} before this one ended")
-            for key, phase in open_rounds if phase in ("warmup", "round", "post")]
+            for key, phase in open_rounds]

@@ -1,6 +1,6 @@
-"""The round's own tables in the room's database: its metadata, offers, confirmations, deals,
-allocation and the display's history of it (table and column names are those every earlier
-version wrote: a database of any of them opens and reads)."""
+"""The round's own tables in the room's database: the rounds the room started, each round's
+metadata, offers, confirmations, deals, allocation and the display's history of it (table and
+column names are those every earlier version wrote: a database of any of them opens and reads)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,23 @@ from avatar.books.database import AddedColumn, Tables
 
 BOOK_TABLES: Final = Tables(
     ddl="""
+CREATE TABLE IF NOT EXISTS launches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    round_id TEXT NOT NULL,
+    round_label TEXT NOT NULL,
+    day TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    buyer TEXT NOT NULL DEFAULT '',
+    slot_id INTEGER REFERENCES schedule (id),
+    seats TEXT NOT NULL,
+    utilities TEXT NOT NULL,
+    durations TEXT NOT NULL,
+    eo TEXT NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    ends_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS launches_by_label ON launches (day, round_label, id);
 CREATE TABLE IF NOT EXISTS rounds (
     key INTEGER PRIMARY KEY AUTOINCREMENT,
     round_label TEXT NOT NULL,
@@ -92,4 +109,6 @@ CREATE INDEX IF NOT EXISTS room_log_by_round ON room_log (round_key, id);
     added=(AddedColumn("rounds", "launch_id", "ALTER TABLE rounds ADD COLUMN launch_id INTEGER REFERENCES launches (id)"),
            AddedColumn("rounds", "eo_seen_ms", "ALTER TABLE rounds ADD COLUMN eo_seen_ms INTEGER")),
 )
-"""The round's books; ``rounds.launch_id`` names a row of the competition's ``launches``."""
+"""The round's books, with the rounds the room started (``launches``: written by the
+competition's store, :mod:`avatar.competition.store`; a round the EO opens takes its launch's
+buyer and names it in ``rounds.launch_id``)."""

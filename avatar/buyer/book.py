@@ -14,9 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from pydantic import ValidationError
-
-from avatar.books.records import RoundBook
+from avatar.books.records import RoundBook, participant_totals, utility_of
 from avatar.page_events import (
     BoughtView,
     BuyerEvent,
@@ -70,33 +68,6 @@ def human_entry(totals: Mapping[str, object] | None) -> dict[str, object] | None
     return dict(human) if isinstance(human, Mapping) else None
 
 
-def participant_totals(entry: object) -> ParticipantTotals | None:
-    """One participant's entry of the EO's totals (as the ledger keeps them) as the platform's
-    model, read liberally: a bare number for ``utility`` is its value, and a key the model
-    cannot read (a cost that is no number) is read as absent rather than losing the rest."""
-    if not isinstance(entry, Mapping):
-        return None
-    utility = entry.get("utility")
-    read = {str(k): v for k, v in entry.items()}
-    if utility is not None and not isinstance(utility, Mapping):
-        read["utility"] = {"value": utility}
-    try:
-        return ParticipantTotals.model_validate(read)
-    except ValidationError as exc:
-        unread = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
-        return ParticipantTotals.model_validate({k: v for k, v in read.items() if k not in unread})
-
-
-def human_totals(totals: Mapping[str, object] | None) -> ParticipantTotals | None:
-    """The buyer's entry of the EO's totals (:func:`participant_totals`); None: no totals yet."""
-    return participant_totals(human_entry(totals))
-
-
-def score(totals: ParticipantTotals | None) -> float | None:
-    """A participant's utility in the EO's totals, when it is a finite number."""
-    return finite_number((totals.utility or {}).get("value")) if totals is not None else None
-
-
 def round_result(human: ParticipantTotals | None) -> str | None:
     """The EO's totals of the buyer in plain words (None: no totals yet).
 
@@ -108,7 +79,7 @@ def round_result(human: ParticipantTotals | None) -> str | None:
     if human is None:
         return None
     unit = str((human.utility or {}).get("currencyUnit") or "USD")
-    worth, paid = score(human), finite_number(human.cost)
+    worth, paid = utility_of(human), finite_number(human.cost)
     if worth is None:
         return "The EO gave no score for your allocation" + (f"; you paid {written.money(paid, unit)}." if paid is not None else ".")
     said = f"Your allocation is worth {written.money(worth, unit)} to you"
@@ -195,7 +166,7 @@ def buyer_event(book: RoundBook | None, agreed_ms: int | None = None) -> BuyerEv
         saved=_saved(book),
         human_totals=human,
         round_totals=rnd.totals,
-        result=round_result(participant_totals(human)),
+        result=round_result(participant_totals(rnd.totals, HUMAN)),
         utility=shown,
         utility_problem=problem,
         plan=plan,

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from avatar.books.records import TOTALS_GRACE_MS, LedgerRound
+from avatar.books.records import TOTALS_GRACE_MS, LedgerRound, participant_totals, utility_of
 from avatar.competition.store import Launch
 from humaine_platform.models import HUMAN
 from workers.runtime.messages import now_ms
@@ -28,15 +28,6 @@ CENTS: Final = 2
 """How long after they are due the totals of a round ended early are still waited for."""
 UNNAMED_BUYER: Final = "(unnamed)"
 CSV_COLUMNS: Final = ("kind", "name", "rounds", "utility_mean", "welfare_mean", "utility_total", "note")
-
-
-def _value(entry: Any) -> float | None:
-    """A participant's utility in the totals: ``{"utility": {"value": ...}}`` (the EO), or None."""
-    utility = entry.get("utility") if isinstance(entry, Mapping) else None
-    value = utility.get("value") if isinstance(utility, Mapping) else utility
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -77,8 +68,7 @@ def score(rnd: LedgerRound, launch: Launch | None, avatars: Sequence[str]) -> Ro
         return Unscored(rnd.round_id, rnd.day, buyer, list(seats.values()), reason)
     utilities: dict[str, float] = {}
     for name in (HUMAN, *seats):
-        entry = totals.get(name)
-        value = 0.0 if entry is None else _value(entry)
+        value = utility_of(participant_totals(totals, name)) if name in totals else 0.0
         if value is None:
             return Unscored(rnd.round_id, rnd.day, buyer, list(seats.values()),
                             f"the EO's totals give no utility for {name} (its utility generator did not answer)")

@@ -42,23 +42,6 @@ RunState = Literal["running", "stopped", "exited"]
 
 COMPETITION_TABLES: Final = Tables(
     ddl="""
-CREATE TABLE IF NOT EXISTS launches (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    round_id TEXT NOT NULL,
-    round_label TEXT NOT NULL,
-    day TEXT NOT NULL,
-    at_ms INTEGER NOT NULL,
-    buyer TEXT NOT NULL DEFAULT '',
-    slot_id INTEGER REFERENCES schedule (id),
-    seats TEXT NOT NULL,
-    utilities TEXT NOT NULL,
-    durations TEXT NOT NULL,
-    eo TEXT NOT NULL,
-    state TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT '',
-    ends_ms INTEGER
-);
-CREATE INDEX IF NOT EXISTS launches_by_label ON launches (day, round_label, id);
 CREATE TABLE IF NOT EXISTS schedule (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     roster TEXT NOT NULL,
@@ -94,8 +77,9 @@ CREATE TABLE IF NOT EXISTS agent_runs (
 CREATE INDEX IF NOT EXISTS agent_runs_by_state ON agent_runs (state);
 """,
 )
-"""The rounds the room starts (``launches``; a round of the books names its launch), the
-schedule, the utilities drawn for it and the agent programs of each round."""
+"""The competition's schedule, the utilities drawn for it and the agent programs of each round
+(the rounds the room starts, ``launches``, are the books' table: a round of the books is opened
+for its launch's buyer; this store writes them)."""
 
 
 def roster_key(agents: Sequence[str], buyers: Sequence[str]) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Final
 
 from avatar.books.ledger import RoomLedger
-from avatar.books.records import RoundBook
-from avatar.buyer.book import human_totals, participant_totals, score
+from avatar.books.records import RoundBook, participant_totals, utility_of
 from avatar.page_events import BuyerDay, DayRow, DaySummary, Number, PageModel, RoundId, SellerDay, View
+from humaine_platform.models import HUMAN
 from workers.runtime.logs import RateLimitedLog
 from workers.runtime.messages import MAX_BUYER_CHARS
 
@@ -120,9 +120,10 @@ class DayBook:
         found = (self.ledger.book(r.key) for r in self.ledger.rounds_on(self.date))
         return [b for b in found if b is not None]
 
-    def _row(self, book: RoundBook) -> DayRow:
+    @staticmethod
+    def _row(book: RoundBook, sellers_of_round: dict[str, SellerFigures]) -> DayRow:
         rnd = book.round
-        sellers = self._sellers(book).values()
+        sellers = sellers_of_round.values()
         return DayRow(
             date=rnd.day,
             round=rnd.round_id,
@@ -132,7 +133,7 @@ class DayBook:
             deals=len(book.deals),
             paid=book.spent,
             allocation_saved=book.allocation is not None,
-            buyer_utility=score(human_totals(rnd.totals)),
+            buyer_utility=utility_of(participant_totals(rnd.totals, HUMAN)),
             seller_revenue=book.spent,  # the same booked deals as "paid": the day's two sides add up
             seller_utility=(round(sum(s.utility or 0.0 for s in sellers), 2)
                             if any(s.utility is not None for s in sellers) else None),
@@ -149,23 +150,24 @@ class DayBook:
         revenue: dict[str, float] = {}
         for deal in book.deals:
             revenue[deal.seller] = round(revenue.get(deal.seller, 0.0) + deal.price, 2)
-        utility = {str(name): score(participant_totals(entry)) for name, entry in totals.items()
+        utility = {str(name): utility_of(participant_totals(totals, name)) for name, entry in totals.items()
                    if isinstance(entry, Mapping) and "revenue" in entry}
         return {name: SellerFigures(revenue.get(name, 0.0), utility.get(name)) for name in {**revenue, **utility}}
 
     def summary(self, books: list[RoundBook] | None = None) -> DaySummary:
         """The day per round, per buyer and per seller (of ``books``, read once by the caller, or now)."""
         books = self.books() if books is None else books
-        rows = [self._row(b) for b in books]
+        sellers_of = [self._sellers(b) for b in books]
+        rows = [self._row(b, s) for b, s in zip(books, sellers_of, strict=True)]
         buyers: dict[str, BuyerDay] = {}
         sellers: dict[str, SellerDay] = {}
-        for book, row in zip(books, rows, strict=True):
+        for row, sellers_of_round in zip(rows, sellers_of, strict=True):
             buyer = buyers.setdefault(row.buyer or UNNAMED, BuyerDay(rounds=0, deals=0, paid=0.0, utility=0.0))
             buyer.rounds += 1
             buyer.deals += row.deals
             buyer.paid = round(buyer.paid + row.paid, 2)
             buyer.utility = round(buyer.utility + (row.buyer_utility or 0.0), 2)
-            for name, figures in self._sellers(book).items():
+            for name, figures in sellers_of_round.items():
                 seller = sellers.setdefault(name, SellerDay(rounds=0, revenue=0.0, utility=0.0))
                 seller.rounds += 1
                 seller.revenue = round(seller.revenue + figures.revenue, 2)

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from avatar.books.ledger import LEDGER_FILE, read_ledger
 from avatar.harness import Observer
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.routes import STANDINGS_JSON_PATH
-from avatar.room_ledger import LEDGER_FILE, read_ledger
 from humaine_platform import endpoints as ep
 from standins.recorder import Behavior, RecordingServer
 from tests.support import loopback

@@ -19,10 +19,10 @@ import pytest
 import tomllib
 from playwright.sync_api import Page, expect
 
+from avatar.books.ledger import LEDGER_FILE, read_ledger
 from avatar.operator import CONSOLE_PATH
 from avatar.operator.day import DAY_DIR
 from avatar.operator.routes import DAY_CSV_PATH, DAY_JSON_PATH
-from avatar.room_ledger import LEDGER_FILE, read_ledger
 from humaine_platform import endpoints as ep
 from tests.support import loopback
 from tests.support.helpers import (

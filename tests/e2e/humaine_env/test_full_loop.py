@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from avatar.room_ledger import LEDGER_FILE
+from avatar.books.ledger import LEDGER_FILE
 from tests.support.helpers import AUTO_FIRST_ROUND, free_port, start_run, suite_config, typed_microphone, wait_for, wait_for_line
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config

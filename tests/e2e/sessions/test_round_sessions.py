@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import tomllib
 
+from avatar.books.ledger import LEDGER_FILE
 from avatar.operator.routes import BUYER_PATH, END_ROUND_PATH, NEXT_ROUND_PATH
-from avatar.room_ledger import LEDGER_FILE, open_ledger
+from avatar.room_ledger import open_ledger
 from formats.session_files import SESSIONS_DIR
 from sessions.format import EVENTS_FILE, SESSION_FILE, Session
 from sessions.rounds import RoundRecorder, name_part, round_folder

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from avatar.books.ledger import LEDGER_FILE
 from avatar.books.records import day_of
-from avatar.room_ledger import LEDGER_FILE, ledger_in_memory, open_ledger, open_ledger_or_memory
+from avatar.room_ledger import ledger_in_memory, open_ledger, open_ledger_or_memory
 from tests.support.bids import accept
 
 T0 = 1_700_000_000_000

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from avatar.books.ledger import RoomLedger
-from avatar.buyer.book import buyer_event, human_totals, round_result
+from avatar.books.records import participant_totals, utility_of
+from avatar.buyer.book import buyer_event, round_result
 from avatar.room_ledger import ledger_in_memory
 from humaine_platform.models import ParticipantTotals
 from tests.support.bids import accept, sell_offer
@@ -89,15 +90,15 @@ def test_the_round_result_says_what_the_score_is_and_what_it_gained() -> None:
     assert round_result(ParticipantTotals(cost=2.5, utility=None)) == "The EO gave no score for your allocation; you paid $2.50."
 
 
-def test_the_buyers_totals_are_read_liberally() -> None:
-    """The EO's totals as the ledger keeps them, read as the platform's model: a bare number for
-    the utility is its value; a key that cannot be read is read as absent, the rest still read."""
-    assert round_result(human_totals({"Human": {"utility": 25}})) == "Your allocation is worth $25.00 to you."
-    odd = human_totals({"Human": {"cost": "a lot", "utility": {"currencyUnit": "EUR", "value": 3}}, "Celia": {"revenue": 3}})
-    assert odd is not None and odd.cost is None and round_result(odd) == "Your allocation is worth 3.00 EUR to you."
-    assert human_totals({"Celia": {"revenue": 3}}) is None and human_totals(None) is None
-
-
+def test_a_participants_utility_is_read_from_the_totals_the_ledger_keeps() -> None:
+    """The EO's totals as the ledger keeps them (each entry the platform's model): a utility that
+    is no finite number is none; no totals, or no entry, is no entry."""
+    totals = {"Human": {"cost": 2.0, "utility": {"currencyUnit": "EUR", "value": 3}}, "Celia": {"utility": {"value": float("nan")}}}
+    human = participant_totals(totals, "Human")
+    assert human is not None and utility_of(human) == 3.0 and round_result(human) == (
+        "Your allocation is worth 3.00 EUR to you; you paid 2.00 EUR, so you gained 1.00 EUR.")
+    assert utility_of(participant_totals(totals, "Celia")) is None
+    assert participant_totals(totals, "Watson") is None and participant_totals(None, "Human") is None
 def test_a_taken_offer_leaves_the_page_saying_none_is_open_not_none_yet() -> None:
     ledger = ledger_in_memory()
     key = a_round(ledger)

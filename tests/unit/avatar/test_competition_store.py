@@ -7,12 +7,13 @@ import random
 import sqlite3
 from pathlib import Path
 
+from avatar.books.ledger import LEDGER_FILE
 from avatar.books.records import day_of
 from avatar.competition.schedule import plan_cycle
 from avatar.competition.settings import AgentEntry, TournamentSettings
 from avatar.competition.store import CompetitionStore, SeatPlan, roster_key
 from avatar.competition.tournament import Tournament
-from avatar.room_ledger import LEDGER_FILE, ledger_in_memory, open_ledger
+from avatar.room_ledger import ledger_in_memory, open_ledger
 from workers.runtime.messages import now_ms
 
 AGENTS = ["A", "B", "C"]

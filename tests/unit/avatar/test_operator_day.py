@@ -8,10 +8,10 @@ import io
 import json
 from pathlib import Path
 
-from avatar.books.ledger import RoomLedger
+from avatar.books.ledger import LEDGER_FILE, RoomLedger
 from avatar.operator.day import CSV_COLUMNS, MAX_BUYER_CHARS, DayBook, clean_buyer
 from avatar.page_events import DayEvent
-from avatar.room_ledger import LEDGER_FILE, ledger_in_memory, open_ledger
+from avatar.room_ledger import ledger_in_memory, open_ledger
 from tests.support.bids import accept
 
 DAY = datetime.date(2026, 11, 24)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from avatar.books.ledger import LEDGER_FILE, read_ledger
 from avatar.books.records import day_of
 from avatar.competition.store import CompetitionStore
 from avatar.operator.alerts import AlertBook
-from avatar.room_ledger import LEDGER_FILE, ROOM_TABLES, ledger_in_memory, open_ledger, read_ledger
+from avatar.room_ledger import ROOM_TABLES, ledger_in_memory, open_ledger
 from tests.support.paths import FIXTURES
 
 T0 = 1_700_000_000_000

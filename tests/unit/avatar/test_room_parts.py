@@ -4,6 +4,7 @@ leaves in the round's books."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -104,7 +105,7 @@ def test_a_sellers_typed_bid_goes_into_the_books_once() -> None:
     key = ledger.begin_round("r1", {}, 50.0, "USD", "round", 1, None).key
     speech = SpeechOutput(settings, AVATARS, bus, "avatar", hub, cast(Speaker, ScriptedSpeaker()))
     room = Room(ledger, RoundEvents(ledger), RoundBooks(ledger, hub, settings), bus, "avatar", hub)
-    intake = MessageIntake(settings, AVATARS, room, speech, DisplayHistory(ledger, hub))
+    intake = MessageIntake(settings, AVATARS, room, speech, DisplayHistory(room))
     base = {"addressee": "Human", "role": "seller", "environmentUUID": "e", "roundId": "r1", "timeStamp": "2020-02-20T08:08:05.825Z"}
     offer = parse_message({**base, "speaker": "Celia", "text": "Two eggs for 0.8 USD.",
                            "bid": {"type": "SellOffer", "quantity": {"egg": 2, "milk": 0}, "price": {"unit": "USD", "value": 0.8}}})
@@ -116,4 +117,40 @@ def test_a_sellers_typed_bid_goes_into_the_books_once() -> None:
     intake.receive_message(accept)
     intake.receive_message(accept)  # the same message twice is booked once
     assert [(d.seller, d.goods, d.price) for d in ledger.book(key).deals] == [("Celia", {"egg": 2}, 0.8)]
-    assert message_key(accept) != message_key(offer) and intake.counts() == {"messages": 3}
+    assert message_key(accept.body()) != message_key(offer.body()) and intake.counts() == {"messages": 3}
+
+
+class BrokenBooks(RoundBooks):
+    """Books whose views cannot be derived (a bug in a view, a screen that fails)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.tries = threading.Semaphore(0)
+
+    def refresh(self) -> Any:
+        self.tries.release()
+        raise RuntimeError("a view failed")
+
+
+def test_a_failing_refresh_neither_ends_the_views_thread_nor_stops_speech() -> None:
+    settings = AvatarSettings().for_room(AVATARS)
+    bus, hub, ledger = RecordingBus(), DisplayHub(AVATARS, "buyer"), ledger_in_memory()
+    ledger.begin_round("r1", {}, 50.0, "USD", "round", 1, None)
+    books = BrokenBooks(ledger, hub, settings)
+    speech = SpeechOutput(settings, AVATARS, bus, "avatar", hub, cast(Speaker, ScriptedSpeaker()))
+    room = Room(ledger, RoundEvents(ledger), books, bus, "avatar", hub)
+    intake = MessageIntake(settings, AVATARS, room, speech, DisplayHistory(room))
+    offer = parse_message({"addressee": "Human", "role": "seller", "environmentUUID": "e", "roundId": "r1", "speaker": "Celia",
+                           "timeStamp": "2020-02-20T08:08:05.825Z", "text": "Two eggs for 0.8 USD.",
+                           "bid": {"type": "SellOffer", "quantity": {"egg": 2}, "price": {"unit": "USD", "value": 0.8}}})
+    assert intake.receive_message(offer) == "queued"  # no views' thread: the refresh ran here, and failed
+    assert books.tries.acquire(timeout=0)
+    books.start()
+    try:
+        for _ in range(2):
+            books.changed()
+            assert books.tries.acquire(timeout=5)  # tried on the views' thread, and failed
+        assert intake.receive_message(offer) == "queued"
+        assert books._thread is not None and books._thread.is_alive()  # the views' thread outlived each failure
+    finally:
+        books.stop()

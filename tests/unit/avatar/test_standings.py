@@ -66,11 +66,13 @@ def test_a_round_without_totals_or_with_a_missing_utility_counts_in_no_standing_
     play(ledger, "r2", "Ada", {"Celia": "A", "Watson": "B"}, None)
     play(ledger, "r3", "Ada", {"Celia": "A", "Watson": "B"},
          {"Human": {"utility": utility(3.0)}, "Celia": {"utility": None}})  # the EO's utility generator was away
+    play(ledger, "r4", "Ada", {"Celia": "A", "Watson": "B"}, {"Human": {"utility": utility(float("nan"))}})  # no number
     table = standings(today(ledger), AVATARS, roster=["A", "B", "C"], buyers=["Ada", "Ben"])
     assert [(u.round, u.reason) for u in table.unscored] == [
         ("r1", "the EO no longer knows it"),
         ("r2", "the EO's totals never reached the room"),
         ("r3", "the EO's totals give no utility for Celia (its utility generator did not answer)"),
+        ("r4", "the EO's totals give no utility for Human (its utility generator did not answer)"),
     ]
     # the whole roster is listed, with no rounds yet
     assert {a.name: a.rounds for a in table.agents} == {"A": 0, "B": 0, "C": 0}
