@@ -6,6 +6,7 @@ from typing import ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator
 
+from workers.microphone.echo_cancel import TAIL_MS as ECHO_TAIL_MS
 from workers.microphone.engine_whisper import CONTEXT_PAD_S
 from workers.microphone.enhance import DEFAULT_BLEND as ENHANCE_BLEND
 from workers.microphone.lips import MIN_MOTION as LIPS_MIN_MOTION
@@ -184,12 +185,25 @@ class MicrophoneSettings(Section):
     interim_hz: float = 5.0
     """Upper bound on interim results per second per utterance."""
     echo_mode: Literal["drop", "tag"] = "drop"
-    """What happens to speech captured while an avatar speaks: dropped, or published with ``echo``."""
+    """What happens to speech captured while an avatar speaks that the buyer did not barge in
+    with (with the canceller on, the residual echo it did not remove): dropped, or published with
+    ``echo``."""
     echo_tail_ms: int = 600
     """Audio up to this long after an avatar stopped still counts as its echo (room reverb, buffers)."""
-    barge_in: bool = False
-    """Let the buyer interrupt: speech clearly louder than the avatar's echo while an avatar
-    speaks makes the avatar stop, and that speech is transcribed instead of dropped as echo."""
+    echo_cancel: Literal["auto", "off"] = "auto"
+    """``auto``: when the source is a live device and the sound server plays the room's
+    loudspeaker, cancel its echo with what it plays as the reference (``workers/microphone/
+    echo_cancel.py``): the buyer is heard while an avatar speaks. Without a reference (a headset,
+    no sound server, a file source) speech over an avatar is dropped as echo, said once at start."""
+    echo_reference: str = ""
+    """The sound server's sink whose output is the reference (its monitor is captured); empty:
+    the default sink, where the Avatar Controller's ``auto`` speaker plays."""
+    echo_filter_ms: int = Field(default=ECHO_TAIL_MS, ge=50, le=1000)
+    """The echo path the canceller's adaptive filter spans (room response and misalignment)."""
+    barge_in: bool | Literal["auto"] = "auto"
+    """Let the buyer interrupt: speech clearly louder than the avatar's echo (with the canceller,
+    than what is left of it) while an avatar speaks makes the avatar stop, and that speech is
+    transcribed instead of dropped as echo. ``auto``: on when the echo is cancelled."""
     barge_in_margin_db: float = Field(6.0, gt=0)
     """How much louder than the echo (its loud parts) the buyer must be... (``bench/barge_in.py``
     measures false triggers on the avatars' own voices, and how many buyers at each level over the
@@ -246,3 +260,7 @@ class MicrophoneSettings(Section):
         if value not in (10, 20, 30):
             raise ValueError("must be 10, 20 or 30 (voice activity frame lengths)")
         return value
+
+    def barges_in(self, cancelling: bool) -> bool:
+        """Whether barge-in is on, the echo being cancelled or not (``barge_in = "auto"``)."""
+        return cancelling if self.barge_in == "auto" else self.barge_in

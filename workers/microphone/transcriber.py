@@ -183,17 +183,18 @@ class Transcriber:
         emit_vad: Callable[[VadEvent], None],
         emit_transcript: Callable[[Transcript], None],
         avatars: Sequence[str] = DEFAULT_AVATARS,
+        cancelling: bool = False,
         **kwargs: Any,
     ) -> Transcriber:
         """The pipeline as ``[microphone]`` configures it (segmenter, interim rate, numbers) for
         a room with ``avatars``: the live worker, ``humaine-env transcribe`` and bench/stt.py all
-        build it here."""
+        build it here. ``cancelling``: the blocks come through the echo canceller (barge-in's default)."""
         s = settings
         segmenter = segmenter_for(s)
         kwargs.setdefault("interim_hz", s.interim_hz)
         kwargs.setdefault("numbers", s.numbers)
         kwargs.setdefault("speculate_ms", s.speculate_ms or None)
-        kwargs.setdefault("barge_in", BargeInDetector(s.barge_in_margin_db, s.barge_in_min_ms) if s.barge_in else None)
+        kwargs.setdefault("barge_in", BargeInDetector(s.barge_in_margin_db, s.barge_in_min_ms) if s.barges_in(cancelling) else None)
         recovery = NameRecovery.build(avatars, s.name_recovery_threshold, s.name_recovery_max_conf) if s.name_recovery else None
         kwargs.setdefault("names", recovery)
         kwargs.setdefault("quantity_doubts", s.quantity_doubt_conf if s.quantity_doubts else None)

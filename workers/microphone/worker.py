@@ -19,6 +19,7 @@ from hardware.clock import Clock, RealClock
 from hardware.typed import TypedInput
 from workers.microphone import turn as turn_model
 from workers.microphone.echo import EchoGate
+from workers.microphone.echo_reference import RoomEcho, room_echo
 from workers.microphone.engines import load_recognizer
 from workers.microphone.enhance import EnhancerUnavailable, enhance_block
 from workers.microphone.enhance import load as load_enhancer
@@ -91,6 +92,8 @@ class MicrophoneWorker(Worker):
         self._paused = threading.Event()
         self.transcriber: Transcriber | None = None
         self.source: AudioSource | None = None
+        self.room_echo: RoomEcho | None = None
+        """The echo canceller and its reference, when the sound server plays the room (``echo_reference``)."""
         self.mode = "typed" if self.settings.typed else "audio"
         self.typed_published = 0
         # a noisy venue: one warning when the room's floor is too high (workers/microphone/noise_floor.py)
@@ -190,14 +193,21 @@ class MicrophoneWorker(Worker):
             enhancer = load_enhancer(self.settings.enhance, self.settings.enhance_blend)
         except EnhancerUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None
+        self.room_echo = room_echo(self.settings, self.clock, self._reference_failed)
         sources = _FirstThenAgain(first, lambda: self._open(self.settings.source))
         blocks = resilient_blocks(sources.next, stop, self._source_failed, self._source_opened, self.settings.retry_s)
-        for block in blocks:
-            assert self.transcriber is not None
-            self.noise_check.observe(block.samples, block.duration_ms)
-            self.transcriber.process(enhance_block(enhancer, block))
-        if self.transcriber is not None:
-            self.transcriber.flush()
+        try:
+            for block in blocks:
+                assert self.transcriber is not None
+                self.noise_check.observe(block.samples, block.duration_ms)
+                if self.room_echo is not None:
+                    block = self.room_echo.canceller.process(block)
+                self.transcriber.process(enhance_block(enhancer, block))
+            if self.transcriber is not None:
+                self.transcriber.flush()
+        finally:
+            if self.room_echo is not None:
+                self.room_echo.close()
         if not stop.is_set() and self.source is not None:
             # A file or replay ended: the worker's job is done (the CLI exits).
             self.log.info("end of %s", self.source.description)
@@ -246,6 +256,11 @@ class MicrophoneWorker(Worker):
         self._measure_what_is_read(self.transcriber)  # after it is set: a status may come meanwhile
         self.report_ok(f"listening: {source.description} ({self._recognizer.name})")
 
+    def _reference_failed(self, reason: str) -> None:
+        """The loudspeaker's reference failed (its reader reopens it): the microphone still
+        listens, uncancelled meanwhile; the health's ``echo_reference_error`` says why."""
+        self.log.warning("echo reference lost: %s", reason)
+
     def _source_failed(self, reason: str) -> None:
         # What was said before the device failed was heard: finish that utterance now. It
         # also hands the recogniser back (one utterance at a time) for the reopened device.
@@ -270,6 +285,7 @@ class MicrophoneWorker(Worker):
             echo_mode=s.echo_mode,
             lips=self.lips,
             emit_barge_in=lambda event: self.bus.publish(self.topics.barge_in(), event),
+            cancelling=self.room_echo is not None,
             turn=turn_model.load(s.turn_model_path) if s.end_of_turn else None,
         )
         if self.paused:
@@ -319,6 +335,8 @@ class MicrophoneWorker(Worker):
             figures["engine"] = self._recognizer.name
         if self.source is not None:
             figures.update(self.source.stats())
+        if self.room_echo is not None:
+            figures.update(self.room_echo.health())
         if self.transcriber is not None:
             st = self.transcriber.stats
             figures.update(

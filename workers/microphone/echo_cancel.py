@@ -1,0 +1,181 @@
+"""Echo cancellation: the microphone's audio minus the echo of what the room's loudspeaker played.
+
+The far-end reference is the loudspeaker's own output, captured by the sound server (its sink's
+monitor) as it is played, so whatever plays there (either avatar, a page's sound) is cancelled,
+not only what one process knows it sent. :class:`PlayedAudio` keeps the last seconds of it by
+capture time; :class:`EchoCanceller` pairs each microphone block with the stretch played
+``output_delay_ms`` earlier (the sink's reported latency: what was handed to the device then is
+what the loudspeaker sounds now), less a little (:data:`LEAD_MS`: the adaptive filter must see a
+sound before its echo, never after; it spans ``tail_ms`` of lead, room response and jitter).
+
+With the canceller on, what the buyer says while an avatar speaks reaches the voice detector and
+the barge-in detector as the buyer's voice over a residual echo some 40 dB under the avatar's,
+instead of under it (``bench/duplex.py`` measures both, and the echo that leaks into transcripts).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, level_dbfs, resilient_blocks
+from workers.microphone.speexdsp import SpeexEchoCanceller
+
+log = logging.getLogger(__name__)
+
+LEAD_MS = 30
+"""How far ahead of its expected echo the reference is taken: room for the capture timestamps'
+jitter, so a sound never reaches the filter after its echo (which no filter can cancel)."""
+TAIL_MS = 300
+"""The echo path the adaptive filter spans: the room's direct sound and early reflections, the
+lead and the alignment's jitter (a longer filter converges more slowly)."""
+KEEP_MS = 3000
+"""How much played audio is kept (the output delay plus the lead are a few hundred ms at most)."""
+CONTIGUOUS_MS = 40
+"""A reference block that starts within this of where the previous one ended follows it: capture
+timestamps jitter by a few ms, the samples themselves do not."""
+WAIT_MS = 80
+"""How long a microphone block waits for the reference stretch it needs (the reference's reader
+lags by one block at worst); then the missing part counts as silence."""
+ACTIVE_DBFS = -60.0
+"""A reference block louder than this is the loudspeaker playing: the blocks ERLE is measured on."""
+
+
+class PlayedAudio:
+    """The loudspeaker's output by capture time, 16 kHz mono: written by the reference's reader
+    thread, read by the microphone path."""
+
+    def __init__(self, keep_ms: int = KEEP_MS) -> None:
+        self._keep = SAMPLE_RATE * keep_ms // 1000
+        self._samples = np.zeros(0, np.int16)
+        self._start_ms = 0.0
+        self._changed = threading.Condition()
+        self.blocks = 0
+
+    def add(self, block: AudioBlock) -> None:
+        with self._changed:
+            end_ms = self._start_ms + len(self._samples) * 1000 / SAMPLE_RATE
+            if len(self._samples) and abs(block.t_ms - end_ms) <= CONTIGUOUS_MS:
+                self._samples = np.concatenate((self._samples, block.samples))
+            else:  # the first block, or the reference restarted after a gap
+                self._samples, self._start_ms = block.samples.copy(), float(block.t_ms)
+            surplus = len(self._samples) - self._keep
+            if surplus > 0:
+                self._samples = self._samples[surplus:]
+                self._start_ms += surplus * 1000 / SAMPLE_RATE
+            self.blocks += 1
+            self._changed.notify_all()
+
+    def take(self, t_ms: float, count: int, wait_ms: float = WAIT_MS) -> NDArray[np.int16]:
+        """``count`` samples played from ``t_ms`` on; silence for what was not played (or not
+        captured). Waits up to ``wait_ms`` for a stretch that has not arrived yet."""
+        deadline = time.monotonic() + wait_ms / 1000
+        with self._changed:
+            while self._end_ms() < t_ms + count * 1000 / SAMPLE_RATE and self.blocks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            out = np.zeros(count, np.int16)
+            first = round((t_ms - self._start_ms) * SAMPLE_RATE / 1000)
+            lo, hi = max(first, 0), min(first + count, len(self._samples))
+            if hi > lo:
+                out[lo - first:hi - first] = self._samples[lo:hi]
+            return out
+
+    def _end_ms(self) -> float:
+        return self._start_ms + len(self._samples) * 1000 / SAMPLE_RATE
+
+
+@dataclass
+class CancellerStats:
+    blocks: int = 0
+    echo_blocks: int = 0
+    """Blocks during which the loudspeaker played."""
+    cpu_s: float = 0.0
+    audio_s: float = 0.0
+    mic_energy: float = 0.0
+    out_energy: float = 0.0
+    """Summed power of the microphone and of the output over the echo blocks (ERLE's terms)."""
+
+    @property
+    def erle_db(self) -> float | None:
+        """Echo return loss enhancement over the blocks the loudspeaker played in: how much
+        quieter the output is than the microphone (the buyer's voice in them counts against it)."""
+        if not self.echo_blocks or self.out_energy <= 0:
+            return None
+        return round(10 * float(np.log10(self.mic_energy / self.out_energy)), 1)
+
+    @property
+    def cpu_share(self) -> float:
+        """CPU seconds per second of audio (0.05: 5 % of one core)."""
+        return self.cpu_s / self.audio_s if self.audio_s else 0.0
+
+
+class EchoCanceller:
+    """The microphone path's first stage: each block minus the echo of what was played."""
+
+    def __init__(self, played: PlayedAudio, output_delay_ms: float, block_ms: int, tail_ms: int = TAIL_MS) -> None:
+        self.played = played
+        self.output_delay_ms = output_delay_ms
+        self.engine = SpeexEchoCanceller(SAMPLE_RATE * block_ms // 1000, SAMPLE_RATE, tail_ms)
+        self.stats = CancellerStats()
+
+    def process(self, block: AudioBlock) -> AudioBlock:
+        started = time.thread_time()
+        reference = self.played.take(block.t_ms - self.output_delay_ms + LEAD_MS, len(block.samples))
+        out = self.engine.process(block.samples, reference)
+        st = self.stats
+        st.cpu_s += time.thread_time() - started
+        st.blocks += 1
+        st.audio_s += block.duration_ms / 1000
+        if level_dbfs(reference) > ACTIVE_DBFS:
+            st.echo_blocks += 1
+            st.mic_energy += float(np.sum(np.square(block.samples.astype(np.float64))))
+            st.out_energy += float(np.sum(np.square(out.astype(np.float64))))
+        return AudioBlock(out, block.t_ms)
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+class ReferenceReader:
+    """Reads the reference source into :class:`PlayedAudio` on a thread of its own, reopening it
+    when it fails (a sound server restarted): meanwhile nothing is cancelled, and said so."""
+
+    def __init__(
+        self, open_reference: Callable[[], AudioSource], played: PlayedAudio,
+        on_error: Callable[[str], None], retry_s: float,
+    ) -> None:
+        self._open = open_reference
+        self.played = played
+        self._on_error = on_error
+        self._retry_s = retry_s
+        self._stop = threading.Event()
+        self.description = ""
+        self._thread = threading.Thread(target=self._run, name="echo-reference", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _opened(self, source: AudioSource) -> None:
+        self.description = source.description
+        log.info("echo reference: %s", source.description)
+
+    def _blocks(self) -> Iterator[AudioBlock]:
+        return resilient_blocks(self._open, self._stop, self._on_error, self._opened, self._retry_s)
+
+    def _run(self) -> None:
+        for block in self._blocks():
+            self.played.add(block)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)

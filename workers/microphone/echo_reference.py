@@ -1,0 +1,98 @@
+"""Whether the microphone worker cancels the room's echo, and with what reference.
+
+The reference is the monitor of the sound server's sink the avatars play on (``[microphone]
+echo_reference``, the default sink when empty): it carries what that loudspeaker really plays,
+captured by the server that plays it, and the sink's reported latency says how much later it
+sounds. There is none for a file or replayed source (nothing was played while it was recorded),
+with no sound server (PortAudio straight to a card, a headset) or with ``echo_cancel = "off"``:
+then speech over an avatar is dropped as echo, as it always was, and the start says so once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hardware.audio_pulse import SoundServerSource
+
+from hardware import sound_server
+from hardware.audio import AudioSource, is_device
+from hardware.clock import Clock
+from workers.microphone.echo_cancel import EchoCanceller, PlayedAudio, ReferenceReader
+from workers.microphone.settings import MicrophoneSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The monitor to capture and the sink's output delay."""
+
+    sink: str
+    monitor: str
+    output_delay_ms: float
+
+
+def find_reference(settings: MicrophoneSettings) -> Reference | str:
+    """The reference the settings and the machine give, or why there is none (one line)."""
+    if settings.echo_cancel == "off":
+        return "echo cancellation is off ([microphone] echo_cancel)"
+    if not is_device(settings.source):
+        return f"the source {settings.source!r} is not a live microphone"
+    if not sound_server.server_reachable():
+        return "no sound server plays the room's loudspeaker"
+    sink = settings.echo_reference or sound_server.default_sink_name()
+    monitor = sound_server.monitor_source_name(sink) if sink else None
+    if not sink or not monitor:
+        return f"the sound server has no sink {settings.echo_reference!r}" if settings.echo_reference else "the sound server has no sink"
+    return Reference(sink, monitor, sound_server.latency_ms(sink, "sink") or 0.0)
+
+
+class RoomEcho:
+    """The worker's canceller and the thread that feeds it what the loudspeaker plays."""
+
+    def __init__(self, reference: Reference, settings: MicrophoneSettings, clock: Clock,
+                 on_error: Callable[[str], None]) -> None:
+        self.reference = reference
+        played = PlayedAudio()
+        self.canceller = EchoCanceller(played, reference.output_delay_ms, settings.block_ms, settings.echo_filter_ms)
+        self.reader = ReferenceReader(self._opener(settings.block_ms, clock), played, self._failed, settings.retry_s)
+        self._on_error = on_error
+        self.error = ""
+        """Why the reference last failed (empty while it has not): the canceller then has nothing to cancel."""
+        self.reader.start()
+
+    def _opener(self, block_ms: int, clock: Clock) -> Callable[[], AudioSource]:
+        monitor = self.reference.monitor
+        return lambda: SoundServerSource(monitor, block_ms=block_ms, clock=clock, description="echo reference")
+
+    def _failed(self, reason: str) -> None:
+        self.error = reason
+        self._on_error(reason)
+
+    def describe(self) -> str:
+        return f"echo cancelled: reference {self.reference.monitor} ({self.reference.output_delay_ms:.0f} ms output delay)"
+
+    def health(self) -> dict[str, object]:
+        stats = self.canceller.stats
+        return {"echo_reference": self.reference.monitor, "echo_erle_db": stats.erle_db,
+                "echo_cpu": round(stats.cpu_share, 4), "echo_reference_blocks": self.reader.played.blocks,
+                "echo_reference_error": self.error}
+
+    def close(self) -> None:
+        self.reader.close()
+        self.canceller.close()
+
+
+def room_echo(settings: MicrophoneSettings, clock: Clock, on_error: Callable[[str], None]) -> RoomEcho | None:
+    """The canceller when there is a reference; otherwise ``None``, said once (why, and that
+    speech over an avatar is dropped as echo meanwhile)."""
+    found = find_reference(settings)
+    if isinstance(found, str):
+        log.info("no echo reference (%s): speech while an avatar speaks is %s as echo",
+                 found, "dropped" if settings.echo_mode == "drop" else "tagged")
+        return None
+    echo = RoomEcho(found, settings, clock, on_error)
+    log.info("%s", echo.describe())
+    return echo
