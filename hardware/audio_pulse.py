@@ -1,7 +1,8 @@
 """Capture from a sound server's source by name (``pasimple``): 16 kHz mono int16 blocks.
 
 The server resamples and downmixes whatever the device delivers (44.1/48 kHz stereo), so the
-blocks are what every other source gives. A reader thread owns the stream and only queues
+blocks are what every other source gives; each block's time is its first sample's capture time
+(:class:`CaptureTimes`). A reader thread owns the stream and only queues
 blocks, so a consumer that is slow, or a source that stalls, costs counted drops or an error
 rather than a hung worker.
 
@@ -39,7 +40,32 @@ QUEUE_BLOCKS = 100
 STALL_S = 2.0
 """A stream that delivers nothing for this long is considered failed."""
 SAMPLE_WIDTH = 2
+RESYNC_MS = 1000
+"""Capture times follow the sample count unless the clock says they lag it by more than this
+(audio the server lost, or a device clock slower than the machine's)."""
 _streams = itertools.count(1)
+
+
+class CaptureTimes:
+    """The capture time of each block: counted from the first block's (each block one block
+    later), held to what the clock allows (a block cannot start after ``read_ms - latency -
+    block length``).
+
+    Reads come in bursts after a stall (a busy machine, a writer that paused): stamping each
+    block with the clock would squeeze a second of audio into a few ms of timestamps, and the
+    recogniser's words would end after the utterance's timestamped end (and be dropped as made
+    up). Counting keeps timestamps and samples in step."""
+
+    def __init__(self, block_ms: int) -> None:
+        self.block_ms = block_ms
+        self._next: int | None = None
+
+    def stamp(self, read_ms: int, latency_ms: float) -> int:
+        latest = read_ms - round(latency_ms + self.block_ms)
+        counted = self._next
+        t_ms = counted if counted is not None and counted <= latest <= counted + RESYNC_MS else latest
+        self._next = t_ms + self.block_ms
+        return t_ms
 
 
 def server_source_for(device: str | None) -> sound_server.SoundDevice | None:
@@ -87,6 +113,7 @@ class SoundServerSource:
         self.stream_name = f"humaine-env capture {os.getpid()}-{next(_streams)}"
         """The stream's ``media.name``: how the presence check finds it among the server's."""
         self.latency_ms = 0.0
+        self._times = CaptureTimes(block_ms)
         self.dropped = 0
         self.delivered = 0
         self._queue: queue.Queue[AudioBlock] = queue.Queue(maxsize=QUEUE_BLOCKS)
@@ -116,7 +143,7 @@ class SoundServerSource:
                 self.latency_ms = stream.get_latency() / 1000.0
                 samples = np.frombuffer(data, dtype=np.int16).copy()
                 try:
-                    self._queue.put_nowait(AudioBlock(samples, now - round(self.latency_ms + self.block_ms)))
+                    self._queue.put_nowait(AudioBlock(samples, self._times.stamp(now, self.latency_ms)))
                 except queue.Full:
                     self.dropped += 1
         except Exception as exc:  # pasimple raises PaSimpleError; anything else ends it the same way
@@ -138,7 +165,7 @@ class SoundServerSource:
     def blocks(self, stop: threading.Event) -> Iterator[AudioBlock]:
         silent_s = 0.0
         checked = time.monotonic()
-        while not stop.is_set():
+        while not stop.is_set() and not self._closing.is_set():  # closed meanwhile: an end, not a fault
             if time.monotonic() - checked >= self.check_s:
                 if not self._still_there():
                     raise AudioSourceError(f"{self.description} disappeared")

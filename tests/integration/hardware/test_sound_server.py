@@ -24,8 +24,10 @@ import pytest
 from hardware import sound_server
 from hardware.audio import AudioBlock
 from hardware.audio_files import load_audio, resample
+from hardware.audio_live import to_mono_16k
 from hardware.audio_pulse import SoundServerSource
 from hardware.audio_sources import open_source
+from hardware.sound_server import StreamPlace
 from hardware.speaker_pulse import SoundServerSink
 from hardware.speaker_sinks import open_sink
 from scripts import synth_speech
@@ -179,10 +181,11 @@ def test_mic_hears_room_mic_and_survives_its_unplugging(private_pulse: PrivatePu
     assert mic_process.stop() == 0, mic_process.said()
 
 
-def monitor_blocks(source: SoundServerSource, stop: threading.Event) -> list[AudioBlock]:
+def monitor_blocks(source: SoundServerSource, stop: threading.Event) -> tuple[list[AudioBlock], threading.Thread]:
     blocks: list[AudioBlock] = []
-    threading.Thread(target=lambda: blocks.extend(source.blocks(stop)), daemon=True).start()
-    return blocks
+    thread = threading.Thread(target=lambda: blocks.extend(source.blocks(stop)), daemon=True)
+    thread.start()
+    return blocks, thread
 
 
 def test_the_speaker_plays_on_room_speaker_and_its_monitor_hears_it(private_pulse: PrivatePulse, tmp_path: Path) -> None:
@@ -196,7 +199,7 @@ def test_the_speaker_plays_on_room_speaker_and_its_monitor_hears_it(private_puls
         assert monitor == f"{SPEAKER}.monitor" and sound_server.monitor_source_name() == monitor
         source = SoundServerSource(monitor)
         stop = threading.Event()
-        blocks = monitor_blocks(source, stop)
+        blocks, reading = monitor_blocks(source, stop)
         try:
             sink.begin("played", 22_050)
             assert 0.0 < sink.latency_s < 0.5
@@ -204,6 +207,7 @@ def test_the_speaker_plays_on_room_speaker_and_its_monitor_hears_it(private_puls
             time.sleep(sink.latency_s + 0.5)
         finally:
             stop.set()
+            reading.join(5)
             sink.close()
             source.close()
     samples = np.concatenate([b.samples for b in blocks])
@@ -239,3 +243,30 @@ def open_source_or_error(spec: str, tmp_path: Path) -> object:
             os.environ.pop("PULSE_SERVER")
         else:
             os.environ["PULSE_SERVER"] = saved
+
+
+def test_without_a_server_every_query_answers_none_quickly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PULSE_SERVER", f"unix:{tmp_path}/nobody")
+    started = time.monotonic()
+    assert not sound_server.server_reachable()
+    assert sound_server.list_sources() == [] and sound_server.list_sinks() == []
+    assert sound_server.default_sink_name() is None and sound_server.default_source_name() is None
+    assert sound_server.monitor_source_name() is None
+    assert sound_server.latency_ms("room_speaker", "sink") is None
+    assert sound_server.stream_source("humaine-env capture 1") == StreamPlace(False)
+    assert time.monotonic() - started < 5 * sound_server.CONNECT_TIMEOUT_S
+    assert os.environ["PULSE_SERVER"].endswith("nobody")
+
+
+def test_stereo_48k_becomes_mono_16k() -> None:
+    """What PortAudio's capture does with a device that opens only in stereo at 48 kHz."""
+    t = np.arange(48_000) / 48_000
+    left = (8000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16)
+    right = left // 2
+    interleaved = np.stack([left, right], axis=1).reshape(-1)
+    mono = to_mono_16k(interleaved, 48_000, 2)
+    assert mono.dtype == np.int16 and len(mono) == 16_000
+    expected = (6000 * np.sin(2 * np.pi * 440 * np.arange(16_000) / 16_000))
+    assert np.abs(mono[100:-100] - expected[100:-100]).max() < 60  # the mean of the two, resampled
+    assert np.array_equal(to_mono_16k(left[:320], 16_000, 1), left[:320])
+    assert len(to_mono_16k(np.zeros(441 * 2, np.int16), 44_100, 2)) == 160
