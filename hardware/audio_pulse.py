@@ -41,29 +41,31 @@ STALL_S = 2.0
 """A stream that delivers nothing for this long is considered failed."""
 SAMPLE_WIDTH = 2
 RESYNC_MS = 1000
-"""Capture times follow the sample count unless the clock says they lag it by more than this
-(audio the server lost, or a device clock slower than the machine's)."""
+"""Capture times follow the sample count unless it and the clock part by more than this (audio
+the server lost, a long burst, or a device clock off the machine's)."""
 _streams = itertools.count(1)
 
 
 class CaptureTimes:
     """The capture time of each block: counted from the first block's (each block one block
-    later), held to what the clock allows (a block cannot start after ``read_ms - latency -
-    block length``).
+    later), as long as that stays within :data:`RESYNC_MS` of what the clock says (``read_ms -
+    latency - block length``); beyond it, the clock's.
 
-    Reads come in bursts after a stall (a busy machine, a writer that paused): stamping each
-    block with the clock would squeeze a second of audio into a few ms of timestamps, and the
-    recogniser's words would end after the utterance's timestamped end (and be dropped as made
-    up). Counting keeps timestamps and samples in step."""
+    Reads come in bursts: at a stream's start (what the source held), and after a stall (a busy
+    machine, a writer that paused). Stamping each block with the clock would squeeze a second of
+    audio into a few ms of timestamps, and the recogniser's words would end after the
+    utterance's timestamped end (and be dropped as made up). Counting keeps timestamps and
+    samples in step; a device clock a little off the machine's costs one jump of a second every
+    few hours."""
 
     def __init__(self, block_ms: int) -> None:
         self.block_ms = block_ms
         self._next: int | None = None
 
     def stamp(self, read_ms: int, latency_ms: float) -> int:
-        latest = read_ms - round(latency_ms + self.block_ms)
+        by_clock = read_ms - round(latency_ms + self.block_ms)
         counted = self._next
-        t_ms = counted if counted is not None and counted <= latest <= counted + RESYNC_MS else latest
+        t_ms = counted if counted is not None and abs(counted - by_clock) <= RESYNC_MS else by_clock
         self._next = t_ms + self.block_ms
         return t_ms
 

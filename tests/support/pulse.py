@@ -159,8 +159,10 @@ class PrivatePulse:
 
 class PipeFeeder:
     """Writes into the pipe source at real time from a thread: silence, or the utterances given
-    to :meth:`say` (16 kHz mono int16, made 48 kHz stereo), as a microphone delivers sound.
-    When the source is unloaded (the FIFO goes) it waits for it to come back and goes on."""
+    to :meth:`say` (16 kHz mono int16, made 48 kHz stereo), as a microphone delivers sound: at
+    real time, never faster to make up for a write that waited (the server reads the pipe only
+    while something records from the source). When the source is unloaded (the FIFO goes) it
+    waits for it to come back and goes on."""
 
     def __init__(self, fifo: Path) -> None:
         self.fifo = fifo
@@ -225,6 +227,9 @@ class PipeFeeder:
                 started, written_s = time.monotonic(), 0.0
                 continue
             written_s += CHUNK_S
+            behind = time.monotonic() - (started + written_s)
+            if behind > CHUNK_S:  # a microphone never catches up in a burst: what it missed is gone
+                started += behind
             self._stop.wait(max(0.0, started + written_s - time.monotonic()))
         if fd is not None:
             os.close(fd)

@@ -63,10 +63,12 @@ def test_capture_times_follow_the_samples_through_a_burst_of_reads() -> None:
     assert burst == [10_015, 10_035, 10_055, 10_075, 10_095]
 
 
-def test_capture_times_never_come_after_what_the_clock_allows_and_resync_after_a_loss() -> None:
+def test_capture_times_count_through_a_burst_at_the_start_and_resync_when_far_off() -> None:
     times = CaptureTimes(20)
-    times.stamp(10_000, 0.0)
-    assert times.stamp(10_010, 0.0) == 9_990  # read sooner than counted: the clock wins, and counting goes on from it
-    assert times.stamp(10_030, 0.0) == 10_010
+    assert times.stamp(10_000, 0.0) == 9_980
+    # what the source held arrives at once: counted on, ahead of the clock, up to a second
+    assert [times.stamp(10_001, 0.0) for _ in range(3)] == [10_000, 10_020, 10_040]
     assert times.stamp(12_000, 0.0) == 11_980  # lagging the clock by over a second: audio was lost
     assert times.stamp(12_020, 0.0) == 12_000
+    times.stamp(12_020, 0.0)
+    assert [times.stamp(10_000, 0.0) for _ in range(2)] == [9_980, 10_000]  # the clock went back: follow it
