@@ -30,6 +30,7 @@ from hardware.audio_sources import open_source
 from hardware.sound_server import StreamPlace
 from hardware.speaker_pulse import SoundServerSink
 from hardware.speaker_sinks import open_sink
+from hardware.speech_types import SpeakerError
 from scripts import synth_speech
 from tests.support.helpers import CLI, PS_DOMAIN, MosquittoBroker, wait_for
 from tests.support.paths import ROOT
@@ -193,6 +194,11 @@ def test_the_speaker_plays_on_room_speaker_and_its_monitor_hears_it(private_puls
     recognizer = load_recognizer(MicrophoneSettings(engine="pocketsphinx", pocketsphinx_domain_lm=True), tmp_path)
     transcribe(recognizer, utterance("warm-up"))
     with private_pulse.pointed_at():
+        for spec in ("auto", "soundcard", "soundcard:room_SPEAKER"):  # the default sink; part of a name
+            chosen = open_sink(spec, fallback_dir=tmp_path / "speech")
+            assert isinstance(chosen, SoundServerSink) and chosen.sink == SPEAKER, spec
+        with pytest.raises(SpeakerError, match="no audio output 'soundcard:lobby'"):
+            open_sink("soundcard:lobby")  # not the server's: PortAudio's, which has no such output either
         sink = open_sink(f"soundcard:{SPEAKER}")
         assert isinstance(sink, SoundServerSink) and sink.sink == SPEAKER
         monitor = sound_server.monitor_source_name(SPEAKER)
