@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 0.5
 """How long to wait for the server to answer: a local server answers in milliseconds."""
 CLIENT_NAME = "humaine-env"
+INVALID_INDEX = 0xFFFFFFFF
+"""libpulse's PA_INVALID_INDEX: a source's ``monitor_of_sink`` when it monitors no sink."""
 
 DeviceKind = Literal["source", "sink"]
 T = TypeVar("T")
@@ -74,11 +76,11 @@ def _connection() -> Iterator[Any]:
 def _ask(question: Callable[[Any], T], otherwise: T) -> T:
     """``question(pulse)`` on a fresh connection; ``otherwise`` when there is no server or it
     fails meanwhile (a server that stops between two calls is the same as none)."""
-    import pulsectl
-
     with _connection() as pulse:
         if pulse is None:
             return otherwise
+        import pulsectl  # importable: it connected
+
         try:
             return question(pulse)
         except (pulsectl.PulseError, OSError) as exc:
@@ -95,7 +97,7 @@ def server_reachable() -> bool:
 def _device(info: Any, kind: DeviceKind, default_name: str) -> SoundDevice:
     monitor_of = getattr(info, "monitor_of_sink_name", None) if kind == "source" else None
     monitor_index = getattr(info, "monitor_of_sink", None)
-    is_monitor = kind == "source" and monitor_index is not None and monitor_index != 0xFFFFFFFF
+    is_monitor = kind == "source" and monitor_index is not None and monitor_index != INVALID_INDEX
     return SoundDevice(
         name=str(info.name),
         description=str(info.description or info.name),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from hardware import sound_server
 from hardware.audio import AudioBlock
@@ -31,7 +32,7 @@ from hardware.sound_server import StreamPlace
 from hardware.speaker_pulse import SoundServerSink
 from hardware.speaker_sinks import open_sink
 from hardware.speech_types import SpeakerError
-from scripts import synth_speech
+from sessions.speech import synthesize
 from tests.support.helpers import CLI, PS_DOMAIN, MosquittoBroker, wait_for
 from tests.support.paths import ROOT
 from tests.support.pulse import MIC, SPEAKER, PipeFeeder, PrivatePulse
@@ -54,8 +55,8 @@ UTTERANCES = {  # the words of each that pocketsphinx's domain model gets right 
 }
 
 
-def utterance(key: str) -> np.ndarray:
-    return load_audio(synth_speech.synthesize(UTTERANCES[key][0], "en-us").path)
+def utterance(key: str) -> NDArray[np.int16]:
+    return load_audio(synthesize(UTTERANCES[key][0], "en-us").path)
 
 
 def heard(text: str, key: str) -> bool:
