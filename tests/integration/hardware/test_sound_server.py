@@ -5,7 +5,9 @@ microphone), written to at real time.
 ``humaine-env devices`` names them; ``humaine-env mic --source mic:room_mic`` (a real process,
 against a real mosquitto) hears an utterance, says on its status when the source is unplugged
 and when it is back, hears the next one and never exits; the avatars' speaker plays through
-``soundcard:room_speaker`` and the sink's monitor hears it."""
+``soundcard:room_speaker`` and the sink's monitor hears it. Without a server, the queries answer
+"none" at once and ``mic:NAME`` is PortAudio's; PortAudio's capture of a device that opens only
+in stereo at 48 kHz is checked with a stand-in for PortAudio (this machine has no such card)."""
 
 from __future__ import annotations
 
@@ -17,17 +19,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from hardware import sound_server
+from hardware import audio_live, sound_server
 from hardware.audio import AudioBlock
 from hardware.audio_files import load_audio, resample
 from hardware.audio_live import to_mono_16k
 from hardware.audio_pulse import SoundServerSource
 from hardware.audio_sources import open_source
+from hardware.clock import VirtualClock
 from hardware.sound_server import StreamPlace
 from hardware.speaker_pulse import SoundServerSink
 from hardware.speaker_sinks import open_sink
@@ -277,3 +281,49 @@ def test_stereo_48k_becomes_mono_16k() -> None:
     assert np.abs(mono[100:-100] - expected[100:-100]).max() < 60  # the mean of the two, resampled
     assert np.array_equal(to_mono_16k(left[:320], 16_000, 1), left[:320])
     assert len(to_mono_16k(np.zeros(441 * 2, np.int16), 44_100, 2)) == 160
+
+
+class _StereoOnlyStream:
+    """PortAudio's input stream for a device that opens only in stereo at 48 kHz."""
+
+    def __init__(self, samplerate: int, channels: int, callback: Callable[..., None], **_kwargs: object) -> None:
+        if samplerate != 48_000 or channels != 2:
+            raise ValueError(f"Invalid number of channels or sample rate ({channels} ch, {samplerate} Hz)")
+        self.callback = callback
+        self.active = False
+
+    def start(self) -> None:
+        self.active = True
+
+    def abort(self) -> None:
+        self.active = False
+
+    def close(self) -> None:
+        pass
+
+
+class _StereoOnlyPortAudio:
+    default = SimpleNamespace(device=(0, 0))
+    RawInputStream = _StereoOnlyStream
+
+    @staticmethod
+    def query_devices() -> list[dict[str, object]]:
+        return [{"name": "USB Audio", "hostapi": 0, "max_input_channels": 2, "default_samplerate": 48_000.0}]
+
+    @staticmethod
+    def query_hostapis() -> list[dict[str, object]]:
+        return [{"name": "ALSA"}]
+
+
+def test_a_stereo_only_48k_device_opens_in_its_own_format_and_delivers_mono_16k(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audio_live, "_sounddevice", lambda: _StereoOnlyPortAudio)
+    source = audio_live.MicrophoneSource("USB", block_ms=20, clock=VirtualClock(1_000_000))
+    assert (source.rate, source.channels) == (48_000, 2)
+    stream = source._stream
+    assert isinstance(stream, _StereoOnlyStream)
+    left = np.full(960, 1000, np.int16)
+    interleaved = np.stack([left, left * 3], axis=1).reshape(-1)  # 20 ms at 48 kHz, two channels
+    stream.callback(interleaved.tobytes(), 960, SimpleNamespace(inputBufferAdcTime=0.0, currentTime=0.0), None)
+    block = next(source.blocks(threading.Event()))
+    assert len(block.samples) == 320 and abs(int(np.median(block.samples)) - 2000) <= 20  # the mean, at 16 kHz
+    source.close()

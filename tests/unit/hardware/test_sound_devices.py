@@ -72,3 +72,4 @@ def test_capture_times_count_through_a_burst_at_the_start_and_resync_when_far_of
     assert times.stamp(12_020, 0.0) == 12_000
     times.stamp(12_020, 0.0)
     assert [times.stamp(10_000, 0.0) for _ in range(2)] == [9_980, 10_000]  # the clock went back: follow it
+
