@@ -113,8 +113,9 @@ class MicProcess:
         self.popen = subprocess.Popen([*CLI, *flags, "--log-level", "INFO", "mic", "--source", f"mic:{MIC}"], env=pulse.env, cwd=ROOT,
                                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True)
-        threading.Thread(target=lambda: self.output.extend(iter(self.popen.stdout.readline, "")),  # type: ignore[union-attr]
-                         daemon=True).start()
+        stdout = self.popen.stdout
+        assert stdout is not None
+        threading.Thread(target=lambda: self.output.extend(iter(stdout.readline, "")), daemon=True).start()
 
     def said(self) -> str:
         return "".join(self.output[-60:])
