@@ -100,7 +100,8 @@ class AvatarSettings(Section):
     """Larger request bodies are refused with 413 before being read."""
     speaker: str = "auto"
     """``auto`` (the sound card, or WAV files under ``data_dir``/speech when there is none),
-    ``soundcard``, ``soundcard:DEVICE``, ``wav:DIR`` (one WAV per utterance, paced like a sound
+    ``soundcard``, ``soundcard:DEVICE`` (the sound server's sink by name, else PortAudio's output;
+    ``humaine-env devices`` lists them), ``wav:DIR`` (one WAV per utterance, paced like a sound
     card), ``wav-fast:DIR`` or ``browser`` (the display page plays the speech); several joined by
     ``+`` (``browser+wav:DIR``)."""
     voices: dict[str, AvatarVoice] = Field(default_factory=_default_voices)

@@ -5,7 +5,8 @@ comes from a live microphone, a file read as fast as possible, or a recording re
 (possibly faster than real time) clock. Timestamps are ms since the epoch of the block's first
 sample, taken from the source's clock, so utterance times are consistent across sources.
 
-Source specs (command line / config): ``mic``, ``mic:DEVICE`` (index or part of a name),
+Source specs (command line / config): ``mic``, ``mic:DEVICE`` (a sound server's source by name when a
+server runs and has it, else PortAudio's device by index or part of a name),
 ``wav:PATH`` / ``file:PATH`` (any rate and channel count; resampled), ``raw:PATH`` (16 kHz
 mono int16 headerless), ``replay:PATH`` (a file paced by a clock).
 """

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hardware.audio import (
     DEFAULT_BLOCK_MS,
@@ -111,9 +112,27 @@ def resolve_device(device: str | None) -> InputDevice:
     raise AudioSourceError(f"audio input device {wanted!r} not found; available: {names}")
 
 
+def stream_formats(info: InputDevice) -> list[tuple[int, int]]:
+    """(rate, channels) to try in turn: 16 kHz mono (nothing to convert), the device's own rate
+    in mono, then its own rate and channel count (a device that only opens in stereo)."""
+    own_rate, own_channels = int(info["default_samplerate"]), max(int(info["channels"]), 1)
+    formats = [(SAMPLE_RATE, 1), (own_rate, 1), (own_rate, min(own_channels, 2)), (own_rate, own_channels)]
+    return list(dict.fromkeys(formats))
+
+
+def to_mono_16k(samples: NDArray[np.int16], rate: int, channels: int) -> NDArray[np.int16]:
+    """Interleaved int16 ``samples`` of ``channels`` channels at ``rate`` → mono at 16 kHz
+    (the channels averaged, then resampled)."""
+    mono = samples.astype(np.int16, copy=True)
+    if channels > 1:
+        frames = samples[: len(samples) // channels * channels].reshape(-1, channels)
+        mono = frames.astype(np.int32).mean(axis=1).round().astype(np.int16)
+    return resample(mono, rate) if rate != SAMPLE_RATE else mono
+
+
 class MicrophoneSource:
-    """A live input device. Opens the stream at 16 kHz when the device allows it, else at the
-    device's own rate and resamples each block."""
+    """A live input device. Opens the stream at 16 kHz mono when the device allows it, else at
+    the device's own rate (and, if it insists, its own channel count), and converts each block."""
 
     kind: SourceKind = "mic"
 
@@ -131,38 +150,41 @@ class MicrophoneSource:
         self.delivered = 0
         self._queue: queue.Queue[AudioBlock] = queue.Queue(maxsize=QUEUE_BLOCKS)
         self._failed: str | None = None
-        sd = _sounddevice()
-        self._stream = None
-        for rate in (SAMPLE_RATE, int(info["default_samplerate"])):
-            try:
-                self.rate = rate
-                self._stream = sd.RawInputStream(
-                    samplerate=rate,
-                    blocksize=rate * block_ms // 1000,
-                    device=self.device_index,
-                    channels=1,
-                    dtype="int16",
-                    callback=self._callback,
-                    finished_callback=self._finished,
-                )
-                break
-            except Exception as exc:
-                last = exc
-        if self._stream is None:
-            raise AudioSourceError(f"cannot open {self.description}: {last}")
+        self.rate, self.channels = SAMPLE_RATE, 1
+        self._stream = self._open_stream(_sounddevice(), info, block_ms)
         try:
             self._stream.start()
         except Exception as exc:
             self._stream.close()
             raise AudioSourceError(f"cannot start {self.description}: {exc}") from None
-        log.info("capturing from %s at %d Hz", self.description, self.rate)
+        log.info("capturing from %s at %d Hz, %d channel(s)", self.description, self.rate, self.channels)
+
+    def _open_stream(self, sd: Any, info: InputDevice, block_ms: int) -> Any:
+        """The first of :func:`stream_formats` the device accepts (sets :attr:`rate` and
+        :attr:`channels`; the callback downmixes and resamples)."""
+        last: Exception | None = None
+        for rate, channels in stream_formats(info):
+            try:
+                stream = sd.RawInputStream(
+                    samplerate=rate,
+                    blocksize=rate * block_ms // 1000,
+                    device=self.device_index,
+                    channels=channels,
+                    dtype="int16",
+                    callback=self._callback,
+                    finished_callback=self._finished,
+                )
+            except Exception as exc:  # PortAudioError: the device refuses this format
+                last = exc
+                continue
+            self.rate, self.channels = rate, channels
+            return stream
+        raise AudioSourceError(f"cannot open {self.description}: {last}")
 
     def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
         if status and status.input_overflow:
             self.overflows += 1
-        samples = np.frombuffer(bytes(indata), dtype=np.int16).copy()
-        if self.rate != SAMPLE_RATE:
-            samples = resample(samples, self.rate)
+        samples = to_mono_16k(np.frombuffer(bytes(indata), dtype=np.int16), self.rate, self.channels)
         now = self.clock.now_ms()
         # PortAudio's ADC time says how long ago the first sample was captured; some host APIs
         # report 0, then assume the block was just completed.

@@ -27,9 +27,7 @@ def open_source(
     kind, sep, arg = spec.partition(":")
     kind = kind.strip().lower()
     if kind == "mic":
-        from hardware.audio_live import MicrophoneSource  # PortAudio loads only for a live device
-
-        return MicrophoneSource(arg if sep else None, block_ms=block_ms, clock=clock or RealClock())
+        return _open_device(arg if sep else None, clock or RealClock(), block_ms)
     if not sep or not arg:
         raise AudioSourceError(f"audio source {spec!r} needs a path: {SPEC_HELP}")
     if kind in ("wav", "file", "raw"):
@@ -37,6 +35,35 @@ def open_source(
     if kind == REPLAY_KIND:
         return ReplaySource(arg, clock=clock or RealClock(), block_ms=block_ms)
     raise AudioSourceError(f"unknown audio source {kind!r} in {spec!r}: {SPEC_HELP}")
+
+
+def _open_device(device: str | None, clock: Clock, block_ms: int) -> AudioSource:
+    """``mic[:DEVICE]``: the sound server's source of that name when a server runs and has one
+    (its default without a name), else PortAudio's device (its default without a name)."""
+    from hardware.audio_pulse import SoundServerSource, server_source_for
+
+    found = server_source_for(device)
+    if found is not None:
+        return SoundServerSource(found.name, block_ms=block_ms, clock=clock, description=found.description)
+    from hardware.audio_live import MicrophoneSource  # PortAudio loads only for a live device
+
+    try:
+        return MicrophoneSource(device, block_ms=block_ms, clock=clock)
+    except AudioSourceError as exc:
+        hint = _server_sources_hint(device)
+        if not hint:
+            raise
+        # not "no device at all" (typed input instead) when the server has microphones: retried
+        raise AudioSourceError(f"{exc}; {hint}") from None
+
+
+def _server_sources_hint(device: str | None) -> str:
+    """When a named device is not found anywhere: the sound server's sources too (a source
+    that is unplugged now may come back; the caller retries)."""
+    from hardware import sound_server
+
+    names = [s.name for s in sound_server.list_sources() if not s.is_monitor]
+    return f"sound server sources: {', '.join(names)}" if device and names else ""
 
 
 def list_input_devices() -> list[InputDevice]:

@@ -12,15 +12,27 @@ from pathlib import Path
 
 from formats.unknown import unknown
 from hardware.speaker import AudioSink, SoundCardSink, SpeakerError, WavSink
+from hardware.speaker_pulse import SoundServerSink, server_sink_for
 from hardware.speaker_stream import StreamSink, TeeSink
 
 log = logging.getLogger(__name__)
+
+
+def _sound_card(device: str | None) -> AudioSink:
+    """The sound server's sink ``device`` names (its default for ``None``) when a server runs
+    and has it, else PortAudio's output (an index, or part of a name)."""
+    found = server_sink_for(device)
+    if found is not None:
+        return SoundServerSink(found.name)
+    return SoundCardSink(int(device) if device and device.isdigit() else device)
 
 
 def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
     """``auto`` | ``soundcard`` | ``soundcard:DEVICE`` | ``wav:DIR`` | ``wav-fast:DIR`` |
     ``browser`` → a sink; several joined by ``+`` (``browser+wav:DIR``) feed one utterance to each.
 
+    ``soundcard:NAME`` is the sound server's sink NAME when a server runs and has it, else
+    PortAudio's device; ``auto`` and ``soundcard`` prefer the server's default sink.
     ``auto`` is the sound card when the machine has one, else WAV files in ``fallback_dir``
     (paced like a sound card): a laptop or CI machine without audio still runs the whole loop
     and keeps what the avatars said. ``browser``: the display page plays the speech
@@ -31,7 +43,7 @@ def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
     kind = kind.strip().lower()
     if kind == "auto":
         try:
-            return SoundCardSink(None)
+            return _sound_card(None)
         except SpeakerError as exc:
             if fallback_dir is None:
                 raise
@@ -44,10 +56,7 @@ def open_sink(spec: str, fallback_dir: str | Path | None = None) -> AudioSink:
     if kind == "browser" and not arg:
         return StreamSink()
     if kind == "soundcard":
-        device: str | int | None = None
-        if arg:
-            device = int(arg) if arg.isdigit() else arg
-        return SoundCardSink(device)
+        return _sound_card(arg or None)
     said = unknown("speaker", kind, ("auto", "soundcard", "wav", "wav-fast", "browser"))
     raise SpeakerError(f"{said} in {spec!r} (auto, soundcard, soundcard:DEVICE, wav:DIR, wav-fast:DIR or browser; several "
                        f"joined by '+': browser+wav:DIR)")

@@ -15,6 +15,7 @@ import pytest
 from tests.support.avatar import AvatarRunner
 from tests.support.helpers import CHROMIUM, CHROMIUM_ARGS, MosquittoBroker, free_port
 from tests.support.paths import ROOT
+from tests.support.pulse import PrivatePulse, pulseaudio_binary
 from workers.runtime.broker import EmbeddedBroker
 from workers.runtime.config import Config
 
@@ -68,6 +69,17 @@ def own_mosquitto(tmp_path: Path) -> Iterator[MosquittoBroker]:
     broker = MosquittoBroker(tmp_path / "mosquitto", save_every_change=True).start()
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="module")
+def private_pulse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivatePulse]:
+    """A private PulseAudio per test module (its tests may unplug its microphone): the null sink
+    ``room_speaker`` and the pipe source ``room_mic`` (tests/support/pulse.py)."""
+    if pulseaudio_binary() is None:
+        pytest.skip("pulseaudio is not installed (Debian: pulseaudio)")
+    server = PrivatePulse(tmp_path_factory.mktemp("pulse")).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,8 @@ class MicrophoneSettings(Section):
     section_name: ClassVar[str] = "microphone"
 
     source: str = "mic"
-    """``mic``, ``mic:DEVICE`` (index or part of its name), ``wav:PATH``, ``raw:PATH``, ``replay:PATH``."""
+    """``mic``, ``mic:DEVICE`` (the sound server's source by name, else PortAudio's by index or part
+    of its name; ``humaine-env devices`` lists both), ``wav:PATH``, ``raw:PATH``, ``replay:PATH``."""
     typed: bool = False
     """Read console lines instead of audio (``humaine-env microphone --typed``)."""
     typed_fallback: bool = True
