@@ -46,7 +46,7 @@ from humaine_platform.models import (
     StartRound,
 )
 from workers.runtime.logs import RateLimitedLog
-from workers.runtime.messages import Attention, BargeIn, ConfirmAnswer, RoundState, Status, now_ms
+from workers.runtime.messages import Attention, BargeIn, ConfirmAnswer, RoundState, Status, VadEvent, now_ms
 from workers.runtime.worker_ids import AVATAR as AVATAR_WORKER
 from workers.runtime.worker_ids import CAMERA as CAMERA_WORKER
 from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
@@ -165,6 +165,7 @@ class AvatarController:
         # we know over it at once
         self._bus.own(topics.round_state(), RoundState, self.rounds.state)
         self._bus.subscribe(topics.barge_in(), BargeIn, self.speech.barge_in)
+        self._bus.subscribe(topics.vad(), VadEvent, self.speech.on_vad)
         self._bus.subscribe(topics.status(CAMERA_WORKER), Status, self._on_camera_status)
         self._bus.subscribe(topics.status(MICROPHONE_WORKER), Status, self.confirms.on_microphone_status)
         self._bus.subscribe(topics.confirm_answer(), ConfirmAnswer, self.confirms.on_answer)

@@ -34,11 +34,15 @@ from avatar.settings import AvatarSettings
 from avatar.speech_queue import QueueStats, SpeechQueue, SpeechRequest, Verdict
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
 from hardware.speaker_stream import stream_sink
-from workers.runtime.messages import BargeIn, Gesture, Speaking, Stage, now_ms
+from workers.runtime.messages import BargeIn, Gesture, Speaking, Stage, VadEvent, now_ms
 
 log = logging.getLogger(__name__)
 
 HISTORY_KEPT = 64
+FLOOR_HOLD_S = 10.0
+"""After a barge-in the avatars say nothing more until the buyer's utterance ends (its voice
+activity ``speech_end``), or this long at most (a lost event must not silence them for good):
+the next queued answer, started at once, would talk over the buyer who just took the floor."""
 
 
 @dataclass
@@ -99,6 +103,8 @@ class SpeechOutput:
         self._counters: collections.Counter[str] = collections.Counter()
         self._speaking: str | None = None
         """The message id being spoken right now (the speech queue's thread sets and clears it)."""
+        self._floor: str | None = None
+        """The buyer's utterance that barged in, while the avatars wait for its end."""
 
     def start(self) -> None:
         # A controller that died mid-sentence left a retained "begin" behind, which would gate
@@ -130,7 +136,15 @@ class SpeechOutput:
             return
         self._counters["barge_ins"] += 1
         log.info("barge-in (%.1f dBFS over an echo of %.1f): stopping message %s", message.level_db, message.echo_db, speaking)
+        self._floor = message.utterance_id
+        self._queue.hold(FLOOR_HOLD_S)
         self._speaker.cancel()
+
+    def on_vad(self, _topic: str, event: VadEvent) -> None:
+        """The buyer who barged in stopped talking: the avatars may answer again."""
+        if event.event == "speech_end" and self._floor is not None and event.utterance_id == self._floor:
+            self._floor = None
+            self._queue.release()
 
     def wait_spoken(self, count: int, timeout: float) -> bool:
         """True once ``count`` utterances have finished (tests, benchmark)."""

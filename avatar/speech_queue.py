@@ -77,6 +77,8 @@ class SpeechQueue:
         self._cond = threading.Condition()
         self._busy = False
         self._stopping = False
+        self._held_until = 0.0
+        """Monotonic time until which nothing more is spoken (the buyer has the floor)."""
         self.stats = QueueStats()
         self._thread = threading.Thread(target=self._loop, name="avatar-speech", daemon=True)
 
@@ -116,6 +118,17 @@ class SpeechQueue:
             return "queue_full"
         return "queued"
 
+    def hold(self, seconds: float) -> None:
+        """Speak nothing more for up to ``seconds`` (what waits keeps waiting), until :meth:`release`."""
+        with self._cond:
+            self._held_until = time.monotonic() + seconds
+            self._cond.notify_all()
+
+    def release(self) -> None:
+        with self._cond:
+            self._held_until = 0.0
+            self._cond.notify_all()
+
     def pending(self) -> int:
         with self._cond:
             return len(self._items)
@@ -154,8 +167,11 @@ class SpeechQueue:
 
     def _next(self) -> SpeechRequest | None:
         with self._cond:
-            while not self._items and not self._stopping:
-                self._cond.wait()
+            while not self._stopping:
+                held_s = self._held_until - time.monotonic()
+                if self._items and held_s <= 0:
+                    break
+                self._cond.wait(held_s if held_s > 0 else None)
             if self._stopping:
                 return None
             self._busy = True

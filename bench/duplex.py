@@ -94,7 +94,7 @@ def _session(distance: float, seed: int, buyers: list[tuple[str, np.ndarray]], r
 def _run_session(session: Session, settings: MicrophoneSettings, recognizer: Recognizer, cancel: bool) -> dict[str, Any]:
     finals: list[Transcript] = []
     barges: list[BargeIn] = []
-    gate = EchoGate(settings.echo_tail_ms)
+    gate = EchoGate(settings.echo_tail_cancelled_ms if cancel else settings.echo_tail_ms)
     played = PlayedAudio()
     canceller = EchoCanceller(played, session.output_delay_ms, settings.block_ms, settings.echo_filter_ms) if cancel else None
     transcriber = Transcriber.from_settings(

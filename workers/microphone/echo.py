@@ -34,9 +34,25 @@ class EchoGate:
                 horizon = event.at - HISTORY_MS
                 self._closed = [(b, e) for b, e in self._closed if e >= horizon]
 
+    def use_tail(self, tail_ms: int) -> None:
+        """How long after an avatar stopped its echo is still heard from now on (the echo
+        canceller started: what is left after it is short)."""
+        with self._lock:
+            self.tail_ms = tail_ms
+
     def speaking_now(self) -> bool:
         with self._lock:
             return bool(self._open)
+
+    def speaking_at(self, t_ms: int) -> bool:
+        """Whether an avatar was speaking at ``t_ms`` of the audio clock: what a block captured
+        then heard, whenever it is processed (the capture's latency, a backlog after a stall).
+        Judged by :meth:`speaking_now` instead, a block captured before the avatar began would
+        teach the barge-in detector the room's silence as the echo, and the echo would then fire it."""
+        with self._lock:
+            if any(began <= t_ms for began in self._open.values()):
+                return True
+            return any(b <= t_ms <= e for b, e in self._closed)
 
     def is_echo(self, start_ms: int, end_ms: int) -> bool:
         """True when [start_ms, end_ms] overlaps an avatar's speech (plus the tail)."""

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, level_dbfs, resilient_blocks
+from workers.microphone.echo_delay import SEARCH_MS, WINDOW_MS, DelayEstimator
 from workers.microphone.speexdsp import SpeexEchoCanceller
 
 log = logging.getLogger(__name__)
@@ -35,27 +36,37 @@ jitter, so a sound never reaches the filter after its echo (which no filter can 
 TAIL_MS = 300
 """The echo path the adaptive filter spans: the room's direct sound and early reflections, the
 lead and the alignment's jitter (a longer filter converges more slowly)."""
-KEEP_MS = 3000
-"""How much played audio is kept (the output delay plus the lead are a few hundred ms at most)."""
+KEEP_MS = 5000
+"""How much played audio is kept: the delay estimator's window and search reach this far back
+(``workers/microphone/echo_delay.py``)."""
 CONTIGUOUS_MS = 40
 """A reference block that starts within this of where the previous one ended follows it: capture
 timestamps jitter by a few ms, the samples themselves do not."""
 WAIT_MS = 80
 """How long a microphone block waits for the reference stretch it needs (the reference's reader
 lags by one block at worst); then the missing part counts as silence."""
+LIVE_S = 0.25
+"""A reference that delivered nothing for this long is not waited for at all (it failed, and its
+reader is reopening it): a block waiting for it each time would put the microphone behind."""
 ACTIVE_DBFS = -60.0
 """A reference block louder than this is the loudspeaker playing: the blocks ERLE is measured on."""
+QUIET_AFTER_MS = 1000
+"""This long after the loudspeaker last played (its echo has died away, the filter's span and the
+room's reverberation), the microphone's audio goes on unprocessed: the suppressor's gains would
+only colour the buyer's voice, which the recognisers were measured on as the microphone hears it."""
 
 
 class PlayedAudio:
     """The loudspeaker's output by capture time, 16 kHz mono: written by the reference's reader
     thread, read by the microphone path."""
 
-    def __init__(self, keep_ms: int = KEEP_MS) -> None:
+    def __init__(self, keep_ms: int = KEEP_MS, now: Callable[[], float] = time.monotonic) -> None:
         self._keep = SAMPLE_RATE * keep_ms // 1000
+        self._now = now
         self._samples = np.zeros(0, np.int16)
         self._start_ms = 0.0
         self._changed = threading.Condition()
+        self._added_at = 0.0
         self.blocks = 0
 
     def add(self, block: AudioBlock) -> None:
@@ -70,15 +81,16 @@ class PlayedAudio:
                 self._samples = self._samples[surplus:]
                 self._start_ms += surplus * 1000 / SAMPLE_RATE
             self.blocks += 1
+            self._added_at = self._now()
             self._changed.notify_all()
 
     def take(self, t_ms: float, count: int, wait_ms: float = WAIT_MS) -> NDArray[np.int16]:
         """``count`` samples played from ``t_ms`` on; silence for what was not played (or not
         captured). Waits up to ``wait_ms`` for a stretch that has not arrived yet."""
-        deadline = time.monotonic() + wait_ms / 1000
+        deadline = self._now() + wait_ms / 1000
         with self._changed:
-            while self._end_ms() < t_ms + count * 1000 / SAMPLE_RATE and self.blocks:
-                left = deadline - time.monotonic()
+            while self._end_ms() < t_ms + count * 1000 / SAMPLE_RATE and self._now() - self._added_at < LIVE_S:
+                left = deadline - self._now()
                 if left <= 0:
                     break
                 self._changed.wait(left)
@@ -124,22 +136,41 @@ class EchoCanceller:
     def __init__(self, played: PlayedAudio, output_delay_ms: float, block_ms: int, tail_ms: int = TAIL_MS) -> None:
         self.played = played
         self.output_delay_ms = output_delay_ms
+        self.block_ms = block_ms
         self.engine = SpeexEchoCanceller(SAMPLE_RATE * block_ms // 1000, SAMPLE_RATE, tail_ms)
+        self.delay = DelayEstimator(LEAD_MS, tail_ms)
         self.stats = CancellerStats()
+        self._quiet_ms = QUIET_AFTER_MS
+        """How long the loudspeaker has been silent (in the reference as fed)."""
+        self._previous: NDArray[np.int16] = np.zeros(SAMPLE_RATE * block_ms // 1000, np.int16)
 
     def process(self, block: AudioBlock) -> AudioBlock:
         started = time.thread_time()
-        reference = self.played.take(block.t_ms - self.output_delay_ms + LEAD_MS, len(block.samples))
-        out = self.engine.process(block.samples, reference)
+        fed_ms = block.t_ms - self.output_delay_ms + LEAD_MS + self.delay.offset_ms
+        reference = self.played.take(fed_ms, len(block.samples))
+        if self.delay.observe(block.samples, self.block_ms):
+            window_ms = fed_ms + self.block_ms - WINDOW_MS - SEARCH_MS
+            self.delay.measure(self.played.take(window_ms, SAMPLE_RATE * (WINDOW_MS + 2 * SEARCH_MS) // 1000, wait_ms=0))
+        out = self.engine.process(block.samples, reference)  # always: the filter's state runs on
+        playing = level_dbfs(reference) > ACTIVE_DBFS
+        self._quiet_ms = 0 if playing else self._quiet_ms + self.block_ms
+        if self._quiet_ms >= QUIET_AFTER_MS:
+            out = self._previous  # as heard, as late as the processed output
+        self._previous = block.samples
+        self._count(block, out, playing, time.thread_time() - started)
+        # the output is one frame late (speexdsp's preprocessor overlaps its frames): its first
+        # sample was captured a block before this block's
+        return AudioBlock(out, block.t_ms - round(block.duration_ms))
+
+    def _count(self, block: AudioBlock, out: NDArray[np.int16], playing: bool, cpu_s: float) -> None:
         st = self.stats
-        st.cpu_s += time.thread_time() - started
+        st.cpu_s += cpu_s
         st.blocks += 1
         st.audio_s += block.duration_ms / 1000
-        if level_dbfs(reference) > ACTIVE_DBFS:
+        if playing:
             st.echo_blocks += 1
             st.mic_energy += float(np.sum(np.square(block.samples.astype(np.float64))))
             st.out_energy += float(np.sum(np.square(out.astype(np.float64))))
-        return AudioBlock(out, block.t_ms)
 
     def close(self) -> None:
         self.engine.close()

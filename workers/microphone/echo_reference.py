@@ -14,10 +14,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hardware.audio_pulse import SoundServerSource
-
 from hardware import sound_server
 from hardware.audio import AudioSource, is_device
+from hardware.audio_pulse import SoundServerSource
 from hardware.clock import Clock
 from workers.microphone.echo_cancel import EchoCanceller, PlayedAudio, ReferenceReader
 from workers.microphone.settings import MicrophoneSettings
@@ -78,6 +77,7 @@ class RoomEcho:
         stats = self.canceller.stats
         return {"echo_reference": self.reference.monitor, "echo_erle_db": stats.erle_db,
                 "echo_cpu": round(stats.cpu_share, 4), "echo_reference_blocks": self.reader.played.blocks,
+                "echo_delay_measured_ms": self.canceller.delay.measured_ms, "echo_delay_offset_ms": self.canceller.delay.offset_ms,
                 "echo_reference_error": self.error}
 
     def close(self) -> None:

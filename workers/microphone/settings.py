@@ -191,6 +191,9 @@ class MicrophoneSettings(Section):
     ``echo``."""
     echo_tail_ms: int = 600
     """Audio up to this long after an avatar stopped still counts as its echo (room reverb, buffers)."""
+    echo_tail_cancelled_ms: int = Field(default=150, ge=0)
+    """The same with the echo canceller on: it removes the reverberation too, and a buyer who
+    answers the moment an avatar stops is heard (``bench/duplex.py``'s answers right after a reply)."""
     echo_cancel: Literal["auto", "off"] = "auto"
     """``auto``: when the source is a live device and the sound server plays the room's
     loudspeaker, cancel its echo with what it plays as the reference (``workers/microphone/

@@ -47,11 +47,13 @@ class SpeexUnavailable(RuntimeError):
 
 @cache
 def _library() -> ctypes.CDLL:
-    path = ctypes.util.find_library(LIBRARY) or SONAME
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError as exc:
-        raise SpeexUnavailable(f"speexdsp is not installed ({exc}); install libspeexdsp1") from None
+    try:  # the soname Debian's libspeexdsp1 installs; elsewhere, wherever the linker finds it
+        lib = ctypes.CDLL(SONAME)
+    except OSError:
+        found = ctypes.util.find_library(LIBRARY)
+        if found is None:
+            raise SpeexUnavailable("speexdsp is not installed; install libspeexdsp1") from None
+        lib = ctypes.CDLL(found)
     lib.speex_echo_state_init.restype = ctypes.c_void_p
     lib.speex_echo_state_init.argtypes = [ctypes.c_int, ctypes.c_int]
     lib.speex_echo_state_destroy.argtypes = [ctypes.c_void_p]
@@ -101,7 +103,7 @@ class SpeexEchoCanceller:
         return out.copy()
 
     def close(self) -> None:
-        echo, self._echo = self._echo, None
+        echo, self._echo = getattr(self, "_echo", None), None  # getattr: also after a failed __init__
         if echo is not None:
             self._lib.speex_preprocess_state_destroy(self._pre)
             self._lib.speex_echo_state_destroy(echo)

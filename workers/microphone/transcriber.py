@@ -6,6 +6,7 @@ recognized or emitted; speech overlapping an avatar's own speech (echo) is dropp
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
@@ -13,7 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hardware.audio import AudioBlock, SourceKind
+import numpy as np
+from numpy.typing import NDArray
+
+from hardware.audio import SAMPLE_RATE, AudioBlock, SourceKind
 from workers.microphone import turn as turn_model
 from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo import EchoGate
@@ -50,12 +54,21 @@ class _Open:
     silent_ms: int = 0
     """Unvoiced audio since the last voiced frame."""
     speculating: bool = False
-    barged: bool = False
-    """The buyer talked over an avatar: this utterance is speech, not echo."""
+    barged_at_ms: int | None = None
+    """When the buyer was heard talking over an avatar (audio clock): this utterance is speech,
+    not echo, from about then on."""
     pitch: PitchTracker | None = None
     """Measures how the utterance's pitch ends, when asked to (``measure_pitch``)."""
     turn: UtteranceTurn | None = None
     """The utterance's audio for the end-of-turn model and its answers, when a model reads them."""
+    recent: collections.deque[NDArray[np.int16]] = field(default_factory=collections.deque)
+    """Its last :data:`BARGE_LEAD_MS` of audio, to be heard again from when a barge-in shows it
+    opened on the avatar's echo."""
+
+    def keep_recent(self, samples: NDArray[np.int16]) -> None:
+        self.recent.append(samples)
+        while sum(len(r) for r in self.recent) - len(self.recent[0]) >= SAMPLE_RATE * BARGE_LEAD_MS // 1000:
+            self.recent.popleft()
 
 
 @dataclass
@@ -76,6 +89,17 @@ class TranscriberStats:
 
 SILENCE_SLACK_MS = 100
 """How far into the silence after the last voiced frame a word may still start."""
+
+
+BARGE_LEAD_MS = 500
+"""How long before the barge-in detector fired the buyer's voice may have begun: it fires once
+the buyer stood over the echo for most of ``barge_in_min_ms`` (300), under 200 ms after they
+began (``bench/duplex.py``'s ``barge_in_ms``, p95), later for a soft start."""
+BARGE_OPENED_MS = BARGE_LEAD_MS + 300
+"""An utterance open longer than this before its barge-in opened on the avatar's echo, before the
+buyer spoke (what the canceller left of the day's first seconds of loudspeaker sound): it is
+heard again from :data:`BARGE_LEAD_MS` before the barge-in. One that opened on the buyer's own
+voice opened about the voice detector's pre-roll (300 ms) before it, and is heard whole."""
 
 
 def heard_before(hyp: Hypothesis, speech_end_ms: int) -> Hypothesis:
@@ -245,7 +269,7 @@ class Transcriber:
     def _check_barge_in(self, block: AudioBlock) -> None:
         assert self.barge_in is not None
         current = self._open
-        speaking = self.echo.speaking_now()
+        speaking = self.echo.speaking_at(block.t_ms)
         # the lips are asked only while an avatar speaks: there is nothing to barge into otherwise
         can_fire = current is not None and not (
             speaking and self.lips is not None and self.lips.still(current.start_ms, block.end_ms)
@@ -253,8 +277,10 @@ class Transcriber:
         level = self.barge_in.process(block.samples, round(block.duration_ms), speaking, can_fire=can_fire)
         if level is None or current is None:
             return
-        current.barged = True
+        current.barged_at_ms = block.end_ms
         self.stats.barge_ins += 1
+        if current.start_ms < block.end_ms - BARGE_OPENED_MS:
+            self._hear_again_from_barge_in(current, block.end_ms)
         if not current.vad_published:
             current.vad_published = True
             self.emit_vad(self._out.vad("speech_start", current.utterance_id, current.start_ms))
@@ -263,6 +289,21 @@ class Transcriber:
         if self.emit_barge_in is not None:
             echo_db = self.barge_in.last_reference_db or 0.0
             self.emit_barge_in(self._out.barge_in(current.utterance_id, block.end_ms, level, echo_db))
+
+    def _hear_again_from_barge_in(self, current: _Open, barged_at_ms: int) -> None:
+        """The utterance opened on the avatar's echo well before the buyer barged in: its words
+        up to then are the avatar's. It is decoded again from its last :data:`BARGE_LEAD_MS`."""
+        audio = np.concatenate(list(current.recent))
+        stream = self.recognizer.stream()
+        stream.accept(audio)
+        old, current.stream = current.stream, stream
+        current.start_ms = barged_at_ms - len(audio) * 1000 // SAMPLE_RATE
+        current.speculating, current.silent_ms = False, 0
+        try:
+            old.final()  # its result is the echo's
+        except Exception as exc:
+            log.debug("dropping the echo's decode: %s", exc)
+        log.info("the utterance opened on the avatar's echo: heard again from the barge-in on")
 
     def flush(self) -> None:
         """End of input: finish an open utterance."""
@@ -286,6 +327,7 @@ class Transcriber:
             stream = self.recognizer.stream()
             stream.accept(event.samples)
             self._open = _Open(event.utterance_id, event.t_ms, stream, event.t_ms, event.t_ms)
+            self._open.keep_recent(event.samples)
             if self._measure_pitch:
                 self._open.pitch = PitchTracker()
                 self._open.pitch.accept(event.samples)
@@ -297,6 +339,7 @@ class Transcriber:
                 self.emit_vad(self._out.vad("speech_start", event.utterance_id, event.onset_ms))
         elif isinstance(event, SpeechAudio) and self._open is not None:
             self._open.stream.accept(event.samples)
+            self._open.keep_recent(event.samples)
             if self._open.pitch is not None:
                 self._open.pitch.accept(event.samples)
             if self._open.turn is not None:
@@ -343,7 +386,7 @@ class Transcriber:
         if not text or text == self._open.last_text:
             return
         self._open.last_text = text
-        echo = self.echo.is_echo(self._open.start_ms, now_ms) and not self._open.barged
+        echo = self.echo.is_echo(self._open.start_ms, now_ms) and self._open.barged_at_ms is None
         if echo and self.echo_mode == "drop":
             return
         if self.lips is not None and self.lips.still(self._open.start_ms, now_ms):
@@ -369,7 +412,7 @@ class Transcriber:
         decode_started = time.monotonic()
         hyp = normalize_hypothesis(heard_before(current.stream.final(), end.t_ms - current.start_ms), self.numbers, self.avatars)
         decode_ms = (time.monotonic() - decode_started) * 1000.0
-        echo = self.echo.is_echo(current.start_ms, end.t_ms) and not current.barged
+        echo = self.echo.is_echo(current.start_ms, end.t_ms) and current.barged_at_ms is None
         if current.vad_published or not echo:  # every published speech_start gets its speech_end
             self.emit_vad(self._out.vad("speech_end", current.utterance_id, end.t_ms))
         if echo and self.echo_mode == "drop":

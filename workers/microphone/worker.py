@@ -194,6 +194,8 @@ class MicrophoneWorker(Worker):
         except EnhancerUnavailable as exc:
             raise WorkerUnavailable(str(exc)) from None
         self.room_echo = room_echo(self.settings, self.clock, self._reference_failed)
+        if self.room_echo is not None:
+            self.echo.use_tail(self.settings.echo_tail_cancelled_ms)
         sources = _FirstThenAgain(first, lambda: self._open(self.settings.source))
         blocks = resilient_blocks(sources.next, stop, self._source_failed, self._source_opened, self.settings.retry_s)
         try:

@@ -1,0 +1,108 @@
+"""How late the loudspeaker's echo really reaches the microphone, measured from the audio itself.
+
+The canceller is first aligned by what the sound server says (the sink's latency, the capture
+times of both streams). Those figures can be off by more than the adaptive filter spans: a USB
+microphone or loudspeaker with its own buffers, a capture that came in a burst, a device whose
+latency the server misreports. Every :data:`EVERY_MS` of audio in which the loudspeaker played,
+the delay between the reference as fed to the filter and the microphone is measured by
+generalised cross-correlation with phase transform (GCC-PHAT, the usual echo-delay estimator: its
+peak stands out for broadband sound like speech whatever the room's colouring) over the last
+:data:`WINDOW_MS`; when two measurements in a row agree and put the echo outside the filter's
+comfortable span, the alignment moves so that the reference leads its echo by the canceller's
+lead again.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hardware.audio import SAMPLE_RATE
+
+log = logging.getLogger(__name__)
+
+WINDOW_MS = 2000
+"""Audio each measurement compares (several syllables of the avatar's speech)."""
+EVERY_MS = 1000
+"""How often a measurement is made while the loudspeaker plays."""
+SEARCH_MS = 900
+"""Delays searched on either side of the current alignment."""
+AGREE_MS = 10
+"""Two measurements within this of each other agree."""
+PEAK_RATIO = 6.0
+"""A correlation peak this many times the correlation's typical magnitude is a measurement; a
+weaker one (no echo heard, the buyer talking over it) is not."""
+ACTIVE_RMS = 30.0
+"""The reference must be at least this loud (about -60 dBFS) over the window to measure by."""
+
+
+@dataclass
+class DelayEstimator:
+    """Follows the echo's real delay; :attr:`offset_ms` is what the canceller adds to its
+    alignment. ``lead_ms``: where the echo should fall after the reference (the canceller's lead);
+    ``span_ms``: how far after it the filter still reaches."""
+
+    lead_ms: int
+    span_ms: int
+    offset_ms: int = 0
+    measured_ms: int | None = None
+    """The last measured delay of the echo after the fed reference (None: none yet)."""
+    moves: int = 0
+    _mic: collections.deque[NDArray[np.int16]] = field(default_factory=collections.deque, init=False)
+    _since_ms: int = field(default=0, init=False)
+    _candidate: int | None = field(default=None, init=False)
+
+    def observe(self, mic: NDArray[np.int16], block_ms: int) -> bool:
+        """Keep the microphone's block; True when a measurement is due (the caller then calls
+        :meth:`measure` with the reference around the window)."""
+        self._mic.append(mic)
+        while len(self._mic) * block_ms > WINDOW_MS:
+            self._mic.popleft()
+        self._since_ms += block_ms
+        if self._since_ms < EVERY_MS or len(self._mic) * block_ms < WINDOW_MS:
+            return False
+        self._since_ms = 0
+        return True
+
+    def measure(self, reference: NDArray[np.int16]) -> None:
+        """``reference``: the fed reference over the window, with :data:`SEARCH_MS` more on each
+        side (what the filter would have been given, and around it)."""
+        mic = np.concatenate(self._mic).astype(np.float64)
+        ref = reference.astype(np.float64)
+        if float(np.sqrt(np.mean(np.square(ref)))) < ACTIVE_RMS:
+            return
+        search = SAMPLE_RATE * SEARCH_MS // 1000
+        lag = gcc_phat_lag(mic, ref, search)
+        if lag is None:
+            self._candidate = None
+            return
+        delay_ms = round(lag * 1000 / SAMPLE_RATE)
+        self.measured_ms = delay_ms
+        agreed = self._candidate is not None and abs(delay_ms - self._candidate) <= AGREE_MS
+        self._candidate = delay_ms
+        if agreed and not 0 <= delay_ms <= self.span_ms // 2:
+            self.offset_ms -= delay_ms - self.lead_ms  # the reference taken that much earlier (later)
+            self.moves += 1
+            self._candidate = None
+            log.info("the loudspeaker's echo came %d ms after its reference: the reference moves by %+d ms (now %+d ms)",
+                     delay_ms, self.lead_ms - delay_ms, self.offset_ms)
+
+
+def gcc_phat_lag(mic: NDArray[np.float64], ref: NDArray[np.float64], search: int) -> int | None:
+    """How many samples after ``ref`` its echo is in ``mic`` (negative: before it), ``ref``
+    covering ``search`` samples more than ``mic`` on either side; None without a clear peak.
+
+    ``mic[i]`` hears ``ref[i + search - d]`` for an echo ``d`` samples late, so the correlation
+    ``c[k] = sum_i mic[i] ref[i + k]`` peaks at ``k = search - d``."""
+    n = 1 << int(np.ceil(np.log2(len(ref) + len(mic))))
+    cross = np.conj(np.fft.rfft(mic, n)) * np.fft.rfft(ref, n)
+    correlation = np.fft.irfft(cross / (np.abs(cross) + 1e-12), n)[: 2 * search + 1]
+    magnitude = np.abs(correlation)
+    best = int(np.argmax(magnitude))
+    if magnitude[best] < PEAK_RATIO * (float(np.median(magnitude)) + 1e-12):
+        return None
+    return search - best
