@@ -247,7 +247,7 @@ class PipeFeeder:
 ROOM_RESPONSE = ((0.004, 0.5), (0.011, 0.2), (0.023, -0.12), (0.041, 0.06))
 """The loudspeaker heard at the microphone: the direct sound after 4 ms and three reflections
 (delay in seconds, gain): a small room, the loudspeaker about 1.5 m away."""
-ECHO_KEPT_S = 0.3
+ECHO_KEPT_S = 0.1
 """At most this much of the loudspeaker waits for the feeder: a feeder that fell behind hears the
 room as it is now, not a backlog."""
 

@@ -70,6 +70,20 @@ class _Open:
         while sum(len(r) for r in self.recent) - len(self.recent[0]) >= SAMPLE_RATE * BARGE_LEAD_MS // 1000:
             self.recent.popleft()
 
+    def hear_again_from(self, stream: RecognizerStream, barged_at_ms: int) -> None:
+        """The utterance opened on the avatar's echo well before the buyer barged in: its words
+        up to then are the avatar's. ``stream`` hears it again from its last :data:`BARGE_LEAD_MS`."""
+        audio = np.concatenate(list(self.recent))
+        stream.accept(audio)
+        old, self.stream = self.stream, stream
+        self.start_ms = barged_at_ms - len(audio) * 1000 // SAMPLE_RATE
+        self.speculating, self.silent_ms = False, 0
+        try:
+            old.final()  # its result is the echo's
+        except Exception as exc:
+            log.debug("dropping the echo's decode: %s", exc)
+        log.info("the utterance opened on the avatar's echo: heard again from the barge-in on")
+
 
 @dataclass
 class TranscriberStats:
@@ -280,7 +294,7 @@ class Transcriber:
         current.barged_at_ms = block.end_ms
         self.stats.barge_ins += 1
         if current.start_ms < block.end_ms - BARGE_OPENED_MS:
-            self._hear_again_from_barge_in(current, block.end_ms)
+            current.hear_again_from(self.recognizer.stream(), block.end_ms)
         if not current.vad_published:
             current.vad_published = True
             self.emit_vad(self._out.vad("speech_start", current.utterance_id, current.start_ms))
@@ -289,21 +303,6 @@ class Transcriber:
         if self.emit_barge_in is not None:
             echo_db = self.barge_in.last_reference_db or 0.0
             self.emit_barge_in(self._out.barge_in(current.utterance_id, block.end_ms, level, echo_db))
-
-    def _hear_again_from_barge_in(self, current: _Open, barged_at_ms: int) -> None:
-        """The utterance opened on the avatar's echo well before the buyer barged in: its words
-        up to then are the avatar's. It is decoded again from its last :data:`BARGE_LEAD_MS`."""
-        audio = np.concatenate(list(current.recent))
-        stream = self.recognizer.stream()
-        stream.accept(audio)
-        old, current.stream = current.stream, stream
-        current.start_ms = barged_at_ms - len(audio) * 1000 // SAMPLE_RATE
-        current.speculating, current.silent_ms = False, 0
-        try:
-            old.final()  # its result is the echo's
-        except Exception as exc:
-            log.debug("dropping the echo's decode: %s", exc)
-        log.info("the utterance opened on the avatar's echo: heard again from the barge-in on")
 
     def flush(self) -> None:
         """End of input: finish an open utterance."""
