@@ -10,8 +10,9 @@ Prints ONE JSON line:
 - ``single_talk_exact`` / ``double_talk_exact``: the fraction of utterances whose deal terms (every
   number, and the leading name) were heard as said (``bench/noisy.py``'s ``exact``);
 - ``echo_leak_words``: words of an avatar's reply that reached a transcript as the buyer's (in
-  double talk, a word of the reply heard within ``LEAK_WINDOW_MS`` of when the reply says it that
-  neither the buyer said nor the same utterance heard alone got; with the reply alone, every word);
+  double talk, words of the reply heard within ``LEAK_WINDOW_MS`` of when the reply says them that
+  neither the buyer said nor the same utterance heard alone got, if a deal term or two in a row;
+  with the reply alone, every word);
 - ``barge_in_caught``: the fraction of double-talk utterances the barge-in detector caught, and
   ``barge_in_ms`` p50/p95 after the buyer's voice began;
 - ``erle_db``: echo return loss enhancement over the replies alone (after the first, which the
@@ -19,6 +20,8 @@ Prints ONE JSON line:
 - ``canceller_cpu``: the canceller's CPU seconds per second of audio (0.05 is 5 % of one core).
 
 ``--cancel off`` runs the same rooms without the canceller (today's echo gate): the comparison.
+``--echo muted`` plays the replies at no level at all: the leak count's own floor (what the
+recogniser does alone), which must be 0.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from sessions.duplex_room import Session, SessionBuilder, Trial  # noqa: E402
 from workers.microphone.echo import EchoGate  # noqa: E402
 from workers.microphone.echo_cancel import EchoCanceller, PlayedAudio  # noqa: E402
 from workers.microphone.engines import load_recognizer  # noqa: E402
-from workers.microphone.evaluation import normalize, transcribe  # noqa: E402
+from workers.microphone.evaluation import deal_terms, normalize, transcribe  # noqa: E402
 from workers.microphone.noise_floor import SPEECH_LEVEL_DBFS  # noqa: E402
 from workers.microphone.recognizer import Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
@@ -60,6 +63,8 @@ BUYER_VOICES = ("en-us", "festival:cmu_us_slt_arctic_hts")
 """An espeak-ng male and Festival's HTS female voice (trained on a recorded speaker): every
 sentence of the corpus in each."""
 ECHO_OVER_DB = (0.0, 5.0, 10.0)
+MUTED_DB = -200.0
+"""``--echo muted``: the replies' level over the buyer (nothing reaches the microphone)."""
 OUTPUT_DELAY_MS = 60
 """The simulated sink's output latency (a USB loudspeaker through the sound server): the reference
 is captured this long before it sounds, and the canceller is told so, as the worker is."""
@@ -75,16 +80,17 @@ EPOCH_MS = 1_700_000_000_000
 AVATAR = "Celia"
 
 
-def _session(distance: float, seed: int, buyers: list[tuple[str, np.ndarray]], replies: list[tuple[str, np.ndarray]]) -> Session:
+def _session(distance: float, seed: int, buyers: list[tuple[str, np.ndarray]], replies: list[tuple[str, np.ndarray]],
+             echo_over_db: tuple[float, ...] = ECHO_OVER_DB) -> Session:
     room = SessionBuilder(distance, BUYER_DBFS, OUTPUT_DELAY_MS, seed)
     def reply(key: int) -> tuple[int, str, np.ndarray]:
         return (key % len(replies), *replies[key % len(replies)])
 
     for key in range(WARM_UP_REPLIES):  # the avatars greet the buyer: the canceller converges
-        room.reply(*reply(key), ECHO_OVER_DB[-1])
+        room.reply(*reply(key), echo_over_db[-1])
     for index, (text, speech) in enumerate(buyers):
         room.single(text, speech)
-        over = ECHO_OVER_DB[index % len(ECHO_OVER_DB)]
+        over = echo_over_db[index % len(echo_over_db)]
         room.reply(*reply(index + 1), over, text, speech)
         if index % 3 == 2:
             room.reply(*reply(index + 2), over)
@@ -153,16 +159,21 @@ def reply_words(recognizer: Recognizer, played: np.ndarray) -> TimedWords:
 
 
 def _leaked(trial: Trial, finals: list[Transcript], reply: TimedWords, heard_alone: str) -> list[str]:
-    """Words of the reply that reached a transcript as the buyer's: in double talk, a word of the
-    reply heard at the moment the reply says it that the buyer did not say and the same utterance
-    heard alone did not get either (the recogniser's own "a" is not echo); with no buyer, every word."""
+    """Words of the reply that reached a transcript as the buyer's. With no buyer, every word
+    heard. In double talk, the words of the reply heard at the moment the reply says them that the
+    buyer did not say and the same utterance heard alone did not get either, when they are
+    evidence of the echo: a deal term (a number, a price, goods, a unit: what would change a deal),
+    or two or more of them in a row. A lone "a" or "the" is not: with the echo muted, the
+    recogniser's own function words land on the reply's now and then (``--echo muted``)."""
     if trial.kind == "echo":
         return normalize(_heard(trial, finals, (trial.echo_ms[0], trial.echo_ms[1] + 1000))).split()
     # "$8.50" was said "eight dollars and fifty cents": the words as written and as normalised
     said = {_stem(w) for text in (trial.text, heard_alone) for w in (*normalize(text).split(), *text.lower().split())}
     lo, hi = EPOCH_MS + trial.buyer_ms[0], EPOCH_MS + trial.buyer_ms[1]
     heard = _timed([(w.word, w.start - (EPOCH_MS + trial.echo_ms[0])) for f in finals if lo <= (f.start + f.end) / 2 < hi for w in f.words])
-    return [w for w, at in heard if _stem(w) not in said and any(w == r and abs(at - t) <= LEAK_WINDOW_MS for r, t in reply)]
+    theirs = [_stem(w) not in said and any(w == r and abs(at - t) <= LEAK_WINDOW_MS for r, t in reply) for w, at in heard]
+    in_runs = [mine and ((i > 0 and theirs[i - 1]) or (i + 1 < len(theirs) and theirs[i + 1])) for i, mine in enumerate(theirs)]
+    return [w for (w, _at), mine, run in zip(heard, theirs, in_runs, strict=True) if mine and (run or deal_terms(w))]
 
 
 def _stem(word: str) -> str:
@@ -226,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--utterances", type=int, default=len(SENTENCES), help="sentences per voice (split over the rooms)")
     parser.add_argument("--voices", default=",".join(BUYER_VOICES), help="the buyer's synthetic voices (scripts/synth_speech.py)")
     parser.add_argument("--cancel", choices=("on", "off"), default="on")
+    parser.add_argument("--echo", choices=("heard", "muted"), default="heard",
+                        help="muted: the replies play at no level (the leak count's floor)")
     args = parser.parse_args(argv)
     config = Config.load(None, os.environ, {})
     settings = config.section(MicrophoneSettings)
@@ -234,11 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     replies = _replies()
     recognizer = load_recognizer(settings, config.core.data_dir, config.core.avatars)
     per_room = -(-len(buyers) // len(DISTANCES_M))
-    sessions = [_session(d, i, buyers[i * per_room:(i + 1) * per_room], replies) for i, d in enumerate(DISTANCES_M)]
+    levels = ECHO_OVER_DB if args.echo == "heard" else (MUTED_DB,) * len(ECHO_OVER_DB)
+    sessions = [_session(d, i, buyers[i * per_room:(i + 1) * per_room], replies, levels) for i, d in enumerate(DISTANCES_M)]
     results = [_run_session(s, settings, recognizer, args.cancel == "on") for s in sessions]
     heard_replies = [reply_words(recognizer, samples) for _text, samples in replies]
     line = {"bench": "duplex", "cancel": args.cancel, "engine": recognizer.name, "voices": args.voices,
-            "rooms_m": list(DISTANCES_M), "echo_over_db": list(ECHO_OVER_DB), "output_delay_ms": OUTPUT_DELAY_MS,
+            "rooms_m": list(DISTANCES_M), "echo_over_db": list(levels), "output_delay_ms": OUTPUT_DELAY_MS,
             **score(sessions, results, heard_replies)}
     line["wall_s"] = round(time.perf_counter() - started, 1)
     s, d = line["single_talk_exact"], line["double_talk_exact"]

@@ -10,7 +10,6 @@ turns into a status error and a retry.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Iterator
 from typing import Any, TypedDict
@@ -28,14 +27,11 @@ from hardware.audio import (
     block_samples,
 )
 from hardware.audio_files import resample
+from hardware.capture_queue import CaptureQueue
 from hardware.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 
-QUEUE_BLOCKS = 100
-"""About two seconds of audio may wait for the consumer before blocks are dropped."""
-STALL_S = 2.0
-"""A running stream that delivers nothing for this long is considered failed."""
 
 
 def _sounddevice() -> Any:
@@ -146,9 +142,7 @@ class MicrophoneSource:
         self.device_index = info["index"]
         self.description = f"microphone {info['index']}: {info['name']}"
         self.overflows = 0
-        self.dropped = 0
-        self.delivered = 0
-        self._queue: queue.Queue[AudioBlock] = queue.Queue(maxsize=QUEUE_BLOCKS)
+        self._capture = CaptureQueue(self.description)
         self._failed: str | None = None
         self.rate, self.channels = SAMPLE_RATE, 1
         self._stream = self._open_stream(_sounddevice(), info, block_ms)
@@ -191,38 +185,30 @@ class MicrophoneSource:
         adc = time_info.inputBufferAdcTime
         lag_s = float(time_info.currentTime - adc) if adc else 0.0
         lag_ms = lag_s * 1000.0 if 0.0 < lag_s < 1.0 else frames * 1000.0 / self.rate
-        try:
-            self._queue.put_nowait(AudioBlock(samples, now - round(lag_ms)))
-        except queue.Full:
-            self.dropped += 1
+        self._capture.put(AudioBlock(samples, now - round(lag_ms)))
 
     def _finished(self) -> None:
         if self._failed is None:
             self._failed = f"{self.description} stopped"
 
+    def _fault(self, idle: bool) -> str | None:
+        """Once what it delivered is read: why the stream stopped (PortAudio's finished callback,
+        or a stream no longer active), or None."""
+        stream = self._stream
+        if not idle or (self._failed is None and stream is not None and stream.active):
+            return None
+        return self._failed or f"{self.description} delivers no audio"
+
     def blocks(self, stop: threading.Event) -> Iterator[AudioBlock]:
-        silent_s = 0.0
-        while not stop.is_set():
-            try:
-                block = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                silent_s += 0.2
-                stream = self._stream
-                if self._failed or silent_s >= STALL_S or stream is None or not stream.active:
-                    reason = self._failed or f"{self.description} delivers no audio"
-                    raise AudioSourceError(reason) from None
-                continue
-            silent_s = 0.0
-            self.delivered += 1
-            yield block
+        yield from self._capture.blocks(stop.is_set, self._fault)
 
     def stats(self) -> dict[str, object]:
         return {
             "source": self.description,
             "rate": self.rate,
-            "blocks": self.delivered,
+            "blocks": self._capture.delivered,
             "overflows": self.overflows,
-            "dropped": self.dropped,
+            "dropped": self._capture.dropped,
         }
 
     def close(self) -> None:

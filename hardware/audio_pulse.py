@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -29,16 +28,13 @@ import numpy as np
 
 from hardware import sound_server
 from hardware.audio import DEFAULT_BLOCK_MS, SAMPLE_RATE, AudioBlock, AudioSourceError, SourceKind, block_samples
+from hardware.capture_queue import CaptureQueue
 from hardware.clock import Clock, RealClock
 
 log = logging.getLogger(__name__)
 
 PRESENCE_CHECK_S = 1.0
 """How often the stream's source is checked (a short query to the server)."""
-QUEUE_BLOCKS = 100
-"""About two seconds of audio may wait for the consumer before blocks are dropped."""
-STALL_S = 2.0
-"""A stream that delivers nothing for this long is considered failed."""
 SAMPLE_WIDTH = 2
 RESYNC_MS = 1000
 """Capture times follow the sample count unless it and the clock part by more than this (audio
@@ -116,9 +112,8 @@ class SoundServerSource:
         """The stream's ``media.name``: how the presence check finds it among the server's."""
         self.latency_ms = 0.0
         self._times = CaptureTimes(block_ms)
-        self.dropped = 0
-        self.delivered = 0
-        self._queue: queue.Queue[AudioBlock] = queue.Queue(maxsize=QUEUE_BLOCKS)
+        self._capture = CaptureQueue(self.description)
+        self._checked = time.monotonic()
         self._failed: str | None = None
         self._closing = threading.Event()
         pasimple = _pasimple()
@@ -144,10 +139,7 @@ class SoundServerSource:
                 now = self.clock.now_ms()
                 self.latency_ms = stream.get_latency() / 1000.0
                 samples = np.frombuffer(data, dtype=np.int16).copy()
-                try:
-                    self._queue.put_nowait(AudioBlock(samples, self._times.stamp(now, self.latency_ms)))
-                except queue.Full:
-                    self.dropped += 1
+                self._capture.put(AudioBlock(samples, self._times.stamp(now, self.latency_ms)))
         except Exception as exc:  # pasimple raises PaSimpleError; anything else ends it the same way
             self._failed = f"{self.description} failed: {exc}"
         finally:
@@ -164,32 +156,28 @@ class SoundServerSource:
             log.debug("%s: the sound server did not answer the presence check", self.description)
         return not place.answered or place.source == self.source
 
+    def _fault(self, idle: bool) -> str | None:
+        """Why the capture failed (the reader's error once its blocks are read, the source gone:
+        asked at every block, as a stream moved to another source goes on delivering), or None."""
+        if idle and self._failed is not None:
+            return self._failed
+        if time.monotonic() - self._checked >= self.check_s:
+            self._checked = time.monotonic()
+            if not self._still_there():
+                return f"{self.description} disappeared"
+        return None
+
     def blocks(self, stop: threading.Event) -> Iterator[AudioBlock]:
-        silent_s = 0.0
-        checked = time.monotonic()
-        while not stop.is_set() and not self._closing.is_set():  # closed meanwhile: an end, not a fault
-            if time.monotonic() - checked >= self.check_s:
-                if not self._still_there():
-                    raise AudioSourceError(f"{self.description} disappeared")
-                checked = time.monotonic()
-            try:
-                block = self._queue.get(timeout=0.2)
-            except queue.Empty:
-                silent_s += 0.2
-                if self._failed or silent_s >= STALL_S:
-                    raise AudioSourceError(self._failed or f"{self.description} delivers no audio") from None
-                continue
-            silent_s = 0.0
-            self.delivered += 1
-            yield block
+        # closed meanwhile: an end, not a fault
+        yield from self._capture.blocks(lambda: stop.is_set() or self._closing.is_set(), self._fault)
 
     def stats(self) -> dict[str, object]:
         return {
             "source": self.description,
             "rate": SAMPLE_RATE,
-            "blocks": self.delivered,
+            "blocks": self._capture.delivered,
             "overflows": 0,
-            "dropped": self.dropped,
+            "dropped": self._capture.dropped,
             "latency_ms": round(self.latency_ms, 1),
         }
 

@@ -35,10 +35,9 @@ suppression only as part of its denoiser's gains, and the recogniser was measure
 noise (``[microphone] enhance`` chooses a noise suppressor)."""
 ECHO_SUPPRESS_DB = -40
 """Residual echo attenuation while only the avatar talks (speexdsp's default)."""
-ECHO_SUPPRESS_ACTIVE_DB = -25
-"""...and while the buyer talks too: gentler, to keep the buyer's voice, but 10 dB under
-speexdsp's default (-15), under which a word of the avatar's reply now and then still reached the
-buyer's transcript (``bench/duplex.py``'s ``echo_leak_words``; docs/microphone.md#full-duplex-the-echo-canceller)."""
+ECHO_SUPPRESS_ACTIVE_DB = -15
+"""...and while the buyer talks too (speexdsp's default): gentler, to keep the buyer's voice.
+-25, -30 and -35 were measured too (``bench/duplex.py``): no fewer leaked words, no better double talk."""
 
 
 class SpeexUnavailable(RuntimeError):

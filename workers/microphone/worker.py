@@ -8,6 +8,7 @@ every ``retry_s`` seconds; a machine without any capture device falls back to ty
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.transcriber import Transcriber
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
-from workers.runtime.logs import NOTICE
+from workers.runtime.logs import NOTICE, RateLimitedLog
 from workers.runtime.messages import (
     PITCH_END,
     TURN_COMPLETE,
@@ -94,6 +95,7 @@ class MicrophoneWorker(Worker):
         self.source: AudioSource | None = None
         self.room_echo: RoomEcho | None = None
         """The echo canceller and its reference, when the sound server plays the room (``echo_reference``)."""
+        self._notes = RateLimitedLog(self.log)
         self.mode = "typed" if self.settings.typed else "audio"
         self.typed_published = 0
         # a noisy venue: one warning when the room's floor is too high (workers/microphone/noise_floor.py)
@@ -261,7 +263,7 @@ class MicrophoneWorker(Worker):
     def _reference_failed(self, reason: str) -> None:
         """The loudspeaker's reference failed (its reader reopens it): the microphone still
         listens, uncancelled meanwhile; the health's ``echo_reference_error`` says why."""
-        self.log.warning("echo reference lost: %s", reason)
+        self._notes.log(logging.WARNING, "echo reference", "echo reference lost: %s", reason)
 
     def _source_failed(self, reason: str) -> None:
         # What was said before the device failed was heard: finish that utterance now. It
