@@ -12,6 +12,7 @@ process itself reaches it inside :meth:`PrivatePulse.pointed_at`.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import signal
@@ -35,6 +36,14 @@ PIPE_RATE = 48_000
 PIPE_CHANNELS = 2
 CHUNK_S = 0.02
 """The feeder writes this much audio at a time (what a sound card's period would be)."""
+PIPE_BYTES = 4096
+"""The FIFO's capacity (the kernel's smallest, a page: 21 ms of the pipe's audio). The default,
+64 KiB, filled while nothing recorded and then stayed full: a third of a second between the
+feeder and the server that no latency figure showed, so every capture time was that much late."""
+CATCH_UP_S = 0.5
+"""A feeder this late (a loaded machine kept its thread waiting) writes what is due at once, as a
+microphone's own buffer holds what it sampled meanwhile; later than this, nobody was recording
+(the source unloaded, or not yet read) and that audio is gone, as a real one's would be."""
 START_TIMEOUT_S = 15.0
 CLIENT_VARIABLES = ("PULSE_SERVER", "PULSE_RUNTIME_PATH", "XDG_RUNTIME_DIR", "PULSE_COOKIE")
 
@@ -88,6 +97,7 @@ class PrivatePulse:
         with self.log_path.open("wb") as log_file:
             self.process = subprocess.Popen([binary, *flags], env=server_env, stdout=log_file, stderr=log_file,
                                             start_new_session=True)
+        raise_priority(self.process.pid)
         if not wait_for(lambda: self.answers() or self.process is None or self.process.poll() is not None,
                         START_TIMEOUT_S, 0.05) or not self.answers():
             self.stop()
@@ -160,14 +170,12 @@ class PrivatePulse:
 class PipeFeeder:
     """Writes into the pipe source at real time from a thread: silence, or the utterances given
     to :meth:`say` (16 kHz mono int16, made 48 kHz stereo), as a microphone delivers sound: at
-    real time, never faster to make up for a write that waited (the server reads the pipe only
-    while something records from the source). When the source is unloaded (the FIFO goes) it
+    real time, catching up on a short delay (:data:`CATCH_UP_S`) but never on a long one (the
+    server reads the pipe only while something records from the source). When the source is unloaded (the FIFO goes) it
     waits for it to come back and goes on."""
 
-    def __init__(self, fifo: Path, room: LoudspeakerEcho | None = None) -> None:
+    def __init__(self, fifo: Path) -> None:
         self.fifo = fifo
-        self.room = room
-        """What the microphone also hears of the room's loudspeaker (None: nothing)."""
         self._chunk = int(PIPE_RATE * CHUNK_S)
         self._pending: deque[NDArray[np.int16]] = deque()
         self._lock = threading.Lock()
@@ -196,12 +204,9 @@ class PipeFeeder:
 
     def _next_chunk(self) -> NDArray[np.int16]:
         with self._lock:
-            chunk = self._pending.popleft() if self._pending else np.zeros(self._chunk * PIPE_CHANNELS, dtype=np.int16)
-        if self.room is None:
-            return chunk
-        mixed = chunk.astype(np.int32)
-        mixed[: len(chunk)] += self.room.take(len(chunk))
-        return np.clip(mixed, -32768, 32767).astype(np.int16)
+            if self._pending:
+                return self._pending.popleft()
+        return np.zeros(self._chunk * PIPE_CHANNELS, dtype=np.int16)
 
     def _open(self) -> int | None:
         """The FIFO opened for writing, once the source (its reader) is there."""
@@ -214,6 +219,7 @@ class PipeFeeder:
                 self._stop.wait(0.02)
                 continue
             os.set_blocking(fd, True)
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
             return fd
         return None
 
@@ -233,7 +239,7 @@ class PipeFeeder:
                 continue
             written_s += CHUNK_S
             behind = time.monotonic() - (started + written_s)
-            if behind > CHUNK_S:  # a microphone never catches up in a burst: what it missed is gone
+            if behind > CATCH_UP_S:  # nothing recorded (the source unloaded, not yet read): that time is gone
                 started += behind
             self._stop.wait(max(0.0, started + written_s - time.monotonic()))
         if fd is not None:
@@ -244,73 +250,15 @@ class PipeFeeder:
         self._thread.join(5)
 
 
-ROOM_RESPONSE = ((0.004, 0.5), (0.011, 0.2), (0.023, -0.12), (0.041, 0.06))
-"""The loudspeaker heard at the microphone: the direct sound after 4 ms and three reflections
-(delay in seconds, gain): a small room, the loudspeaker about 1.5 m away."""
-ECHO_KEPT_S = 0.1
-"""At most this much of the loudspeaker waits for the feeder: a feeder that fell behind hears the
-room as it is now, not a backlog."""
+AUDIO_NICE = -11
+"""The priority a desktop's sound server takes (PulseAudio's ``high-priority``): the room's audio
+processes run at it where allowed (as root: CI, the venue PC's service), so a loaded machine
+delays the suite's work, not the room's sound."""
 
 
-class LoudspeakerEcho:
-    """The room's acoustics for a pipe source: what the null sink plays (captured from its monitor,
-    48 kHz stereo, as a microphone across the room would hear it) through :data:`ROOM_RESPONSE`,
-    for :class:`PipeFeeder` to mix into what it writes."""
-
-    def __init__(self, server: str, sink: str = SPEAKER) -> None:
-        self.server = server
-        self.monitor = f"{sink}.monitor"
-        self._taps = [(round(delay * PIPE_RATE) * PIPE_CHANNELS, gain) for delay, gain in ROOM_RESPONSE]
-        self._history = np.zeros(self._taps[-1][0] + PIPE_CHANNELS, dtype=np.float64)
-        self._heard: deque[NDArray[np.int16]] = deque()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self.captured_s = 0.0
-        self._thread = threading.Thread(target=self._run, name="loudspeaker-echo", daemon=True)
-
-    def start(self) -> LoudspeakerEcho:
-        self._thread.start()
-        return self
-
-    def _echo(self, played: NDArray[np.int16]) -> NDArray[np.int16]:
-        signal_ = np.concatenate((self._history, played.astype(np.float64)))
-        start = len(self._history)
-        out = np.zeros(len(played))
-        for lag, gain in self._taps:
-            out += gain * signal_[start - lag : start - lag + len(played)]
-        self._history = signal_[-len(self._history):]
-        return np.clip(np.round(out), -32768, 32767).astype(np.int16)
-
-    def _run(self) -> None:
-        import pasimple
-
-        chunk_bytes = int(PIPE_RATE * CHUNK_S) * PIPE_CHANNELS * 2
-        with pasimple.PaSimple(pasimple.PA_STREAM_RECORD, pasimple.PA_SAMPLE_S16LE, PIPE_CHANNELS, PIPE_RATE,
-                               app_name="tests", stream_name="loudspeaker echo", server_name=self.server,
-                               device_name=self.monitor, fragsize=chunk_bytes) as stream:
-            while not self._stop.is_set():
-                played = np.frombuffer(stream.read(chunk_bytes), dtype=np.int16)
-                echo = self._echo(played)
-                with self._lock:
-                    self._heard.append(echo)
-                    while sum(len(c) for c in self._heard) > ECHO_KEPT_S * PIPE_RATE * PIPE_CHANNELS:
-                        self._heard.popleft()
-                    self.captured_s += CHUNK_S
-
-    def take(self, count: int) -> NDArray[np.int16]:
-        """The next ``count`` interleaved samples of the echo (silence for what has not come)."""
-        out = np.zeros(count, dtype=np.int16)
-        filled = 0
-        with self._lock:
-            while filled < count and self._heard:
-                piece = self._heard.popleft()
-                used = min(len(piece), count - filled)
-                out[filled : filled + used] = piece[:used]
-                if used < len(piece):
-                    self._heard.appendleft(piece[used:])
-                filled += used
-        return out
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
+def raise_priority(pid: int = 0) -> None:
+    """Run process ``pid`` (0: this one) at :data:`AUDIO_NICE` when allowed; otherwise as it is."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, AUDIO_NICE)
+    except OSError:
+        pass

@@ -42,9 +42,11 @@ KEEP_MS = 5000
 CONTIGUOUS_MS = 40
 """A reference block that starts within this of where the previous one ended follows it: capture
 timestamps jitter by a few ms, the samples themselves do not."""
-WAIT_MS = 80
+WAIT_MS = 150
 """How long a microphone block waits for the reference stretch it needs (the reference's reader
-lags by one block at worst); then the missing part counts as silence."""
+is a block or two behind, more on a loaded machine); then the missing part counts as silence. A
+stretch due further ahead than this is not waited for at all: waiting at every block for what
+cannot come in time would put the microphone ever further behind."""
 LIVE_S = 0.25
 """A reference that delivered nothing for this long is not waited for at all (it failed, and its
 reader is reopening it): a block waiting for it each time would put the microphone behind."""
@@ -88,8 +90,9 @@ class PlayedAudio:
         """``count`` samples played from ``t_ms`` on; silence for what was not played (or not
         captured). Waits up to ``wait_ms`` for a stretch that has not arrived yet."""
         deadline = self._now() + wait_ms / 1000
+        needed_ms = t_ms + count * 1000 / SAMPLE_RATE
         with self._changed:
-            while self._end_ms() < t_ms + count * 1000 / SAMPLE_RATE and self._now() - self._added_at < LIVE_S:
+            while 0 < needed_ms - self._end_ms() <= wait_ms and self._now() - self._added_at < LIVE_S:
                 left = deadline - self._now()
                 if left <= 0:
                     break
@@ -143,6 +146,7 @@ class EchoCanceller:
         self._quiet_ms = QUIET_AFTER_MS
         """How long the loudspeaker has been silent (in the reference as fed)."""
         self._previous: NDArray[np.int16] = np.zeros(SAMPLE_RATE * block_ms // 1000, np.int16)
+
 
     def process(self, block: AudioBlock) -> AudioBlock:
         started = time.thread_time()

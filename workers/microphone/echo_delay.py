@@ -7,9 +7,9 @@ latency the server misreports. Every :data:`EVERY_MS` of audio in which the loud
 the delay between the reference as fed to the filter and the microphone is measured by
 generalised cross-correlation with phase transform (GCC-PHAT, the usual echo-delay estimator: its
 peak stands out for broadband sound like speech whatever the room's colouring) over the last
-:data:`WINDOW_MS`; when two measurements in a row agree and put the echo outside the filter's
-comfortable span, the alignment moves so that the reference leads its echo by the canceller's
-lead again.
+:data:`WINDOW_MS`; when :data:`AGREEING` measurements in a row agree and put the echo outside the
+filter's comfortable span, the alignment moves so that the reference leads its echo by the
+canceller's lead again.
 """
 
 from __future__ import annotations
@@ -32,8 +32,14 @@ EVERY_MS = 1000
 SEARCH_MS = 900
 """Delays searched on either side of the current alignment."""
 AGREE_MS = 10
-"""Two measurements within this of each other agree."""
-PEAK_RATIO = 6.0
+"""Measurements within this of each other agree."""
+AGREEING = 3
+"""Measurements in a row that must agree before the alignment moves: a move made on a wrong one
+(two avatars saying the same words a second apart, a buyer talking over the echo) costs the
+canceller seconds of echo, so it waits for three seconds of evidence."""
+EDGE_MS = 100
+"""A peak this close to the edge of the search is no measurement: the true delay may lie beyond."""
+PEAK_RATIO = 8.0
 """A correlation peak this many times the correlation's typical magnitude is a measurement; a
 weaker one (no echo heard, the buyer talking over it) is not."""
 ACTIVE_RMS = 30.0
@@ -54,7 +60,7 @@ class DelayEstimator:
     moves: int = 0
     _mic: collections.deque[NDArray[np.int16]] = field(default_factory=collections.deque, init=False)
     _since_ms: int = field(default=0, init=False)
-    _candidate: int | None = field(default=None, init=False)
+    _agreeing: list[int] = field(default_factory=list, init=False)
 
     def observe(self, mic: NDArray[np.int16], block_ms: int) -> bool:
         """Keep the microphone's block; True when a measurement is due (the caller then calls
@@ -77,17 +83,18 @@ class DelayEstimator:
             return
         search = SAMPLE_RATE * SEARCH_MS // 1000
         lag = gcc_phat_lag(mic, ref, search)
-        if lag is None:
-            self._candidate = None
+        delay_ms = None if lag is None else round(lag * 1000 / SAMPLE_RATE)
+        if delay_ms is None or abs(delay_ms) > SEARCH_MS - EDGE_MS:
+            self._agreeing.clear()
             return
-        delay_ms = round(lag * 1000 / SAMPLE_RATE)
         self.measured_ms = delay_ms
-        agreed = self._candidate is not None and abs(delay_ms - self._candidate) <= AGREE_MS
-        self._candidate = delay_ms
-        if agreed and not 0 <= delay_ms <= self.span_ms // 2:
+        if self._agreeing and abs(delay_ms - self._agreeing[-1]) > AGREE_MS:
+            self._agreeing.clear()
+        self._agreeing.append(delay_ms)
+        if len(self._agreeing) >= AGREEING and not 0 <= delay_ms <= self.span_ms // 2:
             self.offset_ms -= delay_ms - self.lead_ms  # the reference taken that much earlier (later)
             self.moves += 1
-            self._candidate = None
+            self._agreeing.clear()
             log.info("the loudspeaker's echo came %d ms after its reference: the reference moves by %+d ms (now %+d ms)",
                      delay_ms, self.lead_ms - delay_ms, self.offset_ms)
 

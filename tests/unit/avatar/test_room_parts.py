@@ -21,7 +21,7 @@ from avatar.speech_queue import SpeechRequest
 from avatar.ssml import prepare
 from hardware.speaker import Speaker, SpeechEvent, SpokenUtterance
 from humaine_platform.models import parse_message
-from workers.runtime.messages import BargeIn, Envelope, Gesture, Speaking
+from workers.runtime.messages import BargeIn, Envelope, Gesture, Speaking, VadEvent
 from workers.runtime.topics import Topic, Topics
 
 AVATARS = ["Celia", "Watson"]
@@ -154,3 +154,27 @@ def test_a_failing_refresh_neither_ends_the_views_thread_nor_stops_speech() -> N
         assert books._thread is not None and books._thread.is_alive()  # the views' thread outlived each failure
     finally:
         books.stop()
+
+
+def test_after_a_barge_in_the_next_answer_waits_for_the_buyer_to_finish() -> None:
+    bus, hub, speaker = RecordingBus(), DisplayHub(AVATARS, "buyer"), ScriptedSpeaker()
+    speech = SpeechOutput(AvatarSettings().for_room(AVATARS), AVATARS, bus, "avatar", hub, cast(Speaker, speaker))
+    barged = threading.Event()
+
+    def while_speaking() -> None:
+        if not barged.is_set():  # the buyer talks over Celia; Watson's answer is already queued
+            barged.set()
+            speech.barge_in("t", BargeIn(source="mic", level_db=-20.0, echo_db=-40.0, utterance_id="u7", at=1))
+
+    speaker.seen_while_speaking = while_speaking
+    speech.start()
+    speech.submit(SpeechRequest("Celia", prepare("How about two eggs."), "m1"))
+    speech.submit(SpeechRequest("Watson", prepare("I can beat that."), "m2"))
+    assert speech.wait_spoken(1, 5)
+    assert not speech.wait_spoken(2, 0.3)  # the buyer has the floor
+    speech.on_vad("t", VadEvent(source="mic", event="speech_end", utterance_id="other", at=2))
+    assert not speech.wait_spoken(2, 0.3)  # someone else's end is not the buyer's
+    speech.on_vad("t", VadEvent(source="mic", event="speech_end", utterance_id="u7", at=3))
+    assert speech.wait_spoken(2, 5)  # the buyer finished: Watson answers
+    speech.stop()
+    assert [s.request.message_id for s in speech.spoken()] == ["m1", "m2"]

@@ -175,3 +175,11 @@ def test_while_the_loudspeaker_is_silent_the_microphone_goes_on_as_heard() -> No
     heard = _cancel(canceller, np.zeros(len(mic)), mic)
     as_int = np.clip(np.round(mic), -32768, 32767).astype(np.int16).astype(float)
     assert np.array_equal(heard[SAMPLE_RATE:], as_int[SAMPLE_RATE : len(heard)])
+
+
+def test_a_stretch_due_later_than_the_wait_is_not_waited_for() -> None:
+    played = PlayedAudio()
+    played.add(AudioBlock(np.zeros(BLOCK, np.int16), T0))  # a live reference, a second behind the block
+    started = time.monotonic()
+    assert np.all(played.take(T0 + 1000, BLOCK, wait_ms=150) == 0)
+    assert time.monotonic() - started < 0.1
