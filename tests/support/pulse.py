@@ -181,6 +181,9 @@ class PipeFeeder:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.reopened = 0
+        self.flowing_s = 0.0
+        """Audio written at pace since the source last stopped reading (what a test waits for
+        before speaking: the server reads the pipe only once the source is recorded from)."""
         self._thread = threading.Thread(target=self._run, name="pipe-feeder", daemon=True)
 
     def start(self) -> PipeFeeder:
@@ -235,12 +238,14 @@ class PipeFeeder:
                 os.close(fd)
                 fd = self._open()
                 self.reopened += 1
-                started, written_s = time.monotonic(), 0.0
+                started, written_s, self.flowing_s = time.monotonic(), 0.0, 0.0
                 continue
             written_s += CHUNK_S
             behind = time.monotonic() - (started + written_s)
+            self.flowing_s += CHUNK_S
             if behind > CATCH_UP_S:  # nothing recorded (the source unloaded, not yet read): that time is gone
                 started += behind
+                self.flowing_s = 0.0
             self._stop.wait(max(0.0, started + written_s - time.monotonic()))
         if fd is not None:
             os.close(fd)

@@ -50,6 +50,8 @@ from workers.runtime.messages import Status, Transcript
 HEARD_S = 10.0
 """The issue's bound: an utterance written after the source came back is final within this."""
 RETRY_S = 1.0
+FLOWING_S = 1.0
+"""The pipe is read at pace for this long before anything is said into it."""
 UTTERANCES = {  # the words of each that pocketsphinx's domain model gets right once it has heard one utterance
     # (cold, before its cepstral mean settles, it mishears most), without numbers (a final writes "four dollars" as $4)
     "warm-up": ("i accept your offer", set()),
@@ -163,6 +165,8 @@ def test_mic_hears_room_mic_and_survives_its_unplugging(private_pulse: PrivatePu
     try:
         listening = mic_process.wait_status("online", f"listening: sound server source {MIC}", 0, 120)
         warm_up = utterance("warm-up")
+        # the server reads the pipe once the worker records from it: until then what is said is lost
+        assert wait_for(lambda: feeder.flowing_s >= FLOWING_S, 60), mic_process.said()
         feeder.say(np.concatenate([warm_up, np.zeros(16_000, np.int16), first]))
         mic_process.wait_final("first", (len(warm_up) + len(first)) / 16_000 + 1 + HEARD_S)
 
@@ -176,6 +180,7 @@ def test_mic_hears_room_mic_and_survives_its_unplugging(private_pulse: PrivatePu
         assert time.monotonic() - reloaded < HEARD_S
         assert feeder.reopened >= 1
 
+        assert wait_for(lambda: feeder.flowing_s >= FLOWING_S, HEARD_S), mic_process.said()
         written = time.monotonic()
         feeder.say(after)
         final = mic_process.wait_final("after", HEARD_S)
