@@ -109,6 +109,7 @@ class MicProcess:
         assert self.bus.wait_connected(10)
         settings = {"environment_uuid": f'"{config.core.environment_uuid}"', "broker.url": f'"{config.broker.url}"',
                     "broker.mode": '"external"', "data_dir": f'"{tmp_path / "data"}"', "microphone.retry_s": RETRY_S,
+                    "microphone.echo_cancel": '"off"',  # the devices are this test's subject; bench/duplex.py measures the canceller
                     **{k: json.dumps(v) for k, v in PS_DOMAIN.items()}}
         flags = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
         self.output: list[str] = []
