@@ -221,8 +221,11 @@ def test_the_speaker_plays_on_room_speaker_and_its_monitor_hears_it(private_puls
         try:
             sink.begin("played", 22_050)
             assert 0.0 < sink.latency_s < 0.5
+            written_at = len(blocks)
             sink.write(resample(speech, 16_000, 22_050).tobytes())  # paced by the stream's short buffer
-            time.sleep(sink.latency_s + 0.5)
+            # until the monitor has delivered the whole utterance and half a second more (a loaded
+            # machine plays it out later than the stream's latency says)
+            assert wait_for(lambda: (len(blocks) - written_at) * source.block >= len(speech) + 8_000, 20)
         finally:
             stop.set()
             reading.join(5)
