@@ -9,6 +9,7 @@ a second and nothing here raises for it: callers get empty lists and ``None``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,6 +50,26 @@ class SoundDevice:
         return {**asdict(self), "monitor": self.is_monitor}
 
 
+@functools.cache
+def _pulse_class() -> Any:
+    """``pulsectl.Pulse`` whose connection returns as soon as the server answers.
+
+    pulsectl 24.12's ``connect(timeout=...)`` polls its main loop until the deadline even after
+    the context is ready (its poll clears the stop flag the connect set), so every query took the
+    whole :data:`CONNECT_TIMEOUT_S`: half a second of a capture's presence check each second, in
+    the thread that hands its audio over. Stopping the loop from the state callback ends the wait
+    at ``READY``; a server that never answers still times out."""
+    import pulsectl
+
+    class Pulse(pulsectl.Pulse):  # type: ignore[misc]
+        def _pulse_state_cb(self, ctx: Any, userdata: Any) -> None:
+            super()._pulse_state_cb(ctx, userdata)
+            if self.connected is not None:
+                self._loop_stop = True
+
+    return Pulse
+
+
 @contextmanager
 def _connection() -> Iterator[Any]:
     """A connected ``pulsectl.Pulse``, or ``None`` when no server answers (or libpulse or
@@ -59,7 +80,7 @@ def _connection() -> Iterator[Any]:
         log.debug("no pulsectl: %s", exc)
         yield None
         return
-    pulse = pulsectl.Pulse(CLIENT_NAME, connect=False)
+    pulse = _pulse_class()(CLIENT_NAME, connect=False)
     try:
         pulse.connect(timeout=CONNECT_TIMEOUT_S)
     except pulsectl.PulseError as exc:

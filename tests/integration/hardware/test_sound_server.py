@@ -87,6 +87,18 @@ def test_devices_names_the_servers_microphone_and_speaker(private_pulse: Private
     assert [d["name"] for d in found["sinks"]] == [SPEAKER]
 
 
+def test_a_query_returns_as_soon_as_the_server_answers(private_pulse: PrivatePulse) -> None:
+    """A capture asks the server once a second where its stream records from, in the thread that
+    hands its audio over: each question must cost what the server takes to answer, not the
+    connection's whole timeout (pulsectl's own connect waited that out: half a second a second)."""
+    with private_pulse.pointed_at():
+        started = time.monotonic()
+        for _ in range(5):
+            assert sound_server.stream_source("no such stream") == StreamPlace(True, None)
+        took_s = time.monotonic() - started
+    assert took_s < 5 * sound_server.CONNECT_TIMEOUT_S / 2, f"5 questions took {took_s:.2f} s"
+
+
 def test_without_a_server_devices_says_so_in_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "PULSE_SERVER": f"unix:{tmp_path / 'nobody'}"}
     started = time.monotonic()
@@ -109,7 +121,6 @@ class MicProcess:
         assert self.bus.wait_connected(10)
         settings = {"environment_uuid": f'"{config.core.environment_uuid}"', "broker.url": f'"{config.broker.url}"',
                     "broker.mode": '"external"', "data_dir": f'"{tmp_path / "data"}"', "microphone.retry_s": RETRY_S,
-                    "microphone.echo_cancel": '"off"',  # the devices are this test's subject; bench/duplex.py measures the canceller
                     **{k: json.dumps(v) for k, v in PS_DOMAIN.items()}}
         flags = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
         self.output: list[str] = []
