@@ -111,6 +111,10 @@ class Bus:
         """The rate-limited lines of every part (each keys its own kinds of problem)."""
         self._status_topic = self.topics.status(worker_id)
         self._status = StatusKeeper(worker_id, health, refresh_s)
+        self._status_lock = threading.Lock()
+        """One status is made and published at a time: the watchdog's refresh, made a moment
+        before the worker's ``error`` and published after it (a loaded machine), would otherwise
+        leave the stale ``online`` as the retained status."""
         self.client = self.new_client(f"humaine-{config.core.environment_uuid}-{worker_id}", clean_session=not persistent)
         """The paho client every part shares (a test may drop the connection under it)."""
         self._dispatcher = Dispatcher(worker_id, self.settings.max_payload_bytes, self.stats, self._lines)
@@ -202,15 +206,17 @@ class Bus:
     def set_status(self, state: WorkerState, detail: str = "", fallback: bool = False) -> None:
         """Publish the retained status (``online`` or ``error`` with a readable detail; with
         ``fallback``, this and the ``offline`` that follows say the room goes on without it by design)."""
-        self._publish_status(self._status.set(state, detail, fallback))
+        self._publish_status(lambda: self._status.set(state, detail, fallback))
 
     def refresh_status(self) -> None:
         """Publish the current state again, with fresh health figures."""
-        self._publish_status(self._status.current())
+        self._publish_status(self._status.current)
 
-    def _publish_status(self, status: Status) -> None:
-        if self._session.connected and self.taken_over is None:
-            self.publish(self._status_topic, status)
+    def _publish_status(self, make: Callable[[], Status]) -> None:
+        with self._status_lock:
+            status = make()
+            if self._session.connected and self.taken_over is None:
+                self.publish(self._status_topic, status)
 
     # -- publish / subscribe -----------------------------------------------------------------
     def publish(self, topic: Topic, message: Envelope) -> None:
@@ -286,7 +292,7 @@ class Bus:
             self._owned.republish_all()
         if self._gate is not None:
             self._gate.connected_again(state_lost)
-        self._publish_status(self._status.on_connect(self._ready_on_connect))
+        self._publish_status(lambda: self._status.on_connect(self._ready_on_connect))
         self._session.settle()  # ready only now, after the status went out
 
     def _on_subscribe(self, _client: mqtt.Client, _userdata: Any, mid: int, reasons: list[ReasonCode], _props: Any) -> None:

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -182,6 +183,41 @@ def test_killed_worker_is_seen_offline(mosquitto: MosquittoBroker, make_config: 
     finally:
         if process.poll() is None:
             process.kill()
+        observer.stop()
+
+
+def test_a_refresh_made_before_an_error_is_never_published_after_it(mosquitto: MosquittoBroker,
+                                                                   make_config: Callable[..., Config]) -> None:
+    """The watchdog refreshes the status while the worker's thread reports an error (a source
+    unplugged): whatever the threads' timing, the retained status ends as the error, never as the
+    refresh's stale ``online`` published a moment after it."""
+    config = make_config(mosquitto.url)
+    errored = threading.Event()
+    reporter: list[threading.Thread] = []
+
+    def health() -> dict[str, object]:
+        if reporter and not reporter[0].is_alive() and not errored.is_set():  # inside the refresh: the error comes now
+            reporter[0].start()
+            errored.wait(0.5)  # (the status lock held, the error waits for this refresh instead)
+        return {}
+
+    bus = Bus(config, "microphone", health=health)
+    observer, seen = _watch_status(config)
+    bus.start()
+    try:
+        assert bus.wait_connected(10)
+
+        def report() -> None:
+            bus.set_status("error", "sound server source room_mic disappeared")
+            errored.set()
+
+        reporter.append(threading.Thread(target=report))
+        bus.refresh_status()
+        reporter[0].join(5)
+        assert wait_for(lambda: [s.state for s in seen if s.worker == "microphone"][-2:] == ["online", "error"], 10), \
+            [(s.state, s.detail) for s in seen if s.worker == "microphone"]
+    finally:
+        bus.stop()
         observer.stop()
 
 
