@@ -15,11 +15,12 @@ instead of under it (``bench/duplex.py`` measures both, and the echo that leaks 
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,6 +53,12 @@ LIVE_S = 0.25
 reader is reopening it): a block waiting for it each time would put the microphone behind."""
 ACTIVE_DBFS = -60.0
 """A reference block louder than this is the loudspeaker playing: the blocks ERLE is measured on."""
+ERLE_SPAN_MS = 5000
+"""The health's echo removal is over about this much of the loudspeaker's latest sound: what the
+canceller does now, not an average that the day's first, unconverged seconds would weigh down."""
+ECHO_HEARD_DBFS = -60.0
+"""A block the microphone heard quieter than this (a pause in the avatar's speech) tells nothing
+of the echo's removal."""
 QUIET_AFTER_MS = 1000
 """This long after the loudspeaker last played (its echo has died away, the filter's span and the
 room's reverberation), the microphone's audio goes on unprocessed: the suppressor's gains would
@@ -70,6 +77,9 @@ class PlayedAudio:
         self._changed = threading.Condition()
         self._added_at = 0.0
         self.blocks = 0
+        self.late = 0
+        """Takes that waited :data:`WAIT_MS` and went on without the end of their stretch (the
+        reference's reader behind: the filter was fed silence for sound the room played)."""
 
     def add(self, block: AudioBlock) -> None:
         with self._changed:
@@ -95,6 +105,7 @@ class PlayedAudio:
             while 0 < needed_ms - self._end_ms() <= wait_ms and self._now() - self._added_at < LIVE_S:
                 left = deadline - self._now()
                 if left <= 0:
+                    self.late += 1
                     break
                 self._changed.wait(left)
             out = np.zeros(count, np.int16)
@@ -115,17 +126,18 @@ class CancellerStats:
     """Blocks during which the loudspeaker played."""
     cpu_s: float = 0.0
     audio_s: float = 0.0
-    mic_energy: float = 0.0
-    out_energy: float = 0.0
-    """Summed power of the microphone and of the output over the echo blocks (ERLE's terms)."""
+    removed_db: collections.deque[float] = field(default_factory=collections.deque)
+    """How much quieter each of the latest echo blocks came out than the microphone heard it
+    (the canceller keeps :data:`ERLE_SPAN_MS` of them)."""
 
     @property
     def erle_db(self) -> float | None:
-        """Echo return loss enhancement over the blocks the loudspeaker played in: how much
-        quieter the output is than the microphone (the buyer's voice in them counts against it)."""
-        if not self.echo_blocks or self.out_energy <= 0:
+        """Echo return loss enhancement over the latest blocks the loudspeaker played in: the
+        median of theirs, so the blocks the buyer spoke in (double talk, where the output is
+        rightly as loud as the microphone) and the pauses in the avatar's speech do not count."""
+        if not self.removed_db:
             return None
-        return round(10 * float(np.log10(self.mic_energy / self.out_energy)), 1)
+        return round(float(np.median(self.removed_db)), 1)
 
     @property
     def cpu_share(self) -> float:
@@ -142,11 +154,15 @@ class EchoCanceller:
         self.block_ms = block_ms
         self.engine = SpeexEchoCanceller(SAMPLE_RATE * block_ms // 1000, SAMPLE_RATE, tail_ms)
         self.delay = DelayEstimator(LEAD_MS, tail_ms)
-        self.stats = CancellerStats()
+        self.stats = CancellerStats(removed_db=collections.deque(maxlen=ERLE_SPAN_MS // block_ms))
         self._quiet_ms = QUIET_AFTER_MS
         """How long the loudspeaker has been silent (in the reference as fed)."""
         self._previous: NDArray[np.int16] = np.zeros(SAMPLE_RATE * block_ms // 1000, np.int16)
 
+    @property
+    def playing(self) -> bool:
+        """Whether the loudspeaker played within :data:`QUIET_AFTER_MS` (its echo may still sound)."""
+        return self._quiet_ms < QUIET_AFTER_MS
 
     def process(self, block: AudioBlock) -> AudioBlock:
         started = time.thread_time()
@@ -173,8 +189,9 @@ class EchoCanceller:
         st.audio_s += block.duration_ms / 1000
         if playing:
             st.echo_blocks += 1
-            st.mic_energy += float(np.sum(np.square(block.samples.astype(np.float64))))
-            st.out_energy += float(np.sum(np.square(out.astype(np.float64))))
+            heard = level_dbfs(block.samples)
+            if heard > ECHO_HEARD_DBFS:
+                st.removed_db.append(heard - level_dbfs(out))
 
     def close(self) -> None:
         self.engine.close()

@@ -8,8 +8,8 @@ the delay between the reference as fed to the filter and the microphone is measu
 generalised cross-correlation with phase transform (GCC-PHAT, the usual echo-delay estimator: its
 peak stands out for broadband sound like speech whatever the room's colouring) over the last
 :data:`WINDOW_MS`; when :data:`AGREEING` measurements in a row agree and put the echo outside the
-filter's comfortable span, the alignment moves so that the reference leads its echo by the
-canceller's lead again.
+filter's comfortable span (no later than :data:`LATE_MS`), the alignment moves so that the
+reference leads its echo by the canceller's lead again.
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ EDGE_MS = 100
 PEAK_RATIO = 8.0
 """A correlation peak this many times the correlation's typical magnitude is a measurement; a
 weaker one (no echo heard, the buyer talking over it) is not."""
+LATE_MS = 60
+"""An echo later than this after the fed reference is moved back to the lead although the filter
+would still reach it: the reference is then being taken later than it need be, and when the sink
+states a shorter latency than its sound really takes (a room whose way to the microphone adds
+its own), that is audio the server has not delivered yet (waited for, then counted as silence)."""
 ACTIVE_RMS = 30.0
 """The reference must be at least this loud (about -60 dBFS) over the window to measure by."""
 
@@ -91,7 +96,7 @@ class DelayEstimator:
         if self._agreeing and abs(delay_ms - self._agreeing[-1]) > AGREE_MS:
             self._agreeing.clear()
         self._agreeing.append(delay_ms)
-        if len(self._agreeing) >= AGREEING and not 0 <= delay_ms <= self.span_ms // 2:
+        if len(self._agreeing) >= AGREEING and not 0 <= delay_ms <= min(LATE_MS, self.span_ms // 2):
             self.offset_ms -= delay_ms - self.lead_ms  # the reference taken that much earlier (later)
             self.moves += 1
             self._agreeing.clear()

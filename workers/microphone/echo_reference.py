@@ -2,8 +2,12 @@
 
 The reference is the monitor of the sound server's sink the avatars play on (``[microphone]
 echo_reference``, the default sink when empty): it carries what that loudspeaker really plays,
-captured by the server that plays it, and the sink's reported latency says how much later it
-sounds. There is none for a file or replayed source (nothing was played while it was recorded),
+captured by the server that plays it, and the sink's latency says how much later it sounds. That
+latency is asked again while the loudspeaker plays (:class:`OutputDelay`): an idle sink reports
+the longest it may buffer (PulseAudio: up to 2 s), and settles at what its streams ask (the
+avatars' speaker: a fraction of a second) only once they play.
+
+There is no reference for a file or replayed source (nothing was played while it was recorded),
 with no sound server (PortAudio straight to a card, a headset) or with ``echo_cancel = "off"``:
 then speech over an avatar is dropped as echo, as it always was, and the start says so once.
 """
@@ -11,6 +15,7 @@ then speech over an avatar is dropped as echo, as it always was, and the start s
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,6 +53,43 @@ def find_reference(settings: MicrophoneSettings) -> Reference | str:
     return Reference(sink, monitor, sound_server.latency_ms(sink, "sink") or 0.0)
 
 
+LATENCY_EVERY_S = 1.0
+"""How often the sink's latency is asked while the loudspeaker plays."""
+LATENCY_MOVE_MS = 10.0
+"""A change of the sink's latency smaller than this leaves the alignment alone (the filter's lead
+and span absorb it; moving it costs the filter a little re-adaptation)."""
+
+
+class OutputDelay:
+    """Keeps the canceller's output delay at the sink's latency while the loudspeaker plays, on a
+    thread of its own (the question goes to the sound server; the audio path never waits for it)."""
+
+    def __init__(self, sink: str, canceller: EchoCanceller, every_s: float = LATENCY_EVERY_S) -> None:
+        self.sink = sink
+        self.canceller = canceller
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="echo-output-delay", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            if self.canceller.playing:
+                self.follow(sound_server.configured_latency_ms(self.sink, "sink"))
+
+    def follow(self, latency_ms: float | None) -> None:
+        """Take the sink's latency as the output delay when it moved (None: not known now)."""
+        stated = self.canceller.output_delay_ms
+        if latency_ms is None or abs(latency_ms - stated) < LATENCY_MOVE_MS:
+            return
+        log.info("the loudspeaker %s now plays %.0f ms after its monitor (was %.0f ms)", self.sink, latency_ms, stated)
+        self.canceller.output_delay_ms = latency_ms
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+
+
 class RoomEcho:
     """The worker's canceller and the thread that feeds it what the loudspeaker plays."""
 
@@ -57,6 +99,7 @@ class RoomEcho:
         played = PlayedAudio()
         self.canceller = EchoCanceller(played, reference.output_delay_ms, settings.block_ms, settings.echo_filter_ms)
         self.reader = ReferenceReader(self._opener(settings.block_ms, clock), played, self._failed, settings.retry_s)
+        self.output_delay = OutputDelay(reference.sink, self.canceller)
         self._on_error = on_error
         self.error = ""
         """Why the reference last failed (empty while it has not): the canceller then has nothing to cancel."""
@@ -77,10 +120,13 @@ class RoomEcho:
         stats = self.canceller.stats
         return {"echo_reference": self.reference.monitor, "echo_erle_db": stats.erle_db,
                 "echo_cpu": round(stats.cpu_share, 4), "echo_reference_blocks": self.reader.played.blocks,
+                "echo_reference_late": self.reader.played.late,
+                "echo_output_delay_ms": round(self.canceller.output_delay_ms),
                 "echo_delay_measured_ms": self.canceller.delay.measured_ms, "echo_delay_offset_ms": self.canceller.delay.offset_ms,
                 "echo_reference_error": self.error}
 
     def close(self) -> None:
+        self.output_delay.close()
         self.reader.close()
         self.canceller.close()
 

@@ -11,7 +11,7 @@ import pytest
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, level_dbfs
 from workers.microphone.echo_cancel import LEAD_MS, EchoCanceller, PlayedAudio
-from workers.microphone.echo_reference import find_reference
+from workers.microphone.echo_reference import LATENCY_MOVE_MS, OutputDelay, find_reference
 from workers.microphone.settings import MicrophoneSettings
 from workers.microphone.speexdsp import SpeexEchoCanceller
 
@@ -158,6 +158,19 @@ def test_an_output_delay_the_server_misstates_is_measured_and_followed() -> None
     assert level_dbfs(mic[late]) - level_dbfs(cancelled[late]) > 20
 
 
+def test_an_echo_later_than_the_sink_states_within_the_filters_reach_is_moved_back_to_the_lead() -> None:
+    """The sink says 20 ms, the room adds 60 (its echo 60 ms later than stated: within the filter's
+    span, but the reference would be asked for ahead of what the server has delivered): the
+    alignment moves so that the reference leads its echo by the canceller's lead."""
+    reference = _speech_like(9.0, seed=7)
+    shift = SAMPLE_RATE * 80 // 1000
+    mic = _room(np.concatenate((np.zeros(shift), reference))[: len(reference)])
+    canceller = EchoCanceller(PlayedAudio(), 20, block_ms=20)
+    _cancel(canceller, reference, mic)
+    assert canceller.delay.moves == 1 and abs(canceller.delay.offset_ms + 65) <= 10, canceller.delay  # + the room's 5 ms
+    assert canceller.delay.measured_ms is not None and abs(canceller.delay.measured_ms - LEAD_MS) <= 10
+
+
 def test_a_reference_that_stopped_is_not_waited_for() -> None:
     clock = [100.0]
     played = PlayedAudio(now=lambda: clock[0])
@@ -183,3 +196,25 @@ def test_a_stretch_due_later_than_the_wait_is_not_waited_for() -> None:
     started = time.monotonic()
     assert np.all(played.take(T0 + 1000, BLOCK, wait_ms=150) == 0)
     assert time.monotonic() - started < 0.1
+
+
+def test_the_output_delay_follows_the_sinks_latency_once_it_plays() -> None:
+    """An idle sink states the most it may buffer; playing, it states what its stream asked."""
+    canceller = EchoCanceller(PlayedAudio(), 1494, block_ms=20)
+    follower = OutputDelay("room_speaker", canceller, every_s=3600)
+    try:
+        follower.follow(None)  # the server did not answer: nothing moves
+        assert canceller.output_delay_ms == 1494
+        follower.follow(1494 + LATENCY_MOVE_MS / 2)  # within the filter's slack: left alone
+        assert canceller.output_delay_ms == 1494
+        follower.follow(120.0)
+        assert canceller.output_delay_ms == 120.0
+        # and the canceller takes its reference by it: the echo 120 ms late is removed
+        reference = _speech_like(6.0, seed=5)
+        delayed = np.concatenate((np.zeros(SAMPLE_RATE * 120 // 1000, np.int16), reference))[: len(reference)]
+        out = _cancel(canceller, reference, _room(delayed))
+        tail = slice(len(out) // 2, None)
+        assert level_dbfs(_room(delayed)[tail]) - level_dbfs(out[tail]) > 20
+    finally:
+        follower.close()
+        canceller.close()
