@@ -43,7 +43,7 @@ AIR = "room_air"
 """The room's air (``room=True``): what the microphone hears, the loudspeaker and the buyer mixed."""
 AIR_MIC = "room_air_mic"
 """The room's microphone (``room=True``): a 48 kHz stereo source recording :data:`AIR`."""
-ECHO_DELAY_MS = 60
+ECHO_DELAY_MS = 20
 """How much later the loudspeaker sounds than its monitor captures what it plays (``room=True``)."""
 ECHO_GAIN = 0.5
 """The loudspeaker's sound at the microphone, as a fraction of what it plays (-6 dB: a small

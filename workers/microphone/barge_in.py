@@ -47,6 +47,14 @@ class BargeInDetector:
         self._fired = False
         self.last_reference_db = None
 
+    def relearn(self) -> None:
+        """The echo changed under the detector (the canceller moved its alignment, and re-adapts
+        meanwhile): what it learnt of the echo no longer holds, so it learns again for
+        ``reference_ms`` before it may fire. A barge-in already fired in this stretch stands."""
+        self._levels.clear()
+        self._recent.clear()
+        self.last_reference_db = None
+
     def process(self, samples: NDArray[np.int16], block_ms: int, avatar_speaking: bool, can_fire: bool = True) -> float | None:
         """The block's level (dBFS) when this block completes a barge-in, else ``None``.
         ``can_fire`` False (no utterance open yet): keep learning, decide later."""

@@ -158,6 +158,18 @@ class EchoCanceller:
         self._quiet_ms = QUIET_AFTER_MS
         """How long the loudspeaker has been silent (in the reference as fed)."""
         self._previous: NDArray[np.int16] = np.zeros(SAMPLE_RATE * block_ms // 1000, np.int16)
+        self._output_delay_changes = 0
+
+    def set_output_delay(self, output_delay_ms: float) -> None:
+        """The sink's latency changed (:class:`~workers.microphone.echo_reference.OutputDelay`)."""
+        self.output_delay_ms = output_delay_ms
+        self._output_delay_changes += 1
+
+    @property
+    def realignments(self) -> int:
+        """How often the reference's alignment moved (the sink's latency, the measured delay):
+        after each, the filter re-adapts and the echo it leaves is not what it was."""
+        return self._output_delay_changes + self.delay.moves
 
     @property
     def playing(self) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,24 +59,37 @@ LATENCY_EVERY_S = 1.0
 LATENCY_MOVE_MS = 10.0
 """A change of the sink's latency smaller than this leaves the alignment alone (the filter's lead
 and span absorb it; moving it costs the filter a little re-adaptation)."""
+WATCH_S = 0.1
+"""How soon after the loudspeaker starts playing its sink's latency is asked: the alignment the
+filter learns from the first syllables on is then the right one."""
 
 
 class OutputDelay:
     """Keeps the canceller's output delay at the sink's latency while the loudspeaker plays, on a
-    thread of its own (the question goes to the sound server; the audio path never waits for it)."""
+    thread of its own (the question goes to the sound server; the audio path never waits for it):
+    asked as the loudspeaker starts, then every :data:`LATENCY_EVERY_S` while it plays."""
 
-    def __init__(self, sink: str, canceller: EchoCanceller, every_s: float = LATENCY_EVERY_S) -> None:
+    def __init__(self, sink: str, canceller: EchoCanceller, every_s: float = LATENCY_EVERY_S,
+                 ask: Callable[[str], float | None] | None = None) -> None:
         self.sink = sink
         self.canceller = canceller
         self.every_s = every_s
+        self._ask = ask or (lambda name: sound_server.configured_latency_ms(name, "sink"))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="echo-output-delay", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.every_s):
-            if self.canceller.playing:
-                self.follow(sound_server.configured_latency_ms(self.sink, "sink"))
+        asked_at: float | None = None
+        while not self._stop.wait(WATCH_S):
+            if not self.canceller.playing:
+                asked_at = None
+            elif asked_at is None or time.monotonic() - asked_at >= self.every_s:
+                asked_at = time.monotonic()
+                try:
+                    self.follow(self._ask(self.sink))
+                except Exception as exc:  # the alignment stays as it is; the thread goes on
+                    log.debug("asking the latency of %s failed: %s", self.sink, exc)
 
     def follow(self, latency_ms: float | None) -> None:
         """Take the sink's latency as the output delay when it moved (None: not known now)."""
@@ -83,7 +97,7 @@ class OutputDelay:
         if latency_ms is None or abs(latency_ms - stated) < LATENCY_MOVE_MS:
             return
         log.info("the loudspeaker %s now plays %.0f ms after its monitor (was %.0f ms)", self.sink, latency_ms, stated)
-        self.canceller.output_delay_ms = latency_ms
+        self.canceller.set_output_delay(latency_ms)
 
     def close(self) -> None:
         self._stop.set()

@@ -280,6 +280,12 @@ class Transcriber:
         if self.barge_in is not None:
             self._check_barge_in(block)
 
+    def echo_realigned(self) -> None:
+        """The canceller moved its alignment: the echo it leaves changes while it re-adapts, and
+        the barge-in detector learns it again rather than take the change for the buyer."""
+        if self.barge_in is not None:
+            self.barge_in.relearn()
+
     def _check_barge_in(self, block: AudioBlock) -> None:
         assert self.barge_in is not None
         current = self._open

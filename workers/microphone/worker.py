@@ -200,12 +200,16 @@ class MicrophoneWorker(Worker):
             self.echo.use_tail(self.settings.echo_tail_cancelled_ms)
         sources = _FirstThenAgain(first, lambda: self._open(self.settings.source))
         blocks = resilient_blocks(sources.next, stop, self._source_failed, self._source_opened, self.settings.retry_s)
+        realignments = 0
         try:
             for block in blocks:
                 assert self.transcriber is not None
                 self.noise_check.observe(block.samples, block.duration_ms)
                 if self.room_echo is not None:
                     block = self.room_echo.canceller.process(block)
+                    if self.room_echo.canceller.realignments != realignments:
+                        realignments = self.room_echo.canceller.realignments
+                        self.transcriber.echo_realigned()
                 self.transcriber.process(enhance_block(enhancer, block))
             if self.transcriber is not None:
                 self.transcriber.flush()

@@ -9,8 +9,8 @@ EO and the demo sellers, and ``humaine-env mic --source mic:room_air_mic``), and
 worker cancels the echo with the speaker's monitor as its reference.
 
 The buyer asks Celia for something; she answers (and Watson, when the round's utilities leave him
-room to undercut her), and the canceller learns the room on their answers. The buyer asks her
-something else, and while she answers makes an offer. The offer reaches the EO as said, the
+room to undercut her), and the canceller learns the room on their answers (a question or two more
+while it has not converged). The buyer asks her something else, and while she answers makes an offer. The offer reaches the EO as said, the
 barge-in stops Celia, no seller begins again before the buyer has finished, and nothing the
 sellers said becomes a message of the buyer's.
 """
@@ -39,10 +39,15 @@ from workers.runtime.messages import BargeIn, OutgoingMessage, RoundState, Speak
 from workers.runtime.topics import Topics
 from workers.runtime.worker_ids import MICROPHONE
 
-GREETING = "celia can i get a packet of sugar and some milk"
-"""The first exchange: Celia answers it (Watson may undercut her, or stay quiet when the round's
-utilities leave him no room), and the canceller learns the room on the answers (a day's first
-seconds of loudspeaker sound are its own warm-up)."""
+WARM_UP = ("celia can i get a packet of sugar and some milk", "celia what about two packets of flour",
+           "celia and three bags of sugar")
+"""The first exchanges: Celia answers each (Watson may undercut her, or stay quiet when the round's
+utilities leave him no room), and the canceller learns the room on the answers. The buyer goes on
+to the next only while the canceller has not yet converged (``echo_erle_db`` under
+:data:`CONVERGED_DB`): the day's first seconds of loudspeaker sound are its warm-up, more of them
+when it had to find the echo's delay first (``docs/microphone.md``, "Known limit")."""
+CONVERGED_DB = 25.0
+"""The echo removal (the worker's health, over the latest echo) of a canceller that has learnt the room."""
 QUESTION = "celia could you give me a dozen eggs"
 OFFER = "i offer five dollars for the chocolate"
 PAUSE_S = 1.0
@@ -133,23 +138,38 @@ def test_the_buyer_is_heard_while_an_avatar_speaks(pulse_room: PrivatePulse, tmp
         assert wait_for(lambda: any(s.state == "online" and "listening" in s.detail for s in statuses), 120), "".join(mic_output)
         assert any("echo cancelled: reference" in line and f"{SPEAKER}.monitor" in line for line in mic_output), "".join(mic_output)
 
-        room.say(_speech(GREETING))
+        def echo_health() -> dict[str, object]:
+            return next((s.health for s in reversed(statuses) if "echo_erle_db" in s.health), {})
 
-        def celia_answered() -> bool:
-            return any(s.avatar == "Celia" and s.state == "end" and s.message_id for s in speaking)
+        def erle_db() -> float:
+            return float(echo_health().get("echo_erle_db") or 0)  # type: ignore[arg-type]
 
-        assert wait_for(celia_answered, HEARD_S), ([o.message for o in outgoing], [(s.avatar, s.state) for s in speaking])
-        assert wait_for(_quiet(speaking), HEARD_S), [(s.avatar, s.state) for s in speaking]  # Watson may follow her
+        def celia_answers() -> int:
+            return sum(1 for s in speaking if s.avatar == "Celia" and s.state == "end" and s.message_id)
+
+        said = 0
+        for request in WARM_UP:
+            answers = celia_answers()
+            room.say(_speech(request))
+            said += 1
+            assert wait_for(lambda a=answers: celia_answers() > a, HEARD_S), \
+                ([o.message for o in outgoing], [(s.avatar, s.state) for s in speaking])
+            assert wait_for(_quiet(speaking), HEARD_S), [(s.avatar, s.state) for s in speaking]  # Watson may follow her
+            healths = len(statuses)  # the next health says what the canceller made of these answers
+            assert wait_for(lambda h=healths: len(statuses) > h, HEARD_S)
+            if erle_db() >= CONVERGED_DB:
+                break
+        assert erle_db() >= CONVERGED_DB, echo_health()
         answered = {s.message_id for s in speaking if s.message_id}
         time.sleep(PAUSE_S)
         room.say(_speech(QUESTION))
 
-        def celia_answers() -> Speaking | None:
+        def celia_begins() -> Speaking | None:
             return next((s for s in speaking if s.avatar == "Celia" and s.state == "begin" and s.message_id
                          and s.message_id not in answered), None)
 
-        assert wait_for(celia_answers, HEARD_S), ([o.message for o in outgoing], "".join(mic_output[-30:]))
-        answer = celia_answers()
+        assert wait_for(celia_begins, HEARD_S), ([o.message for o in outgoing], "".join(mic_output[-30:]))
+        answer = celia_begins()
         assert answer is not None
         time.sleep(BUYER_AFTER_S)
         assert not any(s.state == "end" and s.message_id == answer.message_id for s in speaking), \
@@ -174,15 +194,10 @@ def test_the_buyer_is_heard_while_an_avatar_speaks(pulse_room: PrivatePulse, tmp
         assert ended is not None, vad
         later = [s for s in speaking if s.state == "begin" and s.message_id and s.message_id not in answered | {answer.message_id}]
         assert all(s.at >= ended.at for s in later), (ended, later)
-        # and nothing the sellers said came back as the buyer's: three utterances, three messages
-        assert [o.outcome for o in outgoing] == ["delivered"] * 3, [o.message.get("text") for o in outgoing]
-        # the microphone really heard the loudspeaker (its echo found in the audio), and the
-        # canceller removed it
-        def echo_health() -> dict[str, object]:
-            return next((s.health for s in reversed(statuses) if "echo_erle_db" in s.health), {})
-
-        assert wait_for(lambda: echo_health().get("echo_delay_measured_ms") is not None
-                        and float(echo_health().get("echo_erle_db") or 0) > 20, HEARD_S), echo_health()  # type: ignore[arg-type]
+        # and nothing the sellers said came back as the buyer's: as many messages as utterances
+        assert [o.outcome for o in outgoing] == ["delivered"] * (said + 2), [o.message.get("text") for o in outgoing]
+        # the microphone really heard the loudspeaker: the canceller found its echo in the audio
+        assert echo_health().get("echo_delay_measured_ms") is not None, echo_health()
         assert mic.poll() is None and suite.poll() is None
     finally:
         for bus in buses:

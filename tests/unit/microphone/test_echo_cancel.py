@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, level_dbfs
+from workers.microphone.barge_in import BargeInDetector
 from workers.microphone.echo_cancel import LEAD_MS, EchoCanceller, PlayedAudio
 from workers.microphone.echo_reference import LATENCY_MOVE_MS, OutputDelay, find_reference
 from workers.microphone.settings import MicrophoneSettings
@@ -201,7 +202,7 @@ def test_a_stretch_due_later_than_the_wait_is_not_waited_for() -> None:
 def test_the_output_delay_follows_the_sinks_latency_once_it_plays() -> None:
     """An idle sink states the most it may buffer; playing, it states what its stream asked."""
     canceller = EchoCanceller(PlayedAudio(), 1494, block_ms=20)
-    follower = OutputDelay("room_speaker", canceller, every_s=3600)
+    follower = OutputDelay("room_speaker", canceller, ask=lambda _sink: None)  # the thread asks nothing here
     try:
         follower.follow(None)  # the server did not answer: nothing moves
         assert canceller.output_delay_ms == 1494
@@ -218,3 +219,28 @@ def test_the_output_delay_follows_the_sinks_latency_once_it_plays() -> None:
     finally:
         follower.close()
         canceller.close()
+
+
+def test_after_a_realignment_the_barge_in_detector_learns_the_echo_again() -> None:
+    """The canceller moved its alignment and re-adapts: the echo it leaves jumps by 25 dB for a
+    while. Taken for the buyer, the jump would cut the avatar and send its words as the buyer's."""
+    rng = np.random.default_rng(8)
+
+    def block(dbfs: float) -> np.ndarray:
+        return np.clip(rng.normal(0, 32768 * 10 ** (dbfs / 20), BLOCK), -32768, 32767).astype(np.int16)
+
+    def fired(detector: BargeInDetector, relearn: bool) -> bool:
+        for _ in range(50):  # a second of well-cancelled echo
+            assert detector.process(block(-60), 20, avatar_speaking=True) is None
+        if relearn:
+            detector.relearn()
+        return any(detector.process(block(-35), 20, avatar_speaking=True) is not None for _ in range(50))
+
+    assert fired(BargeInDetector(), relearn=False)  # what happened before
+    assert not fired(BargeInDetector(), relearn=True)
+
+    canceller = EchoCanceller(PlayedAudio(), 1494, block_ms=20)
+    canceller.set_output_delay(20)
+    canceller.delay.moves += 1
+    assert canceller.realignments == 2
+    canceller.close()
