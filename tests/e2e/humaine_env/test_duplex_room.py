@@ -32,7 +32,7 @@ from hardware.audio_files import load_audio
 from sessions.speech import synthesize
 from tests.support.helpers import AUTO_FIRST_ROUND, CLI, collect, free_port, start_run, suite_config, wait_for, wait_for_line
 from tests.support.pulse import AIR_MIC, SPEAKER, BuyerVoice, PrivatePulse, pulseaudio_binary
-from workers.microphone.evaluation import normalize
+from workers.microphone.evaluation import deal_terms
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.messages import BargeIn, OutgoingMessage, RoundState, Speaking, Status, VadEvent
@@ -182,7 +182,9 @@ def test_the_buyer_is_heard_while_an_avatar_speaks(pulse_room: PrivatePulse, tmp
         assert wait_for(offer, HEARD_S), ([o.message for o in outgoing], "".join(mic_output[-30:]), "".join(output[-40:]))
         made = offer()
         assert made is not None and made.outcome == "delivered", made
-        assert normalize(str(made.message["text"])) == normalize(OFFER), made.message  # as said: "I offer $5 for the chocolate."
+        # as said: its deal terms exact ("$5", "chocolate") and none of the sellers' added, as
+        # bench/duplex.py counts it (tiny.en may still hear "from" for "for" over the echo)
+        assert deal_terms(str(made.message["text"])) == deal_terms(OFFER), made.message
 
         # the buyer talked over Celia: the barge-in came while she spoke, she stopped short, and
         # any answer after hers (Watson's) waited for the buyer to finish
