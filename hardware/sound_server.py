@@ -61,6 +61,9 @@ def _pulse_class() -> Any:
     at ``READY``; a server that never answers still times out."""
     import pulsectl
 
+    if not hasattr(pulsectl.Pulse, "_pulse_state_cb"):  # another pulsectl: its own connect as it is
+        return pulsectl.Pulse
+
     class Pulse(pulsectl.Pulse):  # type: ignore[misc]
         def _pulse_state_cb(self, ctx: Any, userdata: Any) -> None:
             super()._pulse_state_cb(ctx, userdata)
