@@ -246,10 +246,6 @@ class PipeFeeder:
                 self._pending.append(stereo[offset : offset + self._chunk * PIPE_CHANNELS])
         return ahead
 
-    def idle(self) -> bool:
-        with self._lock:
-            return not self._pending
-
     def _next_chunk(self) -> NDArray[np.int16]:
         with self._lock:
             if self._pending:
@@ -309,8 +305,6 @@ class BuyerVoice:
         self.rate = rate
         self._said: queue.Queue[NDArray[np.int16] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="buyer-voice", daemon=True)
-        self.spoken_s = 0.0
-        """How much the buyer has said so far (played into the air)."""
 
     def start(self) -> BuyerVoice:
         self._thread.start()
@@ -327,7 +321,6 @@ class BuyerVoice:
             while (samples := self._said.get()) is not None:
                 stream.write(samples.astype(np.int16).tobytes())
                 stream.drain()
-                self.spoken_s += len(samples) / self.rate
 
     def stop(self) -> None:
         self._said.put(None)

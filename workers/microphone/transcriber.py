@@ -63,12 +63,14 @@ class _Open:
     """The utterance's audio for the end-of-turn model and its answers, when a model reads them."""
     recent: collections.deque[NDArray[np.int16]] = field(default_factory=collections.deque)
     """Its last :data:`BARGE_LEAD_MS` of audio, to be heard again from when a barge-in shows it
-    opened on the avatar's echo."""
+    opened on the avatar's echo (kept only where barge-in is on)."""
+    recent_samples: int = 0
 
     def keep_recent(self, samples: NDArray[np.int16]) -> None:
         self.recent.append(samples)
-        while sum(len(r) for r in self.recent) - len(self.recent[0]) >= SAMPLE_RATE * BARGE_LEAD_MS // 1000:
-            self.recent.popleft()
+        self.recent_samples += len(samples)
+        while self.recent_samples - len(self.recent[0]) >= SAMPLE_RATE * BARGE_LEAD_MS // 1000:
+            self.recent_samples -= len(self.recent.popleft())
 
     def hear_again_from(self, stream: RecognizerStream, barged_at_ms: int) -> None:
         """The utterance opened on the avatar's echo well before the buyer barged in: its words
@@ -332,7 +334,8 @@ class Transcriber:
             stream = self.recognizer.stream()
             stream.accept(event.samples)
             self._open = _Open(event.utterance_id, event.t_ms, stream, event.t_ms, event.t_ms)
-            self._open.keep_recent(event.samples)
+            if self.barge_in is not None:
+                self._open.keep_recent(event.samples)
             if self._measure_pitch:
                 self._open.pitch = PitchTracker()
                 self._open.pitch.accept(event.samples)
@@ -344,7 +347,8 @@ class Transcriber:
                 self.emit_vad(self._out.vad("speech_start", event.utterance_id, event.onset_ms))
         elif isinstance(event, SpeechAudio) and self._open is not None:
             self._open.stream.accept(event.samples)
-            self._open.keep_recent(event.samples)
+            if self.barge_in is not None:
+                self._open.keep_recent(event.samples)
             if self._open.pitch is not None:
                 self._open.pitch.accept(event.samples)
             if self._open.turn is not None:

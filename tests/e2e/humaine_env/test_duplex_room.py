@@ -22,16 +22,15 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from hardware.audio_files import load_audio
 from sessions.speech import synthesize
 from tests.support.helpers import AUTO_FIRST_ROUND, CLI, collect, free_port, start_run, suite_config, wait_for, wait_for_line
-from tests.support.pulse import AIR_MIC, SPEAKER, BuyerVoice, PrivatePulse, pulseaudio_binary
+from tests.support.pulse import AIR_MIC, SPEAKER, BuyerVoice, PrivatePulse
 from workers.microphone.evaluation import deal_terms
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
@@ -78,15 +77,6 @@ def _quiet(speaking: list[Speaking]) -> Callable[[], bool]:
 
 def _speech(text: str) -> np.ndarray:
     return load_audio(synthesize(text, "en-us").path)
-
-
-@pytest.fixture
-def pulse_room(tmp_path: Path) -> Iterator[PrivatePulse]:
-    if pulseaudio_binary() is None:
-        pytest.skip("pulseaudio is not installed (Debian: pulseaudio)")
-    server = PrivatePulse(tmp_path / "pulse", room=True).start()
-    yield server
-    server.stop()
 
 
 def _mic(config_path: Path, pulse: PrivatePulse, cwd: Path) -> tuple[subprocess.Popen[str], list[str]]:
