@@ -234,7 +234,9 @@ def test_a_round_is_recorded_in_one_folder_whatever_restarts(
     rounds from r1 again (another start) gets a folder of its own."""
     config = make_config(mosquitto.url, **{"sessions.close_after_s": 0.1})
     room = Room(config)
-    started = now_ms()
+    # noon today: the later run's r3, an hour on, is of the same day (run after 23:00, it fell on
+    # the next day, whose folder of its own rightly had no r3-Ada yet)
+    started = int(datetime.datetime.combine(datetime.date.today(), datetime.time(12)).timestamp() * 1000)
     state = RoundState(source="avatar", round_id="r3", phase="round", buyer="Ada", phase_started=started)
     try:
         recorder, thread = _recording(config)
