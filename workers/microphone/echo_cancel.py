@@ -59,6 +59,13 @@ canceller does now, not an average that the day's first, unconverged seconds wou
 ECHO_HEARD_DBFS = -60.0
 """A block the microphone heard quieter than this (a pause in the avatar's speech) tells nothing
 of the echo's removal."""
+CONVERGED_DB = 20.0
+"""Echo removal (:attr:`CancellerStats.erle_db`) at which the canceller has learnt the room: the
+echo it leaves is then well under a buyer's voice. Before (the day's first seconds, the seconds
+after a realignment) the residual swells and dips as the filter adapts, and a barge-in judged on
+it took a swell for the buyer (an echo fragment sent as the buyer's message)."""
+CONVERGED_BLOCKS = 25
+"""Echo blocks measured before :data:`CONVERGED_DB` is believed (half a second of the avatar's voice)."""
 QUIET_AFTER_MS = 1000
 """This long after the loudspeaker last played (its echo has died away, the filter's span and the
 room's reverberation), the microphone's audio goes on unprocessed: the suppressor's gains would
@@ -159,6 +166,8 @@ class EchoCanceller:
         """How long the loudspeaker has been silent (in the reference as fed)."""
         self._previous: NDArray[np.int16] = np.zeros(SAMPLE_RATE * block_ms // 1000, np.int16)
         self._output_delay_changes = 0
+        self._counted_realignments = 0
+        self._converged = False
 
     def set_output_delay(self, output_delay_ms: float) -> None:
         """The sink's latency changed (:class:`~workers.microphone.echo_reference.OutputDelay`)."""
@@ -172,12 +181,27 @@ class EchoCanceller:
         return self._output_delay_changes + self.delay.moves
 
     @property
+    def converged(self) -> bool:
+        """Whether the filter has learnt the room since it was last realigned: it removed
+        :data:`CONVERGED_DB` once, and holds (the buyer's double talk later lowers the figure
+        without unlearning anything)."""
+        if not self._converged:
+            erle = self.stats.erle_db
+            self._converged = (erle is not None and erle >= CONVERGED_DB
+                               and len(self.stats.removed_db) >= CONVERGED_BLOCKS)
+        return self._converged
+
+    @property
     def playing(self) -> bool:
         """Whether the loudspeaker played within :data:`QUIET_AFTER_MS` (its echo may still sound)."""
         return self._quiet_ms < QUIET_AFTER_MS
 
     def process(self, block: AudioBlock) -> AudioBlock:
         started = time.thread_time()
+        if self.realignments != self._counted_realignments:  # it learns the room again
+            self._counted_realignments = self.realignments
+            self.stats.removed_db.clear()
+            self._converged = False
         fed_ms = block.t_ms - self.output_delay_ms + LEAD_MS + self.delay.offset_ms
         reference = self.played.take(fed_ms, len(block.samples))
         if self.delay.observe(block.samples, self.block_ms):

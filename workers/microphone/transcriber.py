@@ -202,6 +202,9 @@ class Transcriber:
         self.numbers: NumberStyle = numbers
         self.speculate_ms = speculate_ms
         self.barge_in = barge_in
+        self.barge_in_trusted: Callable[[], bool] = lambda: True
+        """Whether a voice over the avatar's echo may now be taken for the buyer's (with the echo
+        canceller: once it has learnt the room; until then speech over an avatar is its echo)."""
         self.emit_barge_in = emit_barge_in
         self._measure_pitch = measure_pitch
         self.names = names
@@ -293,7 +296,7 @@ class Transcriber:
         current = self._open
         speaking = self.echo.speaking_at(block.t_ms)
         # the lips are asked only while an avatar speaks: there is nothing to barge into otherwise
-        can_fire = current is not None and not (
+        can_fire = current is not None and self.barge_in_trusted() and not (
             speaking and self.lips is not None and self.lips.still(current.start_ms, block.end_ms)
         )
         level = self.barge_in.process(block.samples, round(block.duration_ms), speaking, can_fire=can_fire)

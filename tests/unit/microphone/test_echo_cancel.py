@@ -244,3 +244,21 @@ def test_after_a_realignment_the_barge_in_detector_learns_the_echo_again() -> No
     canceller.delay.moves += 1
     assert canceller.realignments == 2
     canceller.close()
+
+
+def test_the_canceller_says_it_has_learnt_the_room_once_it_removes_the_echo_until_realigned() -> None:
+    """Barge-in is trusted on the cancelled signal once the filter has converged (the buyer's
+    double talk later does not undo that), and again only once it has converged anew after a
+    realignment."""
+    reference = _speech_like(6.0, seed=9)
+    canceller = EchoCanceller(PlayedAudio(), 60, block_ms=20)
+    assert not canceller.converged  # nothing played yet
+    delayed = np.concatenate((np.zeros(SAMPLE_RATE * 60 // 1000), reference))[: len(reference)]
+    _cancel(canceller, reference, _room(delayed))
+    assert canceller.converged
+    canceller.stats.removed_db.extend([0.0] * 250)  # five seconds of the buyer over the echo
+    assert canceller.converged
+    canceller.set_output_delay(200)  # realigned: it learns the room again
+    canceller.process(AudioBlock(np.zeros(BLOCK, np.int16), T0 + 60_000))
+    assert not canceller.converged
+    canceller.close()
