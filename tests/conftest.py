@@ -71,26 +71,15 @@ def own_mosquitto(tmp_path: Path) -> Iterator[MosquittoBroker]:
     broker.stop()
 
 
-def _private_pulse(workdir: Path, room: bool = False) -> Iterator[PrivatePulse]:
-    if pulseaudio_binary() is None:
-        pytest.skip("pulseaudio is not installed (Debian: pulseaudio)")
-    server = PrivatePulse(workdir, room=room).start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="module")
 def private_pulse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivatePulse]:
     """A private PulseAudio per test module (its tests may unplug its microphone): the null sink
     ``room_speaker`` and the pipe source ``room_mic`` (tests/support/pulse.py)."""
-    yield from _private_pulse(tmp_path_factory.mktemp("pulse"))
-
-
-@pytest.fixture
-def pulse_room(tmp_path: Path) -> Iterator[PrivatePulse]:
-    """A private PulseAudio that is a whole room (``PrivatePulse(room=True)``): the loudspeaker
-    ``room_speaker`` sounding into the air the microphone ``room_air_mic`` records."""
-    yield from _private_pulse(tmp_path / "pulse", room=True)
+    if pulseaudio_binary() is None:
+        pytest.skip("pulseaudio is not installed (Debian: pulseaudio)")
+    server = PrivatePulse(tmp_path_factory.mktemp("pulse")).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -202,9 +202,7 @@ class Transcriber:
         self.numbers: NumberStyle = numbers
         self.speculate_ms = speculate_ms
         self.barge_in = barge_in
-        self.barge_in_trusted: Callable[[], bool] = lambda: True
-        """Whether a voice over the avatar's echo may now be taken for the buyer's (with the echo
-        canceller: once it has learnt the room; until then speech over an avatar is its echo)."""
+        self.barge_in_trusted: Callable[[], bool] = lambda: True  # with a canceller: once it learnt the room
         self.emit_barge_in = emit_barge_in
         self._measure_pitch = measure_pitch
         self.names = names
