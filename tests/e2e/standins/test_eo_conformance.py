@@ -175,10 +175,26 @@ def room(request: pytest.FixtureRequest, human_side: RecordingServer) -> Iterato
         url = request.getfixturevalue("standin_process").url
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
     with RecordingServer() as celia, RecordingServer() as watson, loopback.client(timeout=HTTP_TIMEOUT_S) as http:
-        yield ConformanceRoom(request.param, url, human_side, celia, watson, http)
+        room = ConformanceRoom(request.param, url, human_side, celia, watson, http)
+        yield room
+        if request.param == "stand-in":
+            end_standin_round(room)
     human_side.behaviors[ep.CONFIRM_ACCEPT] = Behavior(answer=confirm_accept_answer())
     if request.param == "real EO":
         assert process.alive(), f"the real EO exited:\n{process.log_tail()}"
+
+
+def end_standin_round(room: ConformanceRoom) -> None:
+    """End the case's round while its sellers still answer. The session's stand-in runs in this
+    process: a round left to its 60 s would call ``/endRound`` on sellers long gone, in the
+    middle of whichever test this worker runs next (and into that test's log)."""
+    def phase() -> Any:
+        return room.http.get(room.url + ep.HEALTH).json()["rounds"].get(room.round_id)
+
+    while (before := phase()) in ("warmup", "round", "post"):
+        room.http.post(room.url + ep.END_ROUND, json={"roundId": room.round_id})
+        assert wait_for(lambda: phase() != before, timeout=10), before
+    assert phase() in (None, "ended", "initialized"), phase()
 
 
 def words(count: int) -> str:
