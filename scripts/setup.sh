@@ -22,7 +22,7 @@ done_step() { echo "setup:     ${1:-done} ($((SECONDS - STEP_START)) s)"; }
 # real-speech test corpora, Festival voices (negotiation speech not by espeak-ng), a browser for
 # the display-page tests, and Node.js/npm (and git, where the platform EO must be cloned) for the
 # real Environment Orchestrator.
-APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts git pulseaudio libasound2-plugins libspeexdsp1"
+APT_PACKAGES="espeak-ng libespeak-ng1 libportaudio2 mosquitto ffmpeg sox pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 chromium festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts git pulseaudio libasound2-plugins libspeexdsp1 ladspa-sdk"
 PYTHON="${PYTHON:-python3}"
 VENV=.venv
 STAMP="$VENV/.installed"

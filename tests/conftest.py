@@ -15,7 +15,7 @@ import pytest
 from tests.support.avatar import AvatarRunner
 from tests.support.helpers import CHROMIUM, CHROMIUM_ARGS, MosquittoBroker, free_port
 from tests.support.paths import ROOT
-from tests.support.pulse import PrivatePulse, pulseaudio_binary
+from tests.support.pulse import PrivatePulse, delay_line_installed, pulseaudio_binary
 from workers.runtime.broker import EmbeddedBroker
 from workers.runtime.config import Config
 
@@ -71,15 +71,28 @@ def own_mosquitto(tmp_path: Path) -> Iterator[MosquittoBroker]:
     broker.stop()
 
 
+def _private_pulse(workdir: Path, room: bool = False) -> Iterator[PrivatePulse]:
+    if pulseaudio_binary() is None:
+        pytest.skip("pulseaudio is not installed (Debian: pulseaudio)")
+    if room and not delay_line_installed():
+        pytest.skip("the room's echo path, LADSPA's delay line, is not installed (Debian: ladspa-sdk)")
+    server = PrivatePulse(workdir, room=room).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="module")
 def private_pulse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivatePulse]:
     """A private PulseAudio per test module (its tests may unplug its microphone): the null sink
     ``room_speaker`` and the pipe source ``room_mic`` (tests/support/pulse.py)."""
-    if pulseaudio_binary() is None:
-        pytest.skip("pulseaudio is not installed (Debian: pulseaudio)")
-    server = PrivatePulse(tmp_path_factory.mktemp("pulse")).start()
-    yield server
-    server.stop()
+    yield from _private_pulse(tmp_path_factory.mktemp("pulse"))
+
+
+@pytest.fixture
+def pulse_room(tmp_path: Path) -> Iterator[PrivatePulse]:
+    """A private PulseAudio that is a whole room (``PrivatePulse(room=True)``): the loudspeaker
+    ``room_speaker`` sounding into the air the microphone ``room_air_mic`` records."""
+    yield from _private_pulse(tmp_path / "pulse", room=True)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,16 @@
 a null sink ``room_speaker`` (the room's loudspeaker) and a pipe source ``room_mic`` (its
 microphone, fed from a FIFO at real time by :class:`PipeFeeder`).
 
+With ``room=True`` the server is a whole room instead, its acoustics inside the server: the
+loudspeaker ``room_speaker`` sounds into the air at the microphone (the null sink ``room_air``,
+:data:`ECHO_DELAY_MS` later and :data:`ECHO_GAIN` down), the buyer speaks into the same air
+(:class:`BuyerVoice`), and the microphone ``room_air_mic`` records it. The loudspeaker is a
+filter sink over the air (LADSPA's delay line, Debian ``ladspa-sdk``): the air pulls its sound
+in the same pass as it mixes the buyer's, so the echo keeps the server's own clock and a fixed
+delay, as a real room's does, whatever the test's threads and the machine's load do. (A
+``module-loopback`` between two sinks did not: each underrun on a loaded machine added its
+length to the echo's delay for good, 34 then 48 then 77 ms in one half minute.)
+
 It runs as root too (CI containers, this machine): ``-n`` loads no default script, so no module
 needs a desktop session; ``--daemonize=no`` keeps it our child; ``--use-pid-file=no`` and its own
 ``HOME`` / runtime folder keep it from meeting any other server; ``auth-anonymous=1`` lets every
@@ -14,6 +24,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -32,6 +43,18 @@ from tests.support.helpers import wait_for
 
 SPEAKER = "room_speaker"
 MIC = "room_mic"
+AIR = "room_air"
+"""The room's air (``room=True``): what the microphone hears, the loudspeaker and the buyer mixed."""
+AIR_MIC = "room_air_mic"
+"""The room's microphone (``room=True``): a 48 kHz stereo source recording :data:`AIR`."""
+ECHO_DELAY_MS = 50
+"""How much later the loudspeaker sounds than its monitor captures what it plays (``room=True``):
+a sound card's output buffer and a metre or two of air."""
+LADSPA_DELAY = ("delay", "delay_5s")
+"""The LADSPA plugin and label of the room's echo path (``ladspa-sdk``'s simple delay line)."""
+ECHO_GAIN = 0.5
+"""The loudspeaker's sound at the microphone, as a fraction of what it plays (-6 dB: a small
+room, the loudspeaker a metre or two from the microphone)."""
 PIPE_RATE = 48_000
 PIPE_CHANNELS = 2
 CHUNK_S = 0.02
@@ -52,11 +75,18 @@ def pulseaudio_binary() -> str | None:
     return shutil.which("pulseaudio")
 
 
+def delay_line_installed() -> bool:
+    """Whether the room's echo path (:data:`LADSPA_DELAY`) is where PulseAudio looks for it."""
+    folders = os.environ.get("LADSPA_PATH") or "/usr/lib/ladspa:/usr/local/lib/ladspa:/usr/lib/x86_64-linux-gnu/ladspa"
+    return any((Path(folder) / f"{LADSPA_DELAY[0]}.so").exists() for folder in folders.split(":") if folder)
+
+
 class PrivatePulse:
     """The server, started by :meth:`start` and killed by :meth:`stop`."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, room: bool = False) -> None:
         self.workdir = workdir
+        self.room = room
         self.runtime = workdir / "run"
         self.socket = self.runtime / "native"
         self.fifo = workdir / f"{MIC}.fifo"
@@ -83,13 +113,8 @@ class PrivatePulse:
         self.runtime.mkdir(parents=True, exist_ok=True)
         self.runtime.chmod(0o700)
         script = self.workdir / "server.pa"
-        script.write_text(
-            f"load-module module-native-protocol-unix socket={self.socket} auth-anonymous=1\n"
-            f"load-module module-null-sink sink_name={SPEAKER} rate={PIPE_RATE} channels={PIPE_CHANNELS} "
-            f"format=s16le sink_properties=device.description=Room_speaker\n"
-            f"load-module module-pipe-source {self.mic_module_args}\n"
-            f"set-default-sink {SPEAKER}\nset-default-source {MIC}\n"
-        )
+        script.write_text(f"load-module module-native-protocol-unix socket={self.socket} auth-anonymous=1\n"
+                          + (self._room_modules() if self.room else self._device_modules()))
         server_env = {**self.env, "HOME": str(self.workdir), "XDG_CONFIG_HOME": str(self.workdir / "config")}
         del server_env["PULSE_SERVER"]
         flags = ["-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--system=no",
@@ -102,7 +127,39 @@ class PrivatePulse:
                         START_TIMEOUT_S, 0.05) or not self.answers():
             self.stop()
             raise RuntimeError(f"pulseaudio did not start: {self.log_path.read_text()[-2000:]}")
+        if self.room:
+            self._set_echo_gain()
         return self
+
+    def _device_modules(self) -> str:
+        return (f"load-module module-null-sink sink_name={SPEAKER} rate={PIPE_RATE} channels={PIPE_CHANNELS} "
+                f"format=s16le sink_properties=device.description=Room_speaker\n"
+                f"load-module module-pipe-source {self.mic_module_args}\n"
+                f"set-default-sink {SPEAKER}\nset-default-source {MIC}\n")
+
+    @staticmethod
+    def _room_modules() -> str:
+        """The air a null sink; the loudspeaker a filter sink over it that delays its sound by
+        :data:`ECHO_DELAY_MS` (the delay line all wet), its monitor what it plays; the microphone
+        a source that records the air."""
+        plugin, label = LADSPA_DELAY
+        return (f"load-module module-null-sink sink_name={AIR} rate={PIPE_RATE} channels={PIPE_CHANNELS} "
+                f"format=s16le sink_properties=device.description=Room_air\n"
+                f"load-module module-ladspa-sink sink_name={SPEAKER} sink_master={AIR} plugin={plugin} label={label} "
+                f"control={ECHO_DELAY_MS / 1000},1 sink_properties=device.description=Room_speaker\n"
+                f"load-module module-remap-source source_name={AIR_MIC} master={AIR}.monitor "
+                f"source_properties=device.description=Room_microphone\n"
+                f"set-default-sink {SPEAKER}\nset-default-source {AIR_MIC}\n")
+
+    def _set_echo_gain(self) -> None:
+        """The loudspeaker's sound reaches the air :data:`ECHO_GAIN` down: the filter sink's
+        volume, which it shares with its way into the air, while its monitor (what it plays) is
+        taken before it. PulseAudio's volumes are cubic: the amplitude is the volume cubed."""
+        import pulsectl
+
+        with pulsectl.Pulse("tests", server=self.server) as pulse:
+            speaker = pulse.get_sink_by_name(SPEAKER)
+            pulse.volume_set_all_chans(speaker, ECHO_GAIN ** (1 / 3))
 
     def answers(self) -> bool:
         import pulsectl
@@ -249,6 +306,37 @@ class PipeFeeder:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+
+
+class BuyerVoice:
+    """The buyer speaking into the room's air (``room=True``): each utterance given to :meth:`say`
+    is played into :data:`AIR` after the previous one, on a thread, at the server's pace."""
+
+    def __init__(self, server: str, rate: int = 16_000) -> None:
+        self.server = server
+        self.rate = rate
+        self._said: queue.Queue[NDArray[np.int16] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="buyer-voice", daemon=True)
+
+    def start(self) -> BuyerVoice:
+        self._thread.start()
+        return self
+
+    def say(self, samples: NDArray[np.int16]) -> None:
+        self._said.put(samples)
+
+    def _run(self) -> None:
+        import pasimple
+
+        with pasimple.PaSimple(pasimple.PA_STREAM_PLAYBACK, pasimple.PA_SAMPLE_S16LE, 1, self.rate, app_name="tests",
+                               stream_name="the buyer", server_name=self.server, device_name=AIR) as stream:
+            while (samples := self._said.get()) is not None:
+                stream.write(samples.astype(np.int16).tobytes())
+                stream.drain()
+
+    def stop(self) -> None:
+        self._said.put(None)
+        self._thread.join(10)
 
 
 AUDIO_NICE = -11
