@@ -12,6 +12,7 @@ avatar's WAVs played into the microphone path, ``bench/barge_in.py``).
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,9 +56,12 @@ class BargeInDetector:
         self._recent.clear()
         self.last_reference_db = None
 
-    def process(self, samples: NDArray[np.int16], block_ms: int, avatar_speaking: bool, can_fire: bool = True) -> float | None:
+    def process(
+        self, samples: NDArray[np.int16], block_ms: int, avatar_speaking: bool, can_fire: Callable[[], bool] = lambda: True
+    ) -> float | None:
         """The block's level (dBFS) when this block completes a barge-in, else ``None``.
-        ``can_fire`` False (no utterance open yet): keep learning, decide later."""
+        ``can_fire`` is asked only when the levels say barge-in; False (no utterance open yet,
+        the canceller not trusted now): keep learning, decide again at the next block."""
         if not avatar_speaking:
             if self._levels or self._fired:
                 self.reset()
@@ -78,7 +82,9 @@ class BargeInDetector:
             self._levels.append(level)
             while len(self._levels) > window:
                 self._levels.popleft()
-        if self._fired or not can_fire or len(self._recent) < span or sum(self._recent) < HOLD_SHARE * span or not over:
+        if self._fired or len(self._recent) < span or sum(self._recent) < HOLD_SHARE * span or not over:
+            return None
+        if not can_fire():
             return None
         self._fired = True
         return level

@@ -26,10 +26,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hardware.audio import SAMPLE_RATE, AudioBlock, AudioSource, level_dbfs, resilient_blocks
-from workers.microphone.echo_delay import SEARCH_MS, WINDOW_MS, DelayEstimator
+from workers.microphone.echo_delay import NOW_MS, NOW_SEARCH_MS, SEARCH_MS, WINDOW_MS, DelayEstimator
 from workers.microphone.speexdsp import SpeexEchoCanceller
+from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
+_refusals = RateLimitedLog(log, 10.0)
 
 LEAD_MS = 30
 """How far ahead of its expected echo the reference is taken: room for the capture timestamps'
@@ -66,6 +68,10 @@ after a realignment) the residual swells and dips as the filter adapts, and a ba
 it took a swell for the buyer (an echo fragment sent as the buyer's message)."""
 CONVERGED_BLOCKS = 25
 """Echo blocks measured before :data:`CONVERGED_DB` is believed (half a second of the avatar's voice)."""
+REMOVING_MS = 1000
+"""A delay measured while the filter removed :data:`CONVERGED_DB` over this much of the latest
+echo is where it has learnt the echo (the health's 5 s would still show it removing the second
+after the echo's path changed)."""
 QUIET_AFTER_MS = 1000
 """This long after the loudspeaker last played (its echo has died away, the filter's span and the
 room's reverberation), the microphone's audio goes on unprocessed: the suppressor's gains would
@@ -168,6 +174,10 @@ class EchoCanceller:
         self._output_delay_changes = 0
         self._counted_realignments = 0
         self._converged = False
+        self._fed_ms = 0.0
+        """Where the latest block's reference was taken (its capture time, aligned)."""
+        self.moved_refused = 0
+        """Barge-ins not trusted because the echo was no longer where the filter learnt it."""
 
     def set_output_delay(self, output_delay_ms: float) -> None:
         """The sink's latency changed (:class:`~workers.microphone.echo_reference.OutputDelay`)."""
@@ -184,12 +194,37 @@ class EchoCanceller:
     def converged(self) -> bool:
         """Whether the filter has learnt the room since it was last realigned: it removed
         :data:`CONVERGED_DB` once, and holds (the buyer's double talk later lowers the figure
-        without unlearning anything)."""
-        if not self._converged:
-            erle = self.stats.erle_db
-            self._converged = (erle is not None and erle >= CONVERGED_DB
-                               and len(self.stats.removed_db) >= CONVERGED_BLOCKS)
+        without unlearning anything). Judged at every echo block, whether anyone asks or not."""
         return self._converged
+
+    def _judge_convergence(self) -> None:
+        if not self._converged and len(self.stats.removed_db) >= CONVERGED_BLOCKS:
+            erle = self.stats.erle_db
+            self._converged = erle is not None and erle >= CONVERGED_DB
+
+    def _removing(self) -> bool:
+        """Whether the filter removed :data:`CONVERGED_DB` over the latest :data:`REMOVING_MS` of echo."""
+        latest = list(self.stats.removed_db)[-(REMOVING_MS // self.block_ms):]
+        return len(latest) >= CONVERGED_BLOCKS and float(np.median(latest)) >= CONVERGED_DB
+
+    def trusts_barge_in(self) -> bool:
+        """Whether speech over the avatar in the output may be the buyer's: the filter has learnt
+        the room (:attr:`converged`) and the echo is still where it learnt it. When the echo's
+        path jumps (a sound card's underrun, a device restarted), the residual swells to nearly the
+        echo while the filter re-adapts, and by level alone that is the buyer; the echo's delay
+        over the last half second tells it apart (the buyer's voice over the echo leaves the
+        echo's delay where it was). Asked only when the barge-in detector would fire."""
+        if not self._converged:
+            return False
+        start_ms = self._fed_ms + self.block_ms - NOW_MS - NOW_SEARCH_MS
+        around = self.played.take(start_ms, SAMPLE_RATE * (NOW_MS + 2 * NOW_SEARCH_MS) // 1000, wait_ms=0)
+        now_ms = self.delay.moved_from_learnt(around)
+        if now_ms is None:
+            return True
+        self.moved_refused += 1
+        _refusals.log(logging.INFO, "moved", "no barge-in: the echo now comes %d ms after its reference, where the "
+                      "canceller learnt it at %s ms; it re-adapts meanwhile", now_ms, self.delay.learnt_ms)
+        return False
 
     @property
     def playing(self) -> bool:
@@ -203,24 +238,30 @@ class EchoCanceller:
             self.stats.removed_db.clear()
             self._converged = False
         fed_ms = block.t_ms - self.output_delay_ms + LEAD_MS + self.delay.offset_ms
+        self._fed_ms = fed_ms
         reference = self.played.take(fed_ms, len(block.samples))
         if self.delay.observe(block.samples, self.block_ms):
             window_ms = fed_ms + self.block_ms - WINDOW_MS - SEARCH_MS
-            self.delay.measure(self.played.take(window_ms, SAMPLE_RATE * (WINDOW_MS + 2 * SEARCH_MS) // 1000, wait_ms=0))
+            moves = self.delay.moves
+            measured = self.delay.measure(self.played.take(window_ms, SAMPLE_RATE * (WINDOW_MS + 2 * SEARCH_MS) // 1000, wait_ms=0))
+            if measured is not None and self.delay.moves == moves and self._removing():
+                self.delay.learnt(measured)
         out = self.engine.process(block.samples, reference)  # always: the filter's state runs on
         playing = level_dbfs(reference) > ACTIVE_DBFS
         self._quiet_ms = 0 if playing else self._quiet_ms + self.block_ms
         if self._quiet_ms >= QUIET_AFTER_MS:
             out = self._previous  # as heard, as late as the processed output
         self._previous = block.samples
-        self._count(block, out, playing, time.thread_time() - started)
+        self._count(block, out, playing)
+        if playing:
+            self._judge_convergence()
+        self.stats.cpu_s += time.thread_time() - started
         # the output is one frame late (speexdsp's preprocessor overlaps its frames): its first
         # sample was captured a block before this block's
         return AudioBlock(out, block.t_ms - round(block.duration_ms))
 
-    def _count(self, block: AudioBlock, out: NDArray[np.int16], playing: bool, cpu_s: float) -> None:
+    def _count(self, block: AudioBlock, out: NDArray[np.int16], playing: bool) -> None:
         st = self.stats
-        st.cpu_s += cpu_s
         st.blocks += 1
         st.audio_s += block.duration_ms / 1000
         if playing:

@@ -49,6 +49,13 @@ states a shorter latency than its sound really takes (a room whose way to the mi
 its own), that is audio the server has not delivered yet (waited for, then counted as silence)."""
 ACTIVE_RMS = 30.0
 """The reference must be at least this loud (about -60 dBFS) over the window to measure by."""
+NOW_MS = 300
+"""The echo's delay *now* (:meth:`DelayEstimator.heard_now_ms`) is measured over this much of the
+latest microphone audio: what the barge-in detector judged on (``barge_in_min_ms``), so that audio
+from before a jump of the echo's path does not outweigh what came after it; enough for a clear
+peak with the buyer talking over the echo (``bench/duplex.py``)."""
+NOW_SEARCH_MS = 300
+"""Delays searched on either side for it: a jump of the echo's path beyond the filter's reach."""
 
 
 @dataclass
@@ -63,6 +70,9 @@ class DelayEstimator:
     measured_ms: int | None = None
     """The last measured delay of the echo after the fed reference (None: none yet)."""
     moves: int = 0
+    learnt_ms: int | None = None
+    """The echo's delay where the filter has learnt it: a measurement made while it removed the
+    echo well (:meth:`learnt`); None until then, and after each move."""
     _mic: collections.deque[NDArray[np.int16]] = field(default_factory=collections.deque, init=False)
     _since_ms: int = field(default=0, init=False)
     _agreeing: list[int] = field(default_factory=list, init=False)
@@ -79,19 +89,15 @@ class DelayEstimator:
         self._since_ms = 0
         return True
 
-    def measure(self, reference: NDArray[np.int16]) -> None:
+    def measure(self, reference: NDArray[np.int16]) -> int | None:
         """``reference``: the fed reference over the window, with :data:`SEARCH_MS` more on each
-        side (what the filter would have been given, and around it)."""
+        side (what the filter would have been given, and around it). The delay measured, if any."""
         mic = np.concatenate(self._mic).astype(np.float64)
         ref = reference.astype(np.float64)
-        if float(np.sqrt(np.mean(np.square(ref)))) < ACTIVE_RMS:
-            return
-        search = SAMPLE_RATE * SEARCH_MS // 1000
-        lag = gcc_phat_lag(mic, ref, search)
-        delay_ms = None if lag is None else round(lag * 1000 / SAMPLE_RATE)
-        if delay_ms is None or abs(delay_ms) > SEARCH_MS - EDGE_MS:
+        delay_ms = _delay_ms(mic, ref, SEARCH_MS)
+        if delay_ms is None:
             self._agreeing.clear()
-            return
+            return None
         self.measured_ms = delay_ms
         if self._agreeing and abs(delay_ms - self._agreeing[-1]) > AGREE_MS:
             self._agreeing.clear()
@@ -99,9 +105,45 @@ class DelayEstimator:
         if len(self._agreeing) >= AGREEING and not 0 <= delay_ms <= min(LATE_MS, self.span_ms // 2):
             self.offset_ms -= delay_ms - self.lead_ms  # the reference taken that much earlier (later)
             self.moves += 1
+            self.learnt_ms = None
             self._agreeing.clear()
             log.info("the loudspeaker's echo came %d ms after its reference: the reference moves by %+d ms (now %+d ms)",
                      delay_ms, self.lead_ms - delay_ms, self.offset_ms)
+        return delay_ms
+
+    def learnt(self, delay_ms: int) -> None:
+        """``delay_ms`` was measured while the filter removed the echo well: that is where it has
+        learnt it."""
+        self.learnt_ms = delay_ms
+
+    def heard_now_ms(self, reference: NDArray[np.int16]) -> int | None:
+        """The echo's delay over the latest :data:`NOW_MS` of microphone audio (None: no clear
+        peak); ``reference`` is the fed reference over them with :data:`NOW_SEARCH_MS` more on
+        either side."""
+        mic = np.concatenate(self._mic)[-SAMPLE_RATE * NOW_MS // 1000:].astype(np.float64) if self._mic else None
+        if mic is None or len(mic) < SAMPLE_RATE * NOW_MS // 1000:
+            return None
+        return _delay_ms(mic, reference.astype(np.float64), NOW_SEARCH_MS)
+
+    def moved_from_learnt(self, reference: NDArray[np.int16]) -> int | None:
+        """The echo's delay now when it is no longer where the filter learnt it (more than
+        :data:`AGREE_MS` away): its path changed under the filter. None when it is there, or
+        when either is not known."""
+        if self.learnt_ms is None:
+            return None
+        now = self.heard_now_ms(reference)
+        return now if now is not None and abs(now - self.learnt_ms) > AGREE_MS else None
+
+
+def _delay_ms(mic: NDArray[np.float64], reference: NDArray[np.float64], search_ms: int) -> int | None:
+    """How late ``mic`` hears ``reference`` (which covers ``search_ms`` more on either side), in
+    ms; None without a clear peak, for a reference too quiet to tell, or at the search's edge."""
+    if float(np.sqrt(np.mean(np.square(reference)))) < ACTIVE_RMS:
+        return None
+    search = SAMPLE_RATE * search_ms // 1000
+    lag = gcc_phat_lag(mic, reference, search)
+    delay_ms = None if lag is None else round(lag * 1000 / SAMPLE_RATE)
+    return None if delay_ms is None or abs(delay_ms) > search_ms - EDGE_MS else delay_ms
 
 
 def gcc_phat_lag(mic: NDArray[np.float64], ref: NDArray[np.float64], search: int) -> int | None:

@@ -134,7 +134,7 @@ class RoomEcho:
         stats = self.canceller.stats
         return {"echo_reference": self.reference.monitor, "echo_erle_db": stats.erle_db,
                 "echo_cpu": round(stats.cpu_share, 4), "echo_reference_blocks": self.reader.played.blocks,
-                "echo_reference_late": self.reader.played.late,
+                "echo_reference_late": self.reader.played.late, "echo_moved_refused": self.canceller.moved_refused,
                 "echo_output_delay_ms": round(self.canceller.output_delay_ms),
                 "echo_delay_measured_ms": self.canceller.delay.measured_ms, "echo_delay_offset_ms": self.canceller.delay.offset_ms,
                 "echo_reference_error": self.error}

@@ -294,9 +294,11 @@ class Transcriber:
         current = self._open
         speaking = self.echo.speaking_at(block.t_ms)
         # the lips are asked only while an avatar speaks: there is nothing to barge into otherwise
-        can_fire = current is not None and self.barge_in_trusted() and not (
-            speaking and self.lips is not None and self.lips.still(current.start_ms, block.end_ms)
-        )
+        def can_fire() -> bool:
+            return current is not None and self.barge_in_trusted() and not (
+                speaking and self.lips is not None and self.lips.still(current.start_ms, block.end_ms)
+            )
+
         level = self.barge_in.process(block.samples, round(block.duration_ms), speaking, can_fire=can_fire)
         if level is None or current is None:
             return

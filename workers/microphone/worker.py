@@ -199,8 +199,7 @@ class MicrophoneWorker(Worker):
         if self.room_echo is not None:
             self.echo.use_tail(self.settings.echo_tail_cancelled_ms)
             if self.transcriber is not None:
-                canceller = self.room_echo.canceller
-                self.transcriber.barge_in_trusted = lambda: canceller.converged
+                self.transcriber.barge_in_trusted = self.room_echo.canceller.trusts_barge_in
         sources = _FirstThenAgain(first, lambda: self._open(self.settings.source))
         blocks = resilient_blocks(sources.next, stop, self._source_failed, self._source_opened, self.settings.retry_s)
         realignments = 0

@@ -262,3 +262,29 @@ def test_the_canceller_says_it_has_learnt_the_room_once_it_removes_the_echo_unti
     canceller.process(AudioBlock(np.zeros(BLOCK, np.int16), T0 + 60_000))
     assert not canceller.converged
     canceller.close()
+
+
+def test_an_echo_that_jumped_under_the_filter_is_no_barge_in_the_buyers_voice_is() -> None:
+    """The echo's path jumps 40 ms under a converged filter: for the second it re-adapts the
+    residual swells to nearly the echo, by level the buyer talking over the avatar; but the echo
+    is no longer where the filter learnt it, so barge-in is not trusted. The buyer talking over
+    the same echo through the unchanged path is."""
+    reference = _speech_like(6.6, seed=9)
+    path = _room(np.concatenate((np.zeros(SAMPLE_RATE * 60 // 1000), reference))[: len(reference)])
+    jumped = _room(np.concatenate((np.zeros(SAMPLE_RATE * 100 // 1000), reference))[: len(reference)])
+    learnt = SAMPLE_RATE * 6  # then 0.6 s more, the jump or the buyer
+
+    def after_learning(rest: np.ndarray) -> tuple[EchoCanceller, np.ndarray]:
+        canceller = EchoCanceller(PlayedAudio(), 60, block_ms=20)
+        out = _cancel(canceller, reference, np.concatenate((path[:learnt], rest[learnt:])))
+        return canceller, out
+
+    moved, moved_out = after_learning(jumped)
+    assert moved.converged and moved.delay.moves == 0 and moved.delay.learnt_ms is not None
+    swell = level_dbfs(moved_out[-SAMPLE_RATE // 4:]) - level_dbfs(moved_out[learnt - SAMPLE_RATE:learnt - BLOCK])
+    assert swell > 15  # what the level detector sees: far over the residual it learnt
+    assert not moved.trusts_barge_in() and moved.moved_refused == 1
+    talking, _ = after_learning(path + _speech_like(6.6, seed=4) * 0.5)
+    assert talking.trusts_barge_in()
+    for canceller in (moved, talking):
+        canceller.close()
