@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -44,6 +45,10 @@ FORGOTTEN: Final = ("round {round_id} lost by the EO: the EO no longer knows it 
 """The alert, and the round's note, when the EO forgot a round it once knew."""
 CHECKS_TO_ACT: Final = 2
 """The same difference (or the same unknown round) seen this many times in a row is acted on."""
+UNREACHABLE_S: Final = 15.0
+"""An EO that does not answer this long after a stop cut a confirmation has exited (the platform's
+EO does on a cut answer). Sooner, it may be an EO that restarted with the room and is still
+starting on a loaded machine: it then answers for itself whether it still knows the round."""
 MONEY_EPSILON: Final = 0.005
 TOTALS_WRAPPER: Final = "roundTotals"
 """The stand-in's ``documented`` mode wraps the totals (its ``/viewTotals`` says the phase too)."""
@@ -109,8 +114,14 @@ def _describe(diff: SellerBooks) -> str:
 class Reconciler:
     """Checks the controller's current round against the EO at ``eo_url``."""
 
-    def __init__(self, controller: AvatarController, eo_url: str, eo: EOClient | None = None) -> None:
+    def __init__(
+        self, controller: AvatarController, eo_url: str, eo: EOClient | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.controller = controller
+        self._clock = clock
+        self._unreachable_since: float | None = None
+        """When the EO stopped answering (None: it answers)."""
         self.eo_url = eo_url.rstrip("/")
         self.eo = eo or EOClient(self.eo_url, HttpPoster(timeouts=CHECK_TIMEOUTS, retry=CHECK_RETRIES))
         self._last: tuple[int, str] | None = None
@@ -175,12 +186,16 @@ class Reconciler:
         outcome = await self.eo.view_totals(rnd.round_id)
         known = round_known(outcome)
         if known is None and isinstance(outcome, Failed) and outcome.status_code is None:
-            if self.controller.cut_prompts and self._again(rnd.key, "unreachable"):
+            if self._unreachable_since is None:
+                self._unreachable_since = self._clock()
+            away_long = self._clock() - self._unreachable_since >= UNREACHABLE_S
+            if self.controller.cut_prompts and self._again(rnd.key, "unreachable") and away_long:
                 text = (f"round {rnd.round_id} lost by the EO: the Avatar Controller stopped while a confirmation waited, "
                         f"and the EO no longer answers ({outcome.reason})")
                 ledger.set_phase(rnd.key, "lost", now_ms(), None, note=text)
                 self._settled("round_lost", text)
             return "unreachable"
+        self._unreachable_since = None
         if known is None:
             return f"no word ({outcome.reason if isinstance(outcome, Failed) else 'an odd answer'})"
         if known is False:

@@ -8,13 +8,15 @@ the console's alerts are real."""
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from avatar.controller import AvatarController
-from avatar.reconcile import CHECK_RETRIES, Reconciler, differences, eo_books, ledger_books
+from avatar.reconcile import CHECK_RETRIES, UNREACHABLE_S, Reconciler, differences, eo_books, ledger_books
 from avatar.room_ledger import ledger_in_memory
 from avatar.settings import AvatarSettings
 from hardware.speaker import Speaker, WavSink
@@ -79,9 +81,9 @@ def totals(celia: tuple[float, dict[str, int]], watson: tuple[float, dict[str, i
     return httpx.Response(200, json=body)
 
 
-def checks(ctl: AvatarController, eo: httpx.MockTransport, count: int) -> list[str]:
+def checks(ctl: AvatarController, eo: httpx.MockTransport, count: int, clock: Callable[[], float] = time.monotonic) -> list[str]:
     async def run() -> list[str]:
-        reconciler = Reconciler(ctl, EO, EOClient(EO, HttpPoster(transport=eo, retry=CHECK_RETRIES)))
+        reconciler = Reconciler(ctl, EO, EOClient(EO, HttpPoster(transport=eo, retry=CHECK_RETRIES)), clock=clock)
         try:
             return [await reconciler.check() for _ in range(count)]
         finally:
@@ -174,7 +176,12 @@ def test_an_eo_gone_after_a_cut_confirmation_lost_the_round(tmp_path: Path) -> N
     ctl.ledger.add_prompt("p1", ctl.ledger.current().key, "Watson", "Deal?", accept({"egg": 1}, 2.0), now_ms())  # type: ignore[union-attr]
     ctl.rounds.take_up()
     assert ctl.cut_prompts == 1
-    assert checks(ctl, eo_answering(gone), 2)[-1] == "unreachable"
+    # an EO still starting (it restarted with the room) is given UNREACHABLE_S to answer
+    seconds = iter([0.0, 0.0, 5.0])
+    assert checks(ctl, eo_answering(gone), 2, clock=lambda: next(seconds))[-1] == "unreachable"
+    assert ctl.ledger.current().phase == "round" and alerts == []  # type: ignore[union-attr]
+    later = iter([0.0, 0.0, UNREACHABLE_S])
+    assert checks(ctl, eo_answering(gone), 2, clock=lambda: next(later))[-1] == "unreachable"
     assert ctl.ledger.current().phase == "lost" and "lost by the EO" in alerts[0][1]  # type: ignore[union-attr]
 
 
