@@ -107,7 +107,7 @@ def _run_session(session: Session, settings: MicrophoneSettings, recognizer: Rec
         settings, recognizer, "mic", lambda _e: None, lambda t: finals.append(t) if t.final else None,
         cancelling=cancel, echo=gate, echo_mode=settings.echo_mode, emit_barge_in=barges.append,
     )
-    if canceller is not None:  # as the worker: barge-in once the canceller has learnt the room
+    if canceller is not None:  # as the worker: barge-in once the canceller has learnt the room, while the echo is where it learnt it
         transcriber.barge_in_trusted = canceller.trusts_barge_in
     block = 16 * settings.block_ms
     events = sorted((t.echo_ms[i], i == 0) for t in session.trials if t.kind != "single" for i in (0, 1))
