@@ -31,7 +31,9 @@ from workers.microphone.speexdsp import SpeexEchoCanceller
 from workers.runtime.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-_refusals = RateLimitedLog(log, 10.0)
+REFUSAL_LOG_S = 10.0
+"""At most one line this often says that barge-ins are refused (an echo path that jumped)."""
+_refusals = RateLimitedLog(log, REFUSAL_LOG_S)
 
 LEAD_MS = 30
 """How far ahead of its expected echo the reference is taken: room for the capture timestamps'
