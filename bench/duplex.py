@@ -54,7 +54,7 @@ from workers.microphone.evaluation import deal_terms, normalize, transcribe  # n
 from workers.microphone.noise_floor import SPEECH_LEVEL_DBFS  # noqa: E402
 from workers.microphone.recognizer import Recognizer  # noqa: E402
 from workers.microphone.settings import MicrophoneSettings  # noqa: E402
-from workers.microphone.transcriber import Transcriber  # noqa: E402
+from workers.microphone.transcriber import Transcriber, follow_canceller  # noqa: E402
 from workers.runtime.config import Config  # noqa: E402
 from workers.runtime.messages import BargeIn, Speaking, Transcript  # noqa: E402
 
@@ -107,8 +107,8 @@ def _run_session(session: Session, settings: MicrophoneSettings, recognizer: Rec
         settings, recognizer, "mic", lambda _e: None, lambda t: finals.append(t) if t.final else None,
         cancelling=cancel, echo=gate, echo_mode=settings.echo_mode, emit_barge_in=barges.append,
     )
-    if canceller is not None:  # as the worker: barge-in once the canceller has learnt the room, while the echo is where it learnt it
-        transcriber.barge_in_trusted = canceller.trusts_barge_in
+    if canceller is not None:
+        follow_canceller(transcriber, canceller)  # as the worker
     block = 16 * settings.block_ms
     events = sorted((t.echo_ms[i], i == 0) for t in session.trials if t.kind != "single" for i in (0, 1))
     erle: list[float] = []

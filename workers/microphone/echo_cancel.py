@@ -180,6 +180,8 @@ class EchoCanceller:
         """Where the latest block's reference was taken (its capture time, aligned)."""
         self.moved_refused = 0
         """Barge-ins not trusted because the echo was no longer where the filter learnt it."""
+        self.on_realigned: Callable[[], None] = lambda: None
+        """Called from :meth:`process` when the alignment has moved (the filter re-adapts)."""
 
     def set_output_delay(self, output_delay_ms: float) -> None:
         """The sink's latency changed (:class:`~workers.microphone.echo_reference.OutputDelay`)."""
@@ -214,7 +216,7 @@ class EchoCanceller:
         the room (:attr:`converged`) and the echo is still where it learnt it. When the echo's
         path jumps (a sound card's underrun, a device restarted), the residual swells to nearly the
         echo while the filter re-adapts, and by level alone that is the buyer; the echo's delay
-        over the last half second tells it apart (the buyer's voice over the echo leaves the
+        over the last :data:`NOW_MS` tells it apart (the buyer's voice over the echo leaves the
         echo's delay where it was). Asked only when the barge-in detector would fire."""
         if not self._converged:
             return False
@@ -239,6 +241,7 @@ class EchoCanceller:
             self._counted_realignments = self.realignments
             self.stats.removed_db.clear()
             self._converged = False
+            self.on_realigned()
         fed_ms = block.t_ms - self.output_delay_ms + LEAD_MS + self.delay.offset_ms
         self._fed_ms = fed_ms
         reference = self.played.take(fed_ms, len(block.samples))

@@ -36,6 +36,7 @@ from workers.runtime.messages import BargeIn, Transcript, VadEvent, Word
 from workers.runtime.worker_ids import MICROPHONE as MICROPHONE_WORKER
 
 if TYPE_CHECKING:
+    from workers.microphone.echo_cancel import EchoCanceller
     from workers.microphone.settings import MicrophoneSettings
 
 log = logging.getLogger(__name__)
@@ -202,7 +203,7 @@ class Transcriber:
         self.numbers: NumberStyle = numbers
         self.speculate_ms = speculate_ms
         self.barge_in = barge_in
-        self.barge_in_trusted: Callable[[], bool] = lambda: True  # with a canceller: once it learnt the room
+        self.barge_in_trusted: Callable[[], bool] = lambda: True  # asked when the detector would fire (follow_canceller)
         self.emit_barge_in = emit_barge_in
         self._measure_pitch = measure_pitch
         self.names = names
@@ -451,3 +452,11 @@ class Transcriber:
         transcript.doubts = doubts
         transcript.turn_complete = turn_complete
         self.emit_transcript(transcript)
+
+
+def follow_canceller(transcriber: Transcriber, canceller: EchoCanceller) -> None:
+    """Judge ``transcriber``'s barge-ins on ``canceller``'s output as it allows: only while it
+    trusts what it lets through (:meth:`~workers.microphone.echo_cancel.EchoCanceller.trusts_barge_in`),
+    the detector learning the echo again after each of its realignments."""
+    transcriber.barge_in_trusted = canceller.trusts_barge_in
+    canceller.on_realigned = transcriber.echo_realigned

@@ -28,7 +28,7 @@ from workers.microphone.lips import LipWatch
 from workers.microphone.noise_floor import NoiseFloorCheck
 from workers.microphone.recognizer import EngineUnavailable, Recognizer
 from workers.microphone.settings import MicrophoneSettings
-from workers.microphone.transcriber import Transcriber
+from workers.microphone.transcriber import Transcriber, follow_canceller
 from workers.runtime.bus import Bus
 from workers.runtime.config import Config
 from workers.runtime.logs import NOTICE, RateLimitedLog
@@ -199,19 +199,15 @@ class MicrophoneWorker(Worker):
         if self.room_echo is not None:
             self.echo.use_tail(self.settings.echo_tail_cancelled_ms)
             if self.transcriber is not None:
-                self.transcriber.barge_in_trusted = self.room_echo.canceller.trusts_barge_in
+                follow_canceller(self.transcriber, self.room_echo.canceller)
         sources = _FirstThenAgain(first, lambda: self._open(self.settings.source))
         blocks = resilient_blocks(sources.next, stop, self._source_failed, self._source_opened, self.settings.retry_s)
-        realignments = 0
         try:
             for block in blocks:
                 assert self.transcriber is not None
                 self.noise_check.observe(block.samples, block.duration_ms)
                 if self.room_echo is not None:
                     block = self.room_echo.canceller.process(block)
-                    if self.room_echo.canceller.realignments != realignments:
-                        realignments = self.room_echo.canceller.realignments
-                        self.transcriber.echo_realigned()
                 self.transcriber.process(enhance_block(enhancer, block))
             if self.transcriber is not None:
                 self.transcriber.flush()

@@ -258,9 +258,13 @@ def test_the_canceller_says_it_has_learnt_the_room_once_it_removes_the_echo_unti
     assert canceller.converged
     canceller.stats.removed_db.extend([0.0] * 250)  # five seconds of the buyer over the echo
     assert canceller.converged
+    realigned: list[bool] = []
+    canceller.on_realigned = lambda: realigned.append(True)  # a transcriber's detector relearns then
     canceller.set_output_delay(200)  # realigned: it learns the room again
     canceller.process(AudioBlock(np.zeros(BLOCK, np.int16), T0 + 60_000))
-    assert not canceller.converged
+    assert not canceller.converged and realigned == [True]
+    canceller.process(AudioBlock(np.zeros(BLOCK, np.int16), T0 + 60_020))
+    assert realigned == [True]  # once per realignment
     canceller.close()
 
 
